@@ -1,0 +1,75 @@
+// Command mpirun launches a parallel job: it spawns one orted per node along
+// a δ-ary tree over ssh, the daemons exchange their addresses, and the
+// application is started on every node. mpirun is daemon 0 of the job: it
+// runs the same event loop as every orted, plus the terminal, the signals
+// and the exit status.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"prsh/daemon"
+)
+
+// statusUsage is the exit status for bad flags or input.
+const statusUsage = 2
+
+func main() {
+	start := time.Now()
+	app := &cli.App{
+		Name:            "mpirun",
+		Usage:           "run a parallel job on the nodes of a cluster",
+		UsageText:       "mpirun [options] COMMAND [ARGS...]",
+		HideHelpCommand: true,
+		Flags:           flags(),
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError{err}
+		},
+		Action: func(c *cli.Context) error { return run(c, start) },
+	}
+	err := app.Run(os.Args)
+	var exit exitStatus
+	switch {
+	case errors.As(err, &exit):
+		os.Exit(int(exit))
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "mpirun: %v\n", err)
+		os.Exit(statusUsage)
+	}
+}
+
+type usageError struct{ error }
+
+func (u usageError) Error() string { return u.error.Error() + " (see mpirun --help)" }
+
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func run(c *cli.Context, start time.Time) error {
+	if c.NArg() == 0 {
+		return usageError{errors.New("no command given")}
+	}
+	cfg, err := configure(c)
+	if err != nil {
+		return err
+	}
+	cfg.Start = start
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(sigs)
+	cfg.Signals = sigs
+	status, err := daemon.Run(context.Background(), cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mpirun: %v\n", err)
+	}
+	return exitStatus(status)
+}

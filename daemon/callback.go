@@ -1,0 +1,128 @@
+package daemon
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"prsh/iof"
+	"prsh/spawn/launch"
+	"prsh/transport"
+)
+
+// welcomeTimeout bounds how long a new orted waits for its parent's
+// Welcome after calling back.
+const welcomeTimeout = 30 * time.Second
+
+// callBack connects a new orted to its spawn parent, announces its id and
+// contact address, opens its output stream and waits for the Welcome.
+func (d *Daemon) callBack() (Welcome, error) {
+	ctx, cancel := context.WithTimeout(d.ctx, welcomeTimeout)
+	defer cancel()
+	conn, err := transport.Dial(ctx, d.cfg.ParentAddr, d.cfg.Secret, d.transportOptions())
+	if err != nil {
+		return Welcome{}, fmt.Errorf("%s: cannot call back parent at %s: %w", d.cfg.Node, d.cfg.ParentAddr, err)
+	}
+	ctrl, err := openStream(conn, streamControl)
+	if err == nil {
+		kind, payload := mustEncode(Hello{ID: d.cfg.ID, Addr: d.addr})
+		err = transport.WriteFrame(ctrl, kind, payload)
+	}
+	if err != nil {
+		conn.Close()
+		return Welcome{}, fmt.Errorf("%s: calling back parent: %w", d.cfg.Node, err)
+	}
+	out, err := openStream(conn, streamOutput)
+	if err != nil {
+		conn.Close()
+		return Welcome{}, fmt.Errorf("%s: opening the output stream: %w", d.cfg.Node, err)
+	}
+	welcome, err := readWelcome(ctrl)
+	if err != nil {
+		conn.Close()
+		return Welcome{}, fmt.Errorf("%s: waiting for the job from parent: %w", d.cfg.Node, err)
+	}
+	d.upStream = out
+	d.sink = iof.NewSender(out)
+	d.parent = newLink(-1, conn, ctrl)
+	return welcome, nil
+}
+
+func readWelcome(ctrl interface {
+	io.Reader
+	SetReadDeadline(time.Time) error
+}) (Welcome, error) {
+	ctrl.SetReadDeadline(time.Now().Add(welcomeTimeout))
+	defer ctrl.SetReadDeadline(time.Time{})
+	kind, payload, err := transport.ReadFrame(ctrl, transport.MaxFrame)
+	if err != nil {
+		return Welcome{}, err
+	}
+	if kind != kindWelcome {
+		return Welcome{}, fmt.Errorf("expected the job, got message kind %d", kind)
+	}
+	return decodeAs[Welcome](payload)
+}
+
+// adoptParent registers the parent link once the tree is known.
+func (d *Daemon) adoptParent() {
+	d.parent.peer = d.spawnTree.Parent(d.cfg.ID)
+	d.links[d.parent.peer] = d.parent
+	go d.readLoop(d.parent)
+	go d.acceptStreams(d.parent)
+}
+
+func mustEncode(msg any) (byte, []byte) {
+	kind, payload, err := encode(msg)
+	if err != nil {
+		panic(err) // only for message types defined in this package
+	}
+	return kind, payload
+}
+
+func (d *Daemon) transportOptions() transport.Options {
+	return transport.Options{LocalIP: d.cfg.Bind, Logger: d.log.Named("transport")}
+}
+
+// agentFor builds the launch agent an orted uses for its own children.
+func agentFor(job JobSpec, log hclog.Logger) (launch.Agent, error) {
+	if job.LaunchAgent != "" {
+		return launch.NewCommand(job.LaunchAgent)
+	}
+	return launch.NewSSH(launch.SSHOptions{
+		ConfigFile:     job.SSHConfig,
+		ConnectTimeout: time.Duration(job.SSHTimeoutMS) * time.Millisecond,
+		MaxSessions:    job.MaxSessions,
+		Logger:         log.Named("ssh"),
+	})
+}
+
+// ortedArgv is the command that starts a child's orted. The secret is not
+// in it: it goes on the child's stdin.
+func (d *Daemon) ortedArgv(id int, host string) []string {
+	argv := []string{d.job.OrtedPath, "--parent", d.addr, "--id", strconv.Itoa(id), "--node", host}
+	if d.job.LogLevel != "" {
+		argv = append(argv, "--log-level", d.job.LogLevel)
+	}
+	return argv
+}
+
+// secretLine is what a child reads first on its stdin.
+func (d *Daemon) secretLine() []byte {
+	return []byte(hex.EncodeToString(d.cfg.Secret) + "\n")
+}
+
+// watchLifeline ends the orted when its stdin closes: the ssh session that
+// started it is gone, so its parent is gone.
+func (d *Daemon) watchLifeline() {
+	if d.cfg.Lifeline == nil {
+		return
+	}
+	io.Copy(io.Discard, d.cfg.Lifeline)
+	d.post(func() { d.lifelineLost("its parent's session ended") })
+}

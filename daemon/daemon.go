@@ -1,0 +1,284 @@
+// Package daemon is the event loop that mpirun (daemon 0) and every orted
+// run. One goroutine owns all state and drives the pure machines: phase 1
+// (spawn), phase 2 and the router (routed), and the job's end (milestones,
+// failures, teardown). Other goroutines only read sockets, pipes and
+// processes and post what they saw to the loop.
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"prsh/iof"
+	"prsh/routed"
+	"prsh/spawn"
+	"prsh/spawn/launch"
+	"prsh/topo"
+	"prsh/transport"
+)
+
+// Exit statuses of mpirun besides the ranks' own.
+const (
+	StatusLaunchFailed = 255 // a node or daemon failed
+	StatusTimeout      = 124 // --timeout expired
+)
+
+// Config starts a daemon.
+type Config struct {
+	ID         int
+	Node       string // this daemon's node name
+	ParentAddr string // contact address of the spawn parent; "" for mpirun
+	Secret     []byte
+	Bind       string // IP address to listen on and dial from; "" = any
+	Log        hclog.Logger
+	Lifeline   io.Reader // orted: its stdin; EOF means the parent is gone
+
+	// mpirun only.
+	Job         JobSpec
+	Nodes       []spawn.Node
+	App         Launch
+	Agent       launch.Agent
+	Stdout      io.Writer
+	Stderr      io.Writer
+	Signals     <-chan os.Signal
+	ReportTimes bool
+	Start       time.Time // when mpirun started, for --report-launch-times
+}
+
+// Daemon is one daemon's state, owned by its event loop.
+type Daemon struct {
+	cfg    Config
+	log    hclog.Logger
+	events chan func()
+	ctx    context.Context
+	stop   context.CancelFunc
+
+	job       JobSpec
+	ln        *transport.Listener
+	addr      string
+	parent    *link
+	links     map[int]*link
+	dialing   map[int][]any
+	spawnTree topo.Tree
+	routing   routed.Topology
+	phase1    *spawn.Phase1
+	gather    *routed.Allgather
+	router    *routed.Router[any]
+	agent     launch.Agent
+	children  map[int]*child
+
+	sink     iof.Sink
+	terminal *iof.Terminal
+	upStream io.Closer
+
+	launchGot bool
+	ranks    map[int]*rank
+	progress [numMilestones]milestone
+
+	ending   bool
+	finished bool
+	status   int
+	exit     chan int
+}
+
+type milestone struct {
+	local    bool
+	children map[int]bool
+	reported bool
+	at       time.Duration
+}
+
+// Run runs the daemon until the job is over and returns its exit status.
+func Run(ctx context.Context, cfg Config) (int, error) {
+	d := &Daemon{
+		cfg: cfg, log: cfg.Log, events: make(chan func(), 256),
+		links: map[int]*link{}, dialing: map[int][]any{}, children: map[int]*child{},
+		ranks: map[int]*rank{}, exit: make(chan int, 1),
+	}
+	if d.log == nil {
+		d.log = hclog.NewNullLogger()
+	}
+	d.ctx, d.stop = context.WithCancel(ctx)
+	defer d.stop()
+	for i := range d.progress {
+		d.progress[i].children = map[int]bool{}
+	}
+	if err := d.listen(); err != nil {
+		return StatusLaunchFailed, err
+	}
+	defer d.ln.Close()
+	if err := d.bootstrap(); err != nil {
+		return StatusLaunchFailed, err
+	}
+	go d.acceptLoop()
+	return d.loop(), nil
+}
+
+func (d *Daemon) isRoot() bool { return d.cfg.ID == 0 }
+
+// post hands work to the event loop; it drops it once the loop is gone.
+func (d *Daemon) post(f func()) {
+	select {
+	case d.events <- f:
+	case <-d.ctx.Done():
+	}
+}
+
+func (d *Daemon) after(delay time.Duration, f func()) {
+	time.AfterFunc(delay, func() { d.post(f) })
+}
+
+func (d *Daemon) loop() int {
+	for {
+		select {
+		case f := <-d.events:
+			f()
+		case sig := <-d.cfg.Signals:
+			d.caught(sig)
+		case status := <-d.exit:
+			return status
+		case <-d.ctx.Done():
+			d.killRanks(syscall.SIGKILL)
+			return StatusLaunchFailed
+		}
+	}
+}
+
+func (d *Daemon) listen() error {
+	host := d.cfg.Bind
+	ln, err := transport.Listen(hostPort(host), d.cfg.Secret, transport.Options{Logger: d.log.Named("transport")})
+	if err != nil {
+		return fmt.Errorf("%s: cannot listen on %q: %w", d.cfg.Node, host, err)
+	}
+	d.ln = ln
+	d.addr = transport.URI(ln.Addr())
+	return nil
+}
+
+func hostPort(ip string) string {
+	if ip == "" {
+		return ":0"
+	}
+	if len(ip) > 0 && ip[0] != '[' && containsColon(ip) {
+		return "[" + ip + "]:0"
+	}
+	return ip + ":0"
+}
+
+func containsColon(s string) bool {
+	for _, c := range s {
+		if c == ':' {
+			return true
+		}
+	}
+	return false
+}
+
+// bootstrap sets the machines up: mpirun from its config, an orted from
+// the Welcome its parent sends when it calls back.
+func (d *Daemon) bootstrap() error {
+	if d.isRoot() {
+		d.terminal = iof.NewTerminal(d.cfg.Stdout, d.cfg.Stderr)
+		d.sink = d.terminal
+		d.agent = d.cfg.Agent
+		if err := d.setup(d.cfg.Job); err != nil {
+			return err
+		}
+		d.post(func() { d.startRoot() })
+		return nil
+	}
+	welcome, err := d.callBack()
+	if err != nil {
+		return err
+	}
+	if err := d.setup(welcome.Job); err != nil {
+		return err
+	}
+	agent, err := agentFor(welcome.Job, d.log)
+	if err != nil {
+		return fmt.Errorf("%s: %w", d.cfg.Node, err)
+	}
+	d.agent = agent
+	d.post(func() { d.startOrted(welcome.Nodes) })
+	d.adoptParent()
+	go d.watchLifeline()
+	return nil
+}
+
+// setup builds the spawn tree, the routing topology and the machines.
+func (d *Daemon) setup(job JobSpec) error {
+	d.job = job
+	radix := job.RoutedRadix
+	if radix <= 0 {
+		radix = job.SpawnDegree
+	}
+	if radix <= 0 {
+		radix = routed.DefaultRadix
+	}
+	rt, err := routed.New(job.Routed, job.Daemons, radix)
+	if err != nil {
+		return err
+	}
+	d.routing = rt
+	d.spawnTree = rt.Tree()
+	if job.SpawnDegree > 0 {
+		d.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
+	}
+	d.phase1 = spawn.NewPhase1(d.cfg.ID, d.spawnTree)
+	d.gather = routed.NewAllgather(d.cfg.ID, d.addr, d.spawnTree.Parent(d.cfg.ID), d.spawnTree.Children(d.cfg.ID), job.Daemons)
+	d.router = routed.NewRouter[any](d.cfg.ID, rt, d.reachable)
+	return nil
+}
+
+// reachable says whether a message to id can go out now: a link exists or
+// phase 2 told us its address.
+func (d *Daemon) reachable(id int) bool {
+	if _, ok := d.links[id]; ok {
+		return true
+	}
+	_, ok := d.gather.Lookup(id)
+	return ok
+}
+
+func (d *Daemon) startRoot() {
+	d.startPhase1(d.cfg.Nodes)
+	d.startPhase2()
+	app := d.cfg.App
+	d.receiveLaunch(app)
+}
+
+func (d *Daemon) startOrted(nodes []spawn.Node) {
+	d.startPhase1(nodes)
+	d.startPhase2()
+}
+
+func (d *Daemon) hostOf(id int) string {
+	if id >= 0 && id < len(d.job.Hosts) {
+		return d.job.Hosts[id]
+	}
+	return fmt.Sprintf("daemon %d", id)
+}
+
+// caught handles a signal delivered to mpirun.
+func (d *Daemon) caught(sig os.Signal) {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return
+	}
+	switch s {
+	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP:
+		if d.ending {
+			d.killEverything()
+			return
+		}
+		d.fail(Failure{Msg: fmt.Sprintf("caught SIG%s, terminating the job", signalName(s)), Status: 128 + int(s), Rank: -1})
+	default:
+		d.broadcastSignal(int(s))
+	}
+}

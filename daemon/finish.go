@@ -1,0 +1,184 @@
+package daemon
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// drainTimeout bounds how long mpirun waits, after deciding the job's end,
+// for every daemon to flush its output and exit. Daemons still running
+// after it lose their lifeline when mpirun exits, and exit too.
+const drainTimeout = 15 * time.Second
+
+func signalName(s syscall.Signal) string {
+	return strings.TrimPrefix(unix.SignalName(s), "SIG")
+}
+
+// failure words a failure at this daemon's node.
+func (d *Daemon) failure(status int, format string, args ...any) Failure {
+	return d.failureAt(d.cfg.Node, status, format, args...)
+}
+
+func (d *Daemon) failureAt(node string, status int, format string, args ...any) Failure {
+	return Failure{Msg: node + ": " + fmt.Sprintf(format, args...), Status: status, Rank: -1}
+}
+
+// fail reports a failure to mpirun, which ends the job on the first one.
+func (d *Daemon) fail(f Failure) {
+	if !d.isRoot() {
+		if !d.ending {
+			d.parent.send(f)
+		}
+		return
+	}
+	if d.ending {
+		return
+	}
+	fmt.Fprintf(d.cfg.Stderr, "mpirun: %s\n", f.Msg)
+	d.status = f.Status
+	d.teardown(true)
+}
+
+func (d *Daemon) reach(kind int) {
+	d.progress[kind].local = true
+	d.checkMilestone(kind)
+}
+
+// checkMilestone reports a milestone up the spawn tree once this daemon and
+// every direct child have reached it.
+func (d *Daemon) checkMilestone(kind int) {
+	m := &d.progress[kind]
+	if m.reported || !m.local || len(m.children) < len(d.phase1.Children()) {
+		return
+	}
+	m.reported = true
+	if !d.isRoot() {
+		d.parent.send(Milestone{Kind: kind})
+		return
+	}
+	m.at = time.Since(d.cfg.Start)
+	if kind == Exited && !d.ending {
+		d.teardown(false)
+	}
+}
+
+// teardown ends the job in this daemon's subtree: pass it on, stop the
+// ranks, then wait for everything to drain (maybeFinish).
+func (d *Daemon) teardown(kill bool) {
+	if d.ending {
+		return
+	}
+	d.ending = true
+	for _, c := range d.children {
+		switch {
+		case c.connected && !c.linkDown:
+			c.link.send(Teardown{Kill: kill})
+		case c.proc != nil:
+			go c.proc.Close()
+		}
+	}
+	if kill {
+		d.killRanks(syscall.SIGTERM)
+		d.after(killGrace, func() { d.killRanks(syscall.SIGKILL) })
+	} else {
+		d.killRanks(syscall.SIGKILL) // what the ranks left behind
+	}
+	if d.isRoot() {
+		d.after(drainTimeout, d.giveUp)
+	}
+	d.maybeFinish()
+}
+
+// maybeFinish exits once the job is over here: ranks reaped, their output
+// and the children's output passed on, children gone.
+func (d *Daemon) maybeFinish() {
+	if !d.ending || d.finished {
+		return
+	}
+	for _, r := range d.ranks {
+		if !r.reaped || r.openPipes > 0 {
+			return
+		}
+	}
+	for _, c := range d.children {
+		if !c.drained() {
+			return
+		}
+	}
+	d.finish(d.status)
+}
+
+func (d *Daemon) finish(status int) {
+	d.finished = true
+	if d.isRoot() {
+		d.terminal.Flush()
+		d.reportTimes()
+	} else if d.upStream != nil {
+		d.upStream.Close()
+	}
+	d.exit <- status
+}
+
+// giveUp ends mpirun when some daemons did not finish in time.
+func (d *Daemon) giveUp() {
+	if d.finished {
+		return
+	}
+	var late []string
+	for _, c := range d.children {
+		if !c.drained() {
+			late = append(late, c.host)
+		}
+	}
+	sort.Strings(late)
+	fmt.Fprintf(d.cfg.Stderr, "mpirun: gave up waiting for %s to finish\n", strings.Join(late, ", "))
+	if d.status == 0 {
+		d.status = StatusLaunchFailed
+	}
+	d.finish(d.status)
+}
+
+// lifelineLost ends an orted whose parent is gone: nothing may outlive it.
+func (d *Daemon) lifelineLost(why string) {
+	if d.finished {
+		return
+	}
+	d.log.Warn("exiting: " + why)
+	d.killRanks(syscall.SIGKILL)
+	d.ending = true
+	d.finish(1)
+}
+
+// killEverything answers a second interrupt: no more grace.
+func (d *Daemon) killEverything() {
+	for _, c := range d.children {
+		if c.connected && !c.linkDown {
+			c.link.send(Teardown{Kill: true})
+		}
+		if c.proc != nil {
+			go c.proc.Close()
+		}
+	}
+	d.killRanks(syscall.SIGKILL)
+	d.finish(d.status)
+}
+
+func (d *Daemon) reportTimes() {
+	if !d.cfg.ReportTimes {
+		return
+	}
+	parts := make([]string, numMilestones)
+	for k := range d.progress {
+		at := "never"
+		if d.progress[k].reported {
+			at = fmt.Sprintf("%.3fs", d.progress[k].at.Seconds())
+		}
+		parts[k] = milestoneNames[k] + " " + at
+	}
+	fmt.Fprintf(d.cfg.Stderr, "mpirun: launch times: %s\n", strings.Join(parts, ", "))
+}

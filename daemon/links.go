@@ -1,0 +1,156 @@
+package daemon
+
+import (
+	"fmt"
+	"net"
+	"sync"
+
+	"prsh/iof"
+	"prsh/transport"
+)
+
+// Streams begin with one byte saying what they carry.
+const (
+	streamControl byte = 'C'
+	streamOutput  byte = 'O'
+)
+
+// link is the connection to one other daemon. Messages are queued and
+// written by the link's own goroutine, so the event loop never blocks on a
+// slow peer.
+type link struct {
+	peer int
+	conn *transport.Conn
+	ctrl net.Conn
+
+	mu     sync.Mutex
+	queue  [][]byte
+	wake   chan struct{}
+	closed bool
+}
+
+func newLink(peer int, conn *transport.Conn, ctrl net.Conn) *link {
+	l := &link{peer: peer, conn: conn, ctrl: ctrl, wake: make(chan struct{}, 1)}
+	go l.writeLoop()
+	return l
+}
+
+// send queues a message; it never blocks.
+func (l *link) send(msg any) error {
+	kind, payload, err := encode(msg)
+	if err != nil {
+		return err
+	}
+	frame := append([]byte{kind}, payload...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("link to daemon %d is closed", l.peer)
+	}
+	l.queue = append(l.queue, frame)
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (l *link) writeLoop() {
+	for {
+		select {
+		case <-l.wake:
+		case <-l.conn.Done():
+			return
+		}
+		l.mu.Lock()
+		batch := l.queue
+		l.queue = nil
+		l.mu.Unlock()
+		for _, f := range batch {
+			if err := transport.WriteFrame(l.ctrl, f[0], f[1:]); err != nil {
+				l.conn.Close()
+				return
+			}
+		}
+	}
+}
+
+// flushAndClose waits until the queue is written, then closes the link.
+func (l *link) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.conn.Close()
+}
+
+// readLoop delivers the peer's control messages to the event loop until
+// the stream ends, then reports the link down.
+func (d *Daemon) readLoop(l *link) {
+	for {
+		kind, payload, err := transport.ReadFrame(l.ctrl, transport.MaxFrame)
+		if err != nil {
+			d.post(func() { d.linkDown(l, err) })
+			return
+		}
+		msg, err := decode(kind, payload)
+		if err != nil {
+			d.log.Warn("dropping daemon: bad message", "daemon", l.peer, "error", err)
+			l.conn.Close()
+			d.post(func() { d.linkDown(l, err) })
+			return
+		}
+		d.post(func() { d.handle(l, msg) })
+	}
+}
+
+// acceptStreams serves the streams the peer opens after the control
+// stream: a child's output stream.
+func (d *Daemon) acceptStreams(l *link) {
+	for {
+		s, err := l.conn.Accept()
+		if err != nil {
+			return
+		}
+		var tag [1]byte
+		if _, err := s.Read(tag[:]); err != nil || tag[0] != streamOutput {
+			s.Close()
+			continue
+		}
+		d.post(func() { d.outputOpened(l.peer) })
+		go func() {
+			err := iof.Relay(d.sink, s)
+			s.Close()
+			d.post(func() { d.outputClosed(l.peer, err) })
+		}()
+	}
+}
+
+// openStream opens a stream of the given kind to the peer.
+func openStream(c *transport.Conn, kind byte) (net.Conn, error) {
+	s, err := c.Open()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Write([]byte{kind}); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (d *Daemon) outputOpened(peer int) {
+	if c, ok := d.children[peer]; ok {
+		c.outputs++
+	}
+}
+
+func (d *Daemon) outputClosed(peer int, err error) {
+	if err != nil {
+		d.log.Debug("output stream broke", "daemon", peer, "error", err)
+	}
+	if c, ok := d.children[peer]; ok {
+		c.outputs--
+		c.outputSeen = true
+	}
+	d.maybeFinish()
+}

@@ -1,0 +1,230 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"prsh/iof"
+)
+
+// killGrace is how long ranks have between SIGTERM and SIGKILL.
+const killGrace = 3 * time.Second
+
+// rank is one local application process.
+type rank struct {
+	id        int
+	cmd       *exec.Cmd
+	reaped    bool
+	openPipes int
+}
+
+// startRanks starts this daemon's share of the ranks.
+func (d *Daemon) startRanks(app Launch) {
+	var mine []int
+	for r, daemon := range app.RankNode {
+		if daemon == d.cfg.ID {
+			mine = append(mine, r)
+		}
+	}
+	for local, r := range mine {
+		if d.ending {
+			break
+		}
+		d.startRank(app, r, local, len(mine))
+	}
+	d.reach(Started)
+	d.checkExited()
+}
+
+func (d *Daemon) startRank(app Launch, id, local, localSize int) {
+	r := &rank{id: id}
+	d.ranks[id] = r
+	cmd, err := d.command(app, id, local, localSize)
+	if err == nil {
+		err = d.spawnRank(r, cmd)
+	}
+	if err != nil {
+		r.reaped = true
+		d.fail(d.failure(execStatus(err), "rank %d: %v", id, err))
+	}
+}
+
+// command builds the rank's process: argv[0] looked up in the daemon's
+// PATH, or relative to the working directory when it has a slash.
+func (d *Daemon) command(app Launch, id, local, localSize int) (*exec.Cmd, error) {
+	if len(app.Argv) == 0 {
+		return nil, errors.New("no command to run")
+	}
+	wdir, err := workingDir(app)
+	if err != nil {
+		return nil, err
+	}
+	path := app.Argv[0]
+	if filepath.Base(path) != path && !filepath.IsAbs(path) {
+		path = filepath.Join(wdir, path)
+	}
+	if path, err = exec.LookPath(path); err != nil {
+		return nil, fmt.Errorf("cannot run %s: %w", app.Argv[0], unwrapExec(err))
+	}
+	cmd := &exec.Cmd{Path: path, Args: app.Argv, Dir: wdir}
+	cmd.Env = append(append(os.Environ(), app.Env...), d.rankEnv(app, id, local, localSize)...)
+	// Each rank leads its own process group, so a signal reaches what it
+	// started too; Pdeathsig takes it down if this daemon dies outright.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd, nil
+}
+
+func unwrapExec(err error) error {
+	var e *exec.Error
+	if errors.As(err, &e) {
+		return e.Err
+	}
+	return err
+}
+
+func workingDir(app Launch) (string, error) {
+	if app.Wdir != "" {
+		if st, err := os.Stat(app.Wdir); err == nil && st.IsDir() {
+			return app.Wdir, nil
+		}
+		if app.WdirSet {
+			return "", fmt.Errorf("working directory %s does not exist", app.Wdir)
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return home, nil
+	}
+	return "/", nil
+}
+
+func (d *Daemon) rankEnv(app Launch, id, local, localSize int) []string {
+	set := func(k string, v int) string { return k + "=" + strconv.Itoa(v) }
+	size := len(app.RankNode)
+	return []string{
+		set("PRSH_RANK", id), set("PRSH_SIZE", size),
+		set("PRSH_LOCAL_RANK", local), set("PRSH_LOCAL_SIZE", localSize),
+		"PRSH_NODE=" + d.cfg.Node, set("PRSH_NODE_ID", d.cfg.ID),
+		set("OMPI_COMM_WORLD_RANK", id), set("OMPI_COMM_WORLD_SIZE", size),
+		set("OMPI_COMM_WORLD_LOCAL_RANK", local), set("OMPI_COMM_WORLD_LOCAL_SIZE", localSize),
+	}
+}
+
+// execStatus is what a shell would exit with: 127 not found, 126 not
+// executable.
+func execStatus(err error) int {
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
+		return 127
+	case errors.Is(err, os.ErrPermission):
+		return 126
+	}
+	return StatusLaunchFailed
+}
+
+// spawnRank starts the process with its output on pipes that the daemon
+// reads until EOF, whatever happens to the process.
+func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return fmt.Errorf("cannot run %s: %w", cmd.Args[0], err)
+	}
+	r.cmd, r.openPipes = cmd, 2
+	d.pump(r, iof.Stdout, outR)
+	d.pump(r, iof.Stderr, errR)
+	go func() {
+		cmd.Wait()
+		d.post(func() { d.rankExited(r) })
+	}()
+	return nil
+}
+
+func (d *Daemon) pump(r *rank, stream iof.Stream, pipe *os.File) {
+	go func() {
+		if err := iof.Pump(d.sink, r.id, stream, pipe); err != nil {
+			d.log.Debug("output lost", "rank", r.id, "error", err)
+		}
+		pipe.Close()
+		d.post(func() { r.openPipes--; d.maybeFinish() })
+	}()
+}
+
+func (d *Daemon) rankExited(r *rank) {
+	r.reaped = true
+	status := exitStatus(r.cmd.ProcessState)
+	if status != 0 && !d.ending {
+		d.fail(d.failure(status, "rank %d %s", r.id, describeExit(r.cmd.ProcessState)))
+	}
+	d.checkExited()
+	d.maybeFinish()
+}
+
+func (d *Daemon) checkExited() {
+	if !d.launchGot || d.progress[Exited].local {
+		return
+	}
+	for _, r := range d.ranks {
+		if !r.reaped {
+			return
+		}
+	}
+	d.reach(Exited)
+}
+
+// exitStatus is the shell's view: the exit code, or 128+N for signal N.
+func exitStatus(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func describeExit(ps *os.ProcessState) string {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("was killed by signal %d (SIG%s)", int(ws.Signal()), signalName(ws.Signal()))
+	}
+	return fmt.Sprintf("exited with status %d", ps.ExitCode())
+}
+
+// killRanks signals every local rank's process group.
+func (d *Daemon) killRanks(sig syscall.Signal) {
+	for _, r := range d.ranks {
+		if r.cmd != nil && r.cmd.Process != nil {
+			syscall.Kill(-r.cmd.Process.Pid, sig)
+		}
+	}
+}
+
+// broadcastSignal passes a signal down the spawn tree and to local ranks.
+func (d *Daemon) broadcastSignal(sig int) {
+	for _, c := range d.children {
+		if c.connected && c.link != nil {
+			c.link.send(Signal{Sig: sig})
+		}
+	}
+	for _, r := range d.ranks {
+		if !r.reaped && r.cmd != nil && r.cmd.Process != nil {
+			syscall.Kill(-r.cmd.Process.Pid, syscall.Signal(sig))
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package job
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzParseHostList checks that no -H value panics the parser and that
+// whatever parses is usable by Build.
+func FuzzParseHostList(f *testing.F) {
+	for _, s := range []string{"a", "a:4,b", "a,a,b", " a , b:2 ", "u@h:2", "a,,b", "a:0", "a:-1", "-x", "a b", "a:1048576,a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		hosts, err := ParseHostList(s)
+		if err != nil {
+			if hosts != nil || err.Error() == "" {
+				t.Fatalf("ParseHostList(%q) = %v, %q", s, hosts, err)
+			}
+			return
+		}
+		checkParsed(t, hosts)
+	})
+}
+
+// FuzzParseHostfile checks that no hostfile panics the parser, that
+// errors carry the file name, and that whatever parses is usable by Build.
+func FuzzParseHostfile(f *testing.F) {
+	for _, s := range []string{"a\nb slots=2\n", "a slots=4 max_slots=8 # c\n", "a:4\n", "# x\n\n", "a slot=2", "a slots=3 max_slots=2", "a b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		hosts, err := ParseHostfile(strings.NewReader(s), "hf")
+		if err != nil {
+			if hosts != nil || !strings.HasPrefix(err.Error(), "hf:") {
+				t.Fatalf("ParseHostfile(%q) = %v, %q", s, hosts, err)
+			}
+			return
+		}
+		checkParsed(t, hosts)
+	})
+}
+
+// checkParsed asserts the guarantees the parsers give their callers.
+func checkParsed(t *testing.T, hosts []Host) {
+	t.Helper()
+	if len(hosts) == 0 {
+		t.Fatal("parse succeeded with no hosts")
+	}
+	seen := make(map[string]bool)
+	for _, h := range hosts {
+		if h.Name == "" || h.Slots <= 0 || h.MaxSlots < 0 || h.MaxSlots > 0 && h.Slots > h.MaxSlots {
+			t.Fatalf("bad host %+v", h)
+		}
+		if seen[h.Name] {
+			t.Fatalf("host %q not merged", h.Name)
+		}
+		seen[h.Name] = true
+	}
+	if _, err := Build(hosts, Options{}); err != nil {
+		t.Fatalf("Build rejects parsed hosts %v: %v", hosts, err)
+	}
+}

@@ -1,0 +1,271 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/kevinburke/ssh_config"
+	"golang.org/x/crypto/ssh"
+)
+
+// SSHOptions configure the native ssh Agent.
+type SSHOptions struct {
+	// ConfigFile is an OpenSSH client config file; "" means ~/.ssh/config
+	// if it exists. The system-wide /etc/ssh/ssh_config is not read.
+	ConfigFile string
+	// User is the remote user when neither the host ("user@host") nor the
+	// config says; default the current user.
+	User string
+	// ConnectTimeout bounds the TCP connect and the ssh handshake together
+	// (and starting the remote command); default 10s. A ConnectTimeout in
+	// the config, being per host, wins.
+	ConnectTimeout time.Duration
+	// MaxSessions is how many sessions this Agent opens at once; default
+	// 64. More Launch calls wait (honouring ctx). It bounds the opening
+	// only, not how many started commands are alive: it keeps a wide tree
+	// level from hammering sshd's MaxStartups and the local file table.
+	MaxSessions int
+	// Logger gets debug lines (commands, their output) and warnings
+	// (unusable identity files); nil discards.
+	Logger hclog.Logger
+}
+
+// SSH is the native ssh Agent. Each Launch makes its own connection (every
+// host differs) and runs Quote(argv) there; Close ends the session and the
+// connection.
+type SSH struct {
+	opts  SSHOptions
+	cfg   *ssh_config.Config // nil: no config file
+	log   hclog.Logger
+	slots chan struct{} // MaxSessions semaphore
+
+	keyMu    sync.Mutex
+	keyCache map[string]ssh.Signer // identity file → signer, nil if unusable
+
+	knownMu sync.Mutex // serializes appends to known_hosts
+}
+
+var _ Agent = (*SSH)(nil)
+
+// NewSSH fills in the defaults and parses the config file once.
+func NewSSH(opts SSHOptions) (*SSH, error) {
+	if opts.User == "" {
+		opts.User = localUser()
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 10 * time.Second
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 64
+	}
+	cfg, err := loadConfig(opts.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	return &SSH{
+		opts:     opts,
+		cfg:      cfg,
+		log:      orNull(opts.Logger),
+		slots:    make(chan struct{}, opts.MaxSessions),
+		keyCache: map[string]ssh.Signer{},
+	}, nil
+}
+
+// Launch implements Agent.
+func (s *SSH) Launch(ctx context.Context, host string, argv []string, stdin []byte) (Process, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("ssh: empty argv")
+	}
+	t, err := s.resolve(host)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	log := s.log.With("host", host)
+	log.Debug("ssh launch", "addr", t.addr(), "user", t.user, "command", Quote(argv))
+	client, guard, err := s.connect(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.start(client, t, argv, log)
+	if err != nil {
+		guard.release()
+		client.Close()
+		return nil, guard.explain(ctx, err, "starting the command")
+	}
+	guard.release()
+	if err := p.feed(ctx, stdin); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// acquire takes one of the MaxSessions slots.
+func (s *SSH) acquire(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *SSH) release() { <-s.slots }
+
+// connect dials and authenticates. The returned guard still holds the
+// ConnectTimeout deadline and ctx on the connection.
+func (s *SSH) connect(ctx context.Context, t *target) (*ssh.Client, *connGuard, error) {
+	deadline := time.Now().Add(t.timeout)
+	d := net.Dialer{Deadline: deadline}
+	conn, err := d.DialContext(ctx, "tcp", t.addr())
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, dialError(err, t.timeout)
+	}
+	guard := guardConn(ctx, conn, deadline, t.timeout)
+	client, err := s.handshake(conn, t)
+	if err != nil {
+		guard.release()
+		conn.Close()
+		return nil, nil, guard.explain(ctx, err, "handshake")
+	}
+	return client, guard, nil
+}
+
+// handshake runs the ssh handshake: host key check, then public key auth
+// with every key we have in one "publickey" method (x/crypto tries each
+// method once, so separate methods for agent and files would not work).
+func (s *SSH) handshake(conn net.Conn, t *target) (*ssh.Client, error) {
+	hk, err := s.hostKeys(t)
+	if err != nil {
+		return nil, err
+	}
+	keys := s.keys(t)
+	defer keys.close()
+	cfg := &ssh.ClientConfig{
+		User: t.user,
+		Auth: []ssh.AuthMethod{ssh.PublicKeysCallback(func() ([]ssh.Signer, error) {
+			return keys.signers, nil
+		})},
+		HostKeyCallback:   hk.check,
+		HostKeyAlgorithms: hk.algorithms(),
+	}
+	c, chans, reqs, err := ssh.NewClientConn(conn, t.addr(), cfg)
+	if err != nil {
+		return nil, handshakeError(err, t, len(keys.signers))
+	}
+	return ssh.NewClient(c, chans, reqs), nil
+}
+
+// start opens a session and starts the command in it.
+func (s *SSH) start(client *ssh.Client, t *target, argv []string, log hclog.Logger) (*proc, error) {
+	sess, err := client.NewSession()
+	if err != nil {
+		return nil, fmt.Errorf("ssh: open session: %w", err)
+	}
+	stdin, err := sess.StdinPipe()
+	if err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("ssh: %w", err)
+	}
+	stderr := newTail(log, "stderr")
+	sess.Stderr = stderr
+	sess.Stdout = stdoutWriter(log)
+	if err := sess.Start(Quote(argv)); err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("ssh: start command: %w", err)
+	}
+	wait := func() error {
+		err := sess.Wait()
+		client.Close() // nothing more to do on this connection
+		return err
+	}
+	stop := func() {
+		sess.Close()
+		client.Close()
+	}
+	return newProc(stdin, stderr, wait, stop), nil
+}
+
+// connGuard holds the ConnectTimeout deadline and ctx over a connection
+// until the command has started: a server that accepts TCP and never
+// speaks, or stalls later, must not hang Launch.
+type connGuard struct {
+	conn     net.Conn
+	deadline time.Time
+	timeout  time.Duration
+	stopCtx  func() bool
+}
+
+func guardConn(ctx context.Context, conn net.Conn, deadline time.Time, timeout time.Duration) *connGuard {
+	conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	return &connGuard{conn: conn, deadline: deadline, timeout: timeout, stopCtx: stop}
+}
+
+// release lifts the deadline and lets go of ctx: the connection now lives
+// as long as the command.
+func (g *connGuard) release() {
+	g.stopCtx()
+	g.conn.SetDeadline(time.Time{})
+}
+
+// explain turns an error caused by the guard into its cause: ctx's error
+// or "ssh: handshake timed out after 5s".
+func (g *connGuard) explain(ctx context.Context, err error, phase string) error {
+	var hk hostKeyError
+	switch {
+	case errors.As(err, &hk):
+		return hk.error
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(g.deadline):
+		return fmt.Errorf("ssh: %s timed out after %s", phase, g.timeout)
+	}
+	return err
+}
+
+// dialError words a failed dial: a name that does not resolve is reported
+// as the resolver's answer alone ("lookup nosuchhost: no such host"),
+// anything else as the dial error with an "ssh:" prefix.
+func dialError(err error, timeout time.Duration) error {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		d := *dns
+		d.Server = ""
+		return &d
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("ssh: %w (ConnectTimeout %s)", err, timeout)
+	}
+	return fmt.Errorf("ssh: %w", err)
+}
+
+// handshakeError rewords x/crypto's authentication failure, which has no
+// error type of its own; host key errors are left to connGuard.explain.
+func handshakeError(err error, t *target, offered int) error {
+	if !strings.Contains(err.Error(), "unable to authenticate") {
+		return err
+	}
+	why := fmt.Sprintf("%d keys offered", offered)
+	if offered == 0 {
+		why = "no keys: no ssh-agent, no usable identity file"
+	}
+	return fmt.Errorf("ssh: authentication failed for %s@%s (%s)", t.user, t.describe(), why)
+}

@@ -1,0 +1,133 @@
+// Package topo holds the trees every daemon computes identically: pure
+// functions of (size, degree, id) over daemon ids 0..size-1, where 0 is
+// mpirun. The spawn tree and the routing topologies are built from them, so
+// a parent and its child can never disagree about who is whose child.
+package topo
+
+// Tree is a rooted tree over the ids 0..Size()-1 with root 0.
+type Tree interface {
+	// Size is the number of vertices, mpirun included.
+	Size() int
+	// Parent of id, or -1 for the root.
+	Parent(id int) int
+	// Children of id in ascending order; nil for a leaf.
+	Children(id int) []int
+}
+
+// Radix returns the complete degree-ary tree in heap layout: the children
+// of p are p·degree+1 … p·degree+degree. A degree of size-1 or more is a star.
+func Radix(size, degree int) Tree {
+	if degree < 1 {
+		degree = 1
+	}
+	return radix{size: size, degree: degree}
+}
+
+type radix struct{ size, degree int }
+
+func (r radix) Size() int { return r.size }
+
+func (r radix) Parent(id int) int {
+	if id <= 0 {
+		return -1
+	}
+	return (id - 1) / r.degree
+}
+
+func (r radix) Children(id int) []int {
+	first := id*r.degree + 1
+	if id > (r.size-1)/r.degree || first >= r.size { // also guards overflow
+		return nil
+	}
+	last := min(first+r.degree, r.size)
+	kids := make([]int, 0, last-first)
+	for c := first; c < last; c++ {
+		kids = append(kids, c)
+	}
+	return kids
+}
+
+// Binomial returns the binomial tree: the parent of id is id with its
+// highest set bit cleared, so the root has ⌈log2 size⌉ children and the
+// depth is ⌈log2 size⌉.
+func Binomial(size int) Tree { return binomial{size: size} }
+
+type binomial struct{ size int }
+
+func (b binomial) Size() int { return b.size }
+
+func (b binomial) Parent(id int) int {
+	if id <= 0 {
+		return -1
+	}
+	high := 1
+	for high<<1 <= id {
+		high <<= 1
+	}
+	return id &^ high
+}
+
+func (b binomial) Children(id int) []int {
+	var kids []int
+	bit := 1
+	for bit <= id {
+		bit <<= 1
+	}
+	for ; id+bit < b.size; bit <<= 1 {
+		kids = append(kids, id+bit)
+	}
+	return kids
+}
+
+// Star returns the tree in which the root is the parent of every other id:
+// the flat launch of the paper's "vanilla rsh" baseline.
+func Star(size int) Tree { return Radix(size, max(size-1, 1)) }
+
+// Subtree returns the descendants of id in preorder, id itself excluded.
+func Subtree(t Tree, id int) []int {
+	var out []int
+	stack := reverse(t.Children(id))
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		out = append(out, top)
+		stack = append(stack, reverse(t.Children(top))...)
+	}
+	return out
+}
+
+// Depth is the number of edges on the longest root-to-leaf path.
+func Depth(t Tree) int {
+	deepest := 0
+	for id := 1; id < t.Size(); id++ {
+		d := 0
+		for p := id; p > 0; p = t.Parent(p) {
+			d++
+		}
+		deepest = max(deepest, d)
+	}
+	return deepest
+}
+
+// Toward returns the neighbour of self on the path to dst: the child whose
+// subtree holds dst, or self's parent when dst is not below self. It
+// returns self when dst == self.
+func Toward(t Tree, self, dst int) int {
+	if dst == self {
+		return self
+	}
+	for p := dst; p >= 0; p = t.Parent(p) {
+		if t.Parent(p) == self {
+			return p
+		}
+	}
+	return t.Parent(self)
+}
+
+func reverse(ids []int) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[len(ids)-1-i] = id
+	}
+	return out
+}

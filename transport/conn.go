@@ -1,0 +1,179 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/yamux"
+)
+
+// Options tune a listener or a dialer.
+type Options struct {
+	// HandshakeTimeout bounds the handshake; 10 s when zero.
+	HandshakeTimeout time.Duration
+	// KeepAlive is the yamux keep-alive interval, which bounds how long a
+	// dead link goes unnoticed; 2 s when zero.
+	KeepAlive time.Duration
+	// LocalIP is the address Dial connects from, so that a daemon's
+	// traffic leaves from the address of its node; "" lets the kernel pick.
+	LocalIP string
+	Logger  hclog.Logger
+}
+
+func (o Options) handshakeTimeout() time.Duration {
+	if o.HandshakeTimeout > 0 {
+		return o.HandshakeTimeout
+	}
+	return 10 * time.Second
+}
+
+func (o Options) yamux() *yamux.Config {
+	cfg := yamux.DefaultConfig()
+	cfg.KeepAliveInterval = 2 * time.Second
+	if o.KeepAlive > 0 {
+		cfg.KeepAliveInterval = o.KeepAlive
+	}
+	cfg.ConnectionWriteTimeout = 10 * time.Second
+	cfg.LogOutput = io.Discard
+	return cfg
+}
+
+func (o Options) logger() hclog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return hclog.NewNullLogger()
+}
+
+// Conn is an authenticated, multiplexed connection to another daemon.
+type Conn struct {
+	sess *yamux.Session
+}
+
+// Open opens a new stream to the peer.
+func (c *Conn) Open() (net.Conn, error) { return c.sess.Open() }
+
+// Accept waits for the peer to open a stream.
+func (c *Conn) Accept() (net.Conn, error) { return c.sess.Accept() }
+
+// Close closes the connection and every stream on it.
+func (c *Conn) Close() error { return c.sess.Close() }
+
+// Done is closed when the connection has ended, for whatever reason.
+func (c *Conn) Done() <-chan struct{} { return c.sess.CloseChan() }
+
+// RemoteAddr is the peer's TCP address.
+func (c *Conn) RemoteAddr() net.Addr { return c.sess.RemoteAddr() }
+
+// Dial connects to a daemon's contact address (tcp://IP:PORT or IP:PORT),
+// proves the secret and checks the daemon's proof.
+func Dial(ctx context.Context, addr string, secret []byte, opt Options) (*Conn, error) {
+	hostport := trimScheme(addr)
+	var d net.Dialer
+	if opt.LocalIP != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(opt.LocalIP)}
+	}
+	raw, err := d.DialContext(ctx, "tcp", hostport)
+	if err != nil {
+		return nil, err
+	}
+	if err := dialerHandshake(raw, secret, opt.handshakeTimeout()); err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("%s: %w", hostport, err)
+	}
+	sess, err := yamux.Client(raw, opt.yamux())
+	if err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return &Conn{sess: sess}, nil
+}
+
+// URI is the contact address of a listener address.
+func URI(a net.Addr) string { return "tcp://" + a.String() }
+
+func trimScheme(addr string) string {
+	const scheme = "tcp://"
+	if len(addr) > len(scheme) && addr[:len(scheme)] == scheme {
+		return addr[len(scheme):]
+	}
+	return addr
+}
+
+// Listener accepts authenticated connections. Peers that fail the
+// handshake are logged and dropped without disturbing anyone else.
+type Listener struct {
+	ln     net.Listener
+	secret []byte
+	opt    Options
+	conns  chan *Conn
+	done   chan struct{}
+}
+
+// Listen listens on a TCP address ("127.0.0.1:0", ":0", ...).
+func Listen(addr string, secret []byte, opt Options) (*Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	l := &Listener{ln: ln, secret: secret, opt: opt, conns: make(chan *Conn), done: make(chan struct{})}
+	go l.acceptLoop()
+	return l, nil
+}
+
+// Addr is the address the listener is bound to.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
+// Accept returns the next authenticated connection.
+func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops accepting.
+func (l *Listener) Close() error {
+	select {
+	case <-l.done:
+	default:
+		close(l.done)
+	}
+	return l.ln.Close()
+}
+
+func (l *Listener) acceptLoop() {
+	for {
+		raw, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		go l.admit(raw)
+	}
+}
+
+func (l *Listener) admit(raw net.Conn) {
+	if err := listenerHandshake(raw, l.secret, l.opt.handshakeTimeout()); err != nil {
+		l.opt.logger().Warn("rejected connection", "peer", raw.RemoteAddr().String(), "error", err)
+		raw.Close()
+		return
+	}
+	sess, err := yamux.Server(raw, l.opt.yamux())
+	if err != nil {
+		raw.Close()
+		return
+	}
+	select {
+	case l.conns <- &Conn{sess: sess}:
+	case <-l.done:
+		sess.Close()
+	}
+}
