@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"prsh/testbed"
+)
+
+// bin holds mpirun and orted, built once for the end-to-end tests.
+var bin string
+
+func TestMain(m *testing.M) {
+	testbed.MaybeRunUTSHelper()
+	dir, err := os.MkdirTemp("", "prsh-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = dir
+	if err := build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// build compiles the daemons with the race detector when the tests have
+// it, so that races in mpirun and orted fail the suite too.
+func build(dir string) error {
+	args := []string{"build", "-o", dir + "/"}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	args = append(args, "prsh/cmd/mpirun", "prsh/cmd/orted")
+	out, err := exec.Command("go", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// cluster starts an emulated cluster for one test.
+func cluster(t *testing.T, cfg testbed.Config) *testbed.Cluster {
+	t.Helper()
+	c, err := testbed.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// result is what one mpirun run did.
+type result struct {
+	status int
+	stdout string
+	stderr string
+}
+
+// mpirun runs mpirun against the cluster and checks that nothing is left
+// running on any node afterwards.
+func mpirun(t *testing.T, c *testbed.Cluster, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "mpirun"), args...)
+	cmd.Env = append(os.Environ(), c.Env()...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("mpirun %v hung; stderr:\n%s", args, stderr.String())
+	}
+	res := result{status: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+	if err != nil && res.status < 0 {
+		t.Fatalf("mpirun %v: %v", args, err)
+	}
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Fatalf("mpirun %v left processes running: %+v", args, left)
+	}
+	return res
+}
+
+func lines(s string) []string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
