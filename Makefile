@@ -1,0 +1,31 @@
+# prsh: `make demo` runs a job on an emulated 16-node cluster; `make test`
+# runs the whole test suite (what CI runs).
+
+GO      ?= go
+FUZZTIME ?= 10s
+UTS     := $(if $(filter 0,$(shell id -u)),--uts,)
+
+.PHONY: bin demo test fuzz bench clean
+
+bin:
+	$(GO) build -o bin/ ./cmd/...
+
+demo: bin
+	bin/testbed run --nodes 16 $(UTS) -- mpirun --spawn-degree 4 hostname
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race -timeout 60m ./...
+	$(MAKE) fuzz
+
+# Every fuzzer runs briefly on top of its seed corpus in testdata/fuzz.
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+clean:
+	rm -rf bin
