@@ -99,3 +99,11 @@ func lines(s string) []string {
 	}
 	return strings.Split(s, "\n")
 }
+
+func itoa(i int) string { return fmt.Sprint(i) }
+
+func rankOf(line string) int {
+	var r int
+	fmt.Sscan(line, &r)
+	return r
+}
