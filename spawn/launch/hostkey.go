@@ -113,7 +113,7 @@ func (h *hostKeys) unknown(key ssh.PublicKey) error {
 }
 
 // remember appends the host's key to the first UserKnownHostsFile, under
-// the address dialed. Appends are serialized within the Agent; a
+// the address dialed (hashed if HashKnownHosts). Appends are serialized within the Agent; a
 // concurrent launch to the same host may add the same line twice, which is
 // harmless.
 func (h *hostKeys) remember(key ssh.PublicKey) error {
@@ -121,7 +121,11 @@ func (h *hostKeys) remember(key ssh.PublicKey) error {
 		return errors.New("no UserKnownHostsFile")
 	}
 	file := h.t.knownHosts[0]
-	line := knownhosts.Line([]string{knownhosts.Normalize(h.t.addr())}, key) + "\n"
+	name := knownhosts.Normalize(h.t.addr())
+	if h.t.hashKnown {
+		name = knownhosts.HashHostname(name)
+	}
+	line := knownhosts.Line([]string{name}, key) + "\n"
 	h.s.knownMu.Lock()
 	defer h.s.knownMu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
@@ -154,7 +158,7 @@ func (h *hostKeys) algorithms() []string {
 	var first []string
 	for _, k := range want {
 		for _, a := range algorithmsFor(k.Type()) {
-			if slices.Contains(supported, a) && !slices.Contains(first, a) {
+			if !slices.Contains(first, a) {
 				first = append(first, a)
 			}
 		}
@@ -166,7 +170,7 @@ func (h *hostKeys) algorithms() []string {
 // algorithmsFor maps a key type to its signature algorithms.
 func algorithmsFor(keyType string) []string {
 	if keyType == ssh.KeyAlgoRSA {
-		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256}
+		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
 	}
 	return []string{keyType}
 }

@@ -97,7 +97,7 @@ func (s *SSH) Launch(ctx context.Context, host string, argv []string, stdin []by
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.start(client, t, argv, log)
+	p, err := s.start(client, argv, log)
 	if err != nil {
 		guard.release()
 		client.Close()
@@ -173,7 +173,7 @@ func (s *SSH) handshake(conn net.Conn, t *target) (*ssh.Client, error) {
 }
 
 // start opens a session and starts the command in it.
-func (s *SSH) start(client *ssh.Client, t *target, argv []string, log hclog.Logger) (*proc, error) {
+func (s *SSH) start(client *ssh.Client, argv []string, log hclog.Logger) (*proc, error) {
 	sess, err := client.NewSession()
 	if err != nil {
 		return nil, fmt.Errorf("ssh: open session: %w", err)

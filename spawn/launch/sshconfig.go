@@ -39,6 +39,7 @@ type target struct {
 	knownHosts     []string // UserKnownHostsFile: looked up and appended to
 	globalKnown    []string // GlobalKnownHostsFile: only looked up
 	strict         strictMode
+	hashKnown      bool // HashKnownHosts: hash the names remember writes
 	timeout        time.Duration
 }
 
@@ -102,6 +103,9 @@ func (s *SSH) resolve(host string) (*target, error) {
 	t := &target{alias: host}
 	if i := strings.LastIndexByte(host, '@'); i >= 0 {
 		t.user, t.alias = host[:i], host[i+1:]
+	}
+	if a, ok := strings.CutPrefix(t.alias, "["); ok { // "[::1]"
+		t.alias = strings.TrimSuffix(a, "]")
 	}
 	if t.alias == "" {
 		return nil, fmt.Errorf("ssh: empty host name in %q", host)
@@ -195,7 +199,7 @@ func (t *target) fileList(v, def string) ([]string, error) {
 	return t.expandAll(strings.Fields(v))
 }
 
-// resolvePolicy sets StrictHostKeyChecking and IdentitiesOnly.
+// resolvePolicy sets StrictHostKeyChecking, IdentitiesOnly and HashKnownHosts.
 func (t *target) resolvePolicy(get func(string) string) error {
 	switch v := strings.ToLower(get("StrictHostKeyChecking")); v {
 	case "", "yes", "ask":
@@ -207,14 +211,24 @@ func (t *target) resolvePolicy(get func(string) string) error {
 	default:
 		return fmt.Errorf("bad StrictHostKeyChecking %q", v)
 	}
-	switch v := strings.ToLower(get("IdentitiesOnly")); v {
-	case "", "no":
-	case "yes":
-		t.identitiesOnly = true
-	default:
-		return fmt.Errorf("bad IdentitiesOnly %q", v)
+	var err error
+	if t.identitiesOnly, err = yesNo(get, "IdentitiesOnly"); err != nil {
+		return err
 	}
-	return nil
+	t.hashKnown, err = yesNo(get, "HashKnownHosts")
+	return err
+}
+
+// yesNo reads a yes/no option; unset is no.
+func yesNo(get func(string) string, key string) (bool, error) {
+	switch v := strings.ToLower(get(key)); v {
+	case "", "no":
+		return false, nil
+	case "yes":
+		return true, nil
+	default:
+		return false, fmt.Errorf("bad %s %q", key, v)
+	}
 }
 
 // expandAll expands ~ and the %-tokens of OpenSSH in file names.

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"prsh/testbed"
+)
+
+// clusterFlags are shared by run and up.
+func clusterFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "nodes", Aliases: []string{"n"}, Value: 4, Usage: "number of virtual nodes (node001 …)"},
+		&cli.IntFlag{Name: "slots", Value: 1, Usage: "slots per node in the hostfile"},
+		&cli.DurationFlag{Name: "ssh-latency", Usage: "delay before each remote command starts"},
+		&cli.BoolFlag{Name: "uts", Usage: "give each node's processes its own hostname (root only)"},
+		&cli.StringFlag{Name: "dir", Usage: "write hostfile, ssh_config, keys here (default: a temporary dir)"},
+		&cli.StringSliceFlag{Name: "refuse", Usage: "nodes that refuse connections (comma-separated)"},
+		&cli.StringSliceFlag{Name: "hang", Usage: "nodes that accept TCP but never speak ssh"},
+		&cli.StringSliceFlag{Name: "wrong-hostkey", Usage: "nodes whose host key is not in known_hosts"},
+		&cli.StringSliceFlag{Name: "kill-after", Usage: "NODE=DURATION: SIGKILL the node's processes that long after its first session"},
+		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log the testbed's status and every session on stderr"},
+	}
+}
+
+// configFromFlags turns the shared flags into a testbed.Config.
+func configFromFlags(c *cli.Context, stderr io.Writer) (testbed.Config, error) {
+	cfg := testbed.Config{
+		Nodes:      c.Int("nodes"),
+		Slots:      c.Int("slots"),
+		SSHLatency: c.Duration("ssh-latency"),
+		UTS:        c.Bool("uts"),
+		Dir:        c.String("dir"),
+		Faults:     map[string]testbed.Fault{},
+		Env:        []string{pathEnv()},
+	}
+	if c.Bool("verbose") {
+		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	}
+	set := func(flag string, apply func(*testbed.Fault)) {
+		for _, name := range splitList(c.StringSlice(flag)) {
+			f := cfg.Faults[name]
+			apply(&f)
+			cfg.Faults[name] = f
+		}
+	}
+	set("refuse", func(f *testbed.Fault) { f.Refuse = true })
+	set("hang", func(f *testbed.Fault) { f.Hang = true })
+	set("wrong-hostkey", func(f *testbed.Fault) { f.WrongHostKey = true })
+	for _, spec := range splitList(c.StringSlice("kill-after")) {
+		name, d, err := parseKillAfter(spec)
+		if err != nil {
+			return cfg, err
+		}
+		f := cfg.Faults[name]
+		f.KillAfter = d
+		cfg.Faults[name] = f
+	}
+	return cfg, nil
+}
+
+// splitList flattens repeated and comma-separated values, dropping blanks.
+func splitList(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func parseKillAfter(spec string) (string, time.Duration, error) {
+	name, ds, ok := strings.Cut(spec, "=")
+	if !ok || name == "" {
+		return "", 0, fmt.Errorf("--kill-after %q: want NODE=DURATION, e.g. node005=2s", spec)
+	}
+	d, err := time.ParseDuration(ds)
+	if err != nil || d <= 0 {
+		return "", 0, fmt.Errorf("--kill-after %q: want a positive duration, e.g. node005=2s", spec)
+	}
+	return name, d, nil
+}
+
+// pathEnv puts the testbed's own directory first in PATH, because mpirun
+// and orted are built beside it (bin/); it applies to CMD and to the nodes,
+// as if the runtime were installed on every node.
+func pathEnv() string {
+	path := os.Getenv("PATH")
+	exe, err := os.Executable()
+	if err != nil {
+		return "PATH=" + path
+	}
+	if path == "" {
+		return "PATH=" + filepath.Dir(exe)
+	}
+	return "PATH=" + filepath.Dir(exe) + string(os.PathListSeparator) + path
+}

@@ -1,0 +1,91 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hang is the generous bound that turns a hang into a failure; no test
+// asserts anything about how fast something happens.
+const hang = 30 * time.Second
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitFor calls p.Wait, failing the test if it does not return in time (and
+// then closing p, which ends the Wait).
+func waitFor(t *testing.T, p Process) error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- p.Wait() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(hang):
+		t.Errorf("Wait did not return within %s", hang)
+		p.Close()
+		return <-errc
+	}
+}
+
+// closeAndWait closes p and returns its Wait result.
+func closeAndWait(t *testing.T, p Process) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(hang):
+		t.Fatalf("Close did not return within %s", hang)
+	}
+	return waitFor(t, p)
+}
+
+// wantExit checks that err is an *ExitError with status and a stderr tail
+// containing stderr.
+func wantExit(t *testing.T, err error, status int, stderr string) *ExitError {
+	t.Helper()
+	var xe *ExitError
+	if !errors.As(err, &xe) {
+		t.Fatalf("got %v (%T), want an *ExitError", err, err)
+	}
+	if xe.Status != status || !strings.Contains(xe.Stderr, stderr) {
+		t.Errorf("got status %d stderr %q, want %d and %q", xe.Status, xe.Stderr, status, stderr)
+	}
+	return xe
+}
+
+// wantErr checks that err's message contains every part.
+func wantErr(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want one containing %q", parts)
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("error %q does not contain %q", err, p)
+		}
+	}
+}
+
+// waitFile polls until path exists and returns its content.
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	for end := time.Now().Add(hang); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			return string(b)
+		}
+	}
+	t.Fatalf("%s did not appear within %s", path, hang)
+	return ""
+}

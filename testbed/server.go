@@ -1,0 +1,185 @@
+package testbed
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// loginGrace bounds an unauthenticated connection, like sshd's
+// LoginGraceTime, so a client that stalls mid-handshake does not pin a
+// goroutine for the cluster's whole life.
+const loginGrace = 2 * time.Minute
+
+// node is the server side of one virtual node.
+type node struct {
+	Node
+	fault Fault
+	ssh   *ssh.ServerConfig
+
+	dead      atomic.Bool // set when KillAfter fired
+	firstOnce sync.Once   // arms KillAfter at the first session
+}
+
+// listenAll opens one listener per node on ADDR:0, so that several
+// clusters (parallel tests) can share the same addresses.
+func (c *Cluster) listenAll(k *keys) error {
+	for i := 1; i <= c.cfg.Nodes; i++ {
+		n, err := c.newNode(i, k)
+		if err != nil {
+			return err
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	return nil
+}
+
+func (c *Cluster) newNode(i int, k *keys) (*node, error) {
+	ip, err := nodeAddr(i)
+	if err != nil {
+		return nil, err
+	}
+	name := nodeName(i, c.cfg.Nodes)
+	n := &node{Node: Node{Name: name, Addr: ip.String()}, fault: c.cfg.Faults[name]}
+	n.ssh = c.serverConfig(k, n.fault.WrongHostKey)
+	if n.fault.Refuse {
+		n.Port, err = c.reservePort(ip)
+		return n, err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(n.Addr, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("testbed: %s: listen: %w", name, err)
+	}
+	if !c.addCloser(ln) {
+		ln.Close()
+		return nil, errors.New("testbed: closed while starting")
+	}
+	n.Port = ln.Addr().(*net.TCPAddr).Port
+	c.wg.Add(1)
+	go c.acceptLoop(n, ln)
+	return n, nil
+}
+
+// serverConfig accepts only the cluster's client key for the current user.
+func (c *Cluster) serverConfig(k *keys, wrongHostKey bool) *ssh.ServerConfig {
+	want := k.clientPub.Marshal()
+	cfg := &ssh.ServerConfig{
+		ServerVersion: "SSH-2.0-prsh_testbed",
+		PublicKeyCallback: func(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+			if meta.User() != c.user {
+				return nil, fmt.Errorf("testbed: no such user %q", meta.User())
+			}
+			if !bytes.Equal(key.Marshal(), want) {
+				return nil, errors.New("testbed: unknown client key")
+			}
+			return nil, nil
+		},
+	}
+	if wrongHostKey {
+		cfg.AddHostKey(k.wrongHost)
+	} else {
+		cfg.AddHostKey(k.host)
+	}
+	return cfg
+}
+
+// reservePort binds a socket to ip:0 without listening: connecting to it
+// gets ECONNREFUSED, and no other socket can take the port meanwhile.
+func (c *Cluster) reservePort(ip netip.Addr) (int, error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("testbed: reserve port: %w", err)
+	}
+	cl := fdCloser(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: ip.As4()}); err != nil {
+		cl.Close()
+		return 0, fmt.Errorf("testbed: reserve port on %s: %w", ip, err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		cl.Close()
+		return 0, fmt.Errorf("testbed: reserve port on %s: %w", ip, err)
+	}
+	if !c.addCloser(cl) {
+		cl.Close()
+		return 0, errors.New("testbed: closed while starting")
+	}
+	return sa.(*syscall.SockaddrInet4).Port, nil
+}
+
+type fdCloser int
+
+func (f fdCloser) Close() error { return syscall.Close(int(f)) }
+
+// acceptLoop serves one node until its listener is closed.
+func (c *Cluster) acceptLoop(n *node, ln net.Listener) {
+	defer c.wg.Done()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if c.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			c.logf("testbed: %s: accept: %v", n.Name, err)
+			c.pause(50 * time.Millisecond) // e.g. EMFILE: do not spin
+			continue
+		}
+		if !c.trackConn(conn) {
+			conn.Close()
+			return
+		}
+		c.wg.Add(1)
+		go c.serveConn(n, conn)
+	}
+}
+
+// pause sleeps for d or until the cluster closes.
+func (c *Cluster) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.ctx.Done():
+	}
+}
+
+// serveConn runs one client connection: handshake, then channels.
+func (c *Cluster) serveConn(n *node, conn net.Conn) {
+	defer c.wg.Done()
+	defer c.untrackConn(conn)
+	if n.fault.Hang {
+		c.logf("testbed: %s: hanging connection from %s", n.Name, conn.RemoteAddr())
+		io.Copy(io.Discard, conn) // until the client or Close gives up
+		return
+	}
+	conn.SetDeadline(time.Now().Add(loginGrace))
+	sc, chans, reqs, err := ssh.NewServerConn(conn, n.ssh)
+	if err != nil {
+		c.logf("testbed: %s: handshake with %s: %v", n.Name, conn.RemoteAddr(), err)
+		return
+	}
+	conn.SetDeadline(time.Time{})
+	c.logf("testbed: %s: connection from %s", n.Name, conn.RemoteAddr())
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ssh.DiscardRequests(reqs)
+	}()
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			nc.Reject(ssh.UnknownChannelType, "testbed: only session channels")
+			continue
+		}
+		c.wg.Add(1)
+		go c.serveSession(n, sc, nc)
+	}
+}
