@@ -78,8 +78,8 @@ type Daemon struct {
 	upStream io.Closer
 
 	launchGot bool
-	ranks    map[int]*rank
-	progress [numMilestones]milestone
+	ranks     map[int]*rank
+	progress  [numMilestones]milestone
 
 	ending   bool
 	finished bool

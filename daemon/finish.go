@@ -156,6 +156,9 @@ func (d *Daemon) lifelineLost(why string) {
 
 // killEverything answers a second interrupt: no more grace.
 func (d *Daemon) killEverything() {
+	if d.finished {
+		return
+	}
 	for _, c := range d.children {
 		if c.connected && !c.linkDown {
 			c.link.send(Teardown{Kill: true})
