@@ -295,3 +295,14 @@ func localUser() string {
 	}
 	return os.Getenv("USER")
 }
+
+// Address is the host:port that Launch dials for host, after the ssh
+// config has had its say (HostName, Port). mpirun uses it to pick the
+// local address its daemons can call back on.
+func (s *SSH) Address(host string) (string, error) {
+	t, err := s.resolve(host)
+	if err != nil {
+		return "", err
+	}
+	return t.addr(), nil
+}
