@@ -217,7 +217,9 @@ func (d *Daemon) childConnected(c *child, l *link) {
 		l.close()
 		return
 	}
-	c.timer.Stop()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 	acts, err := d.phase1.Connected(c.id)
 	if err != nil {
 		d.log.Warn("unexpected call back", "daemon", c.id, "error", err)

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"prsh/testbed"
+)
+
+// BenchmarkLaunch measures the paper's /bin/true benchmark on the testbed:
+// 256 nodes, 20 ms of emulated ssh latency per session, for several spawn
+// degrees. It reports wall time per launch and the CPU seconds used by
+// mpirun, the orteds and the ranks (the testbed's own ssh servers run in
+// the benchmark process and are not counted).
+//
+//	go test -run '^$' -bench Launch -benchtime 5x ./cmd/mpirun
+func BenchmarkLaunch(b *testing.B) {
+	nodes := 256
+	c, err := testbed.Start(testbed.Config{Nodes: nodes, SSHLatency: 20 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for _, degree := range []int{2, 8, 32, 256} {
+		b.Run(fmt.Sprintf("nodes=%d/degree=%d", nodes, degree), func(b *testing.B) {
+			cpu := childCPU()
+			for i := 0; i < b.N; i++ {
+				cmd := exec.Command(filepath.Join(bin, "mpirun"), "--spawn-degree", fmt.Sprint(degree), "/bin/true")
+				cmd.Env = append(os.Environ(), c.Env()...)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v: %s", err, out)
+				}
+			}
+			b.ReportMetric((childCPU()-cpu).Seconds()/float64(b.N), "cpu-s/op")
+		})
+	}
+}
+
+// childCPU is the user+system time of reaped children and their reaped
+// descendants.
+func childCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
