@@ -49,6 +49,9 @@ type Config struct {
 	Signals     <-chan os.Signal
 	ReportTimes bool
 	Start       time.Time // when mpirun started, for --report-launch-times
+	Output      iof.Options
+	Stdin       io.Reader     // what goes to the ranks' stdin; nil = nothing
+	Timeout     time.Duration // abort the job after this long; 0 = never
 }
 
 // Daemon is one daemon's state, owned by its event loop.
@@ -73,11 +76,16 @@ type Daemon struct {
 	agent     launch.Agent
 	children  map[int]*child
 
-	sink     iof.Sink
-	terminal *iof.Terminal
-	upStream io.Closer
+	sink        iof.Sink
+	terminal    *iof.Terminal
+	upStream    io.Closer
+	fanout      *iof.Fanout
+	acks        map[int]bool // children yet to acknowledge a signal
+	ackWait     bool
+	stopPending bool // Ctrl-Z: stop mpirun once the ranks are stopped
 
 	launchGot bool
+	app       Launch
 	ranks     map[int]*rank
 	progress  [numMilestones]milestone
 
@@ -184,7 +192,7 @@ func containsColon(s string) bool {
 // the Welcome its parent sends when it calls back.
 func (d *Daemon) bootstrap() error {
 	if d.isRoot() {
-		d.terminal = iof.NewTerminal(d.cfg.Stdout, d.cfg.Stderr)
+		d.terminal = iof.NewTerminal(d.cfg.Stdout, d.cfg.Stderr, d.cfg.Output)
 		d.sink = d.terminal
 		d.agent = d.cfg.Agent
 		if err := d.setup(d.cfg.Job); err != nil {
@@ -233,6 +241,8 @@ func (d *Daemon) setup(job JobSpec) error {
 	d.phase1 = spawn.NewPhase1(d.cfg.ID, d.spawnTree)
 	d.gather = routed.NewAllgather(d.cfg.ID, d.addr, d.spawnTree.Parent(d.cfg.ID), d.spawnTree.Children(d.cfg.ID), job.Daemons)
 	d.router = routed.NewRouter[any](d.cfg.ID, rt, d.reachable)
+	tree, self := d.spawnTree, d.cfg.ID
+	d.fanout = iof.NewFanout(self, func(daemon int) int { return topo.Toward(tree, self, daemon) })
 	return nil
 }
 
@@ -247,6 +257,9 @@ func (d *Daemon) reachable(id int) bool {
 }
 
 func (d *Daemon) startRoot() {
+	if d.cfg.Timeout > 0 {
+		d.after(d.cfg.Timeout, d.timedOut)
+	}
 	d.startPhase1(d.cfg.Nodes)
 	d.startPhase2()
 	app := d.cfg.App
@@ -278,7 +291,16 @@ func (d *Daemon) caught(sig os.Signal) {
 			return
 		}
 		d.fail(Failure{Msg: fmt.Sprintf("caught SIG%s, terminating the job", signalName(s)), Status: 128 + int(s), Rank: -1})
+	case syscall.SIGTSTP:
+		// Stop the ranks, and mpirun itself once they are stopped.
+		d.stopPending = true
+		d.signal(Signal{Sig: int(syscall.SIGSTOP), Ack: true})
+		d.after(2*time.Second, d.stopSelf)
 	default:
-		d.broadcastSignal(int(s))
+		d.signal(Signal{Sig: int(s)})
 	}
+}
+
+func (d *Daemon) timedOut() {
+	d.fail(Failure{Msg: fmt.Sprintf("the job ran past --timeout %v, terminating it", d.cfg.Timeout), Status: StatusTimeout, Rank: -1})
 }

@@ -62,7 +62,10 @@ func (d *Daemon) checkMilestone(kind int) {
 		return
 	}
 	m.at = time.Since(d.cfg.Start)
-	if kind == Exited && !d.ending {
+	switch {
+	case kind == Started:
+		d.forwardStdin()
+	case kind == Exited && !d.ending:
 		d.teardown(false)
 	}
 }
@@ -115,6 +118,7 @@ func (d *Daemon) maybeFinish() {
 
 func (d *Daemon) finish(status int) {
 	d.finished = true
+	d.fanout.Close()
 	if d.isRoot() {
 		d.terminal.Flush()
 		d.reportTimes()

@@ -26,7 +26,11 @@ func (d *Daemon) handle(l *link, msg any) {
 		}
 	case Signal:
 		if l == d.parent {
-			d.broadcastSignal(m.Sig)
+			d.signal(m)
+		}
+	case SignalAck:
+		if d.isChild(l.peer) {
+			d.acked(l.peer)
 		}
 	default:
 		d.log.Warn("unexpected message", "daemon", l.peer, "type", msg)
@@ -79,6 +83,8 @@ func (d *Daemon) receiveLaunch(app Launch) {
 		return
 	}
 	d.launchGot = true
+	d.app = app
+	d.fanout.SetRanks(app.RankNode)
 	for _, c := range d.routing.Fanout(d.cfg.ID) {
 		d.deliver(d.router.Neighbour(c, app))
 	}

@@ -12,7 +12,8 @@ import (
 // Streams begin with one byte saying what they carry.
 const (
 	streamControl byte = 'C'
-	streamOutput  byte = 'O'
+	streamOutput  byte = 'O' // a child's ranks' output, up to its parent
+	streamInput   byte = 'I' // mpirun's stdin, down to a child
 )
 
 // link is the connection to one other daemon. Messages are queued and
@@ -104,7 +105,7 @@ func (d *Daemon) readLoop(l *link) {
 }
 
 // acceptStreams serves the streams the peer opens after the control
-// stream: a child's output stream.
+// stream: a child's output, or the parent's stdin for our subtree.
 func (d *Daemon) acceptStreams(l *link) {
 	for {
 		s, err := l.conn.Accept()
@@ -112,16 +113,28 @@ func (d *Daemon) acceptStreams(l *link) {
 			return
 		}
 		var tag [1]byte
-		if _, err := s.Read(tag[:]); err != nil || tag[0] != streamOutput {
+		if _, err := s.Read(tag[:]); err != nil {
 			s.Close()
 			continue
 		}
-		d.post(func() { d.outputOpened(l.peer) })
-		go func() {
-			err := iof.Relay(d.sink, s)
+		switch {
+		case tag[0] == streamOutput:
+			d.post(func() { d.outputOpened(l.peer) })
+			go func() {
+				err := iof.Relay(d.sink, s)
+				s.Close()
+				d.post(func() { d.outputClosed(l.peer, err) })
+			}()
+		case tag[0] == streamInput && l == d.parent:
+			go func() {
+				if err := iof.Relay(d.fanout, s); err != nil {
+					d.log.Debug("stdin stream broke", "error", err)
+				}
+				s.Close()
+			}()
+		default:
 			s.Close()
-			d.post(func() { d.outputClosed(l.peer, err) })
-		}()
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ const (
 	kindMilestone                 // a subtree reached a milestone: travels up the spawn tree
 	kindTeardown                  // end the job: travels down the spawn tree
 	kindSignal                    // deliver a signal to every rank: travels down the spawn tree
+	kindSignalAck                 // a subtree delivered a signal: travels up the spawn tree
 )
 
 // Hello is the first message on a connection: who is calling.
@@ -62,7 +63,17 @@ type Launch struct {
 	Wdir     string   // "" = the daemon's home directory
 	WdirSet  bool     // the user asked for Wdir: a missing one is an error
 	RankNode []int    // daemon id of each rank
+	// StdinRank is the rank that gets mpirun's stdin, StdinAll or
+	// StdinNone.
+	StdinRank   int
+	MergeStderr bool // the ranks' stderr goes to their stdout pipe
 }
+
+// Stdin targets besides a rank number.
+const (
+	StdinNone = -1
+	StdinAll  = -2
+)
 
 // Failure reports something that ends the job, worded for the user.
 type Failure struct {
@@ -88,8 +99,15 @@ type Milestone struct{ Kind int }
 // Teardown ends the job: kill the ranks, flush, exit.
 type Teardown struct{ Kill bool }
 
-// Signal asks every daemon to deliver Sig to its ranks.
-type Signal struct{ Sig int }
+// Signal asks every daemon to deliver Sig to its ranks. With Ack, each
+// subtree answers with a SignalAck once the signal is delivered in it.
+type Signal struct {
+	Sig int
+	Ack bool
+}
+
+// SignalAck says a Signal with Ack was delivered in the sender's subtree.
+type SignalAck struct{}
 
 func encode(msg any) (byte, []byte, error) {
 	kind, ok := kindOf(msg)
@@ -118,6 +136,8 @@ func kindOf(msg any) (byte, bool) {
 		return kindTeardown, true
 	case Signal:
 		return kindSignal, true
+	case SignalAck:
+		return kindSignalAck, true
 	}
 	return 0, false
 }
@@ -142,6 +162,8 @@ func decode(kind byte, payload []byte) (any, error) {
 		msg, err = decodeAs[Teardown](payload)
 	case kindSignal:
 		msg, err = decodeAs[Signal](payload)
+	case kindSignalAck:
+		msg, err = decodeAs[SignalAck](payload)
 	default:
 		return nil, fmt.Errorf("unknown message kind %d", kind)
 	}

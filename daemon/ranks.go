@@ -141,13 +141,28 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	err = cmd.Start()
+	if d.app.MergeStderr {
+		cmd.Stderr = outW
+	}
+	stdin, err := d.stdinFor(r, cmd)
+	if err == nil {
+		err = cmd.Start()
+	}
 	outW.Close()
 	errW.Close()
+	if cmd.Stdin != nil {
+		cmd.Stdin.(*os.File).Close()
+	}
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		if stdin != nil {
+			stdin.Close()
+		}
 		return fmt.Errorf("cannot run %s: %w", cmd.Args[0], err)
+	}
+	if stdin != nil {
+		d.fanout.AddRank(r.id, stdin)
 	}
 	r.cmd, r.openPipes = cmd, 2
 	d.pump(r, iof.Stdout, outR)
@@ -215,16 +230,16 @@ func (d *Daemon) killRanks(sig syscall.Signal) {
 	}
 }
 
-// broadcastSignal passes a signal down the spawn tree and to local ranks.
-func (d *Daemon) broadcastSignal(sig int) {
-	for _, c := range d.children {
-		if c.connected && c.link != nil {
-			c.link.send(Signal{Sig: sig})
-		}
+// stdinFor gives the rank a pipe for its stdin when mpirun's stdin is for
+// it, and returns the pipe's write end; other ranks read /dev/null.
+func (d *Daemon) stdinFor(r *rank, cmd *exec.Cmd) (*os.File, error) {
+	if d.app.StdinRank != StdinAll && d.app.StdinRank != r.id {
+		return nil, nil
 	}
-	for _, r := range d.ranks {
-		if !r.reaped && r.cmd != nil && r.cmd.Process != nil {
-			syscall.Kill(-r.cmd.Process.Pid, syscall.Signal(sig))
-		}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
 	}
+	cmd.Stdin = pr
+	return pw, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -228,6 +229,7 @@ func (d *Daemon) childConnected(c *child, l *link) {
 	}
 	c.connected, c.link = true, l
 	d.links[c.id] = l
+	d.fanout.AddChild(c.id, func() (io.WriteCloser, error) { return openStream(l.conn, streamInput) })
 	go d.readLoop(l)
 	go d.acceptStreams(l)
 	d.do(acts)

@@ -78,7 +78,7 @@ func Receive(r io.Reader) (Chunk, error) {
 		Data:   payload[5:],
 		EOF:    kind == kindEOF,
 	}
-	if c.Stream != Stdout && c.Stream != Stderr {
+	if c.Stream != Stdout && c.Stream != Stderr && c.Stream != StdinStream {
 		return Chunk{}, fmt.Errorf("iof: unknown stream %d", c.Stream)
 	}
 	return c, nil

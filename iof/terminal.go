@@ -2,21 +2,42 @@ package iof
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sync"
+	"time"
 )
 
-// maxLine bounds how much of an unfinished line is held back: a rank that
-// writes megabytes without a newline is passed through in pieces.
-const maxLine = 64 << 10
+// Options decide how mpirun presents the ranks' output.
+type Options struct {
+	Tag         bool   // "[1,R]<stdout>:" before each line, as Open MPI's --tag-output
+	PrependRank bool   // "[R] " before each line, as Hydra's -l
+	Timestamp   bool   // the time mpirun received each line
+	FileDir     string // write DIR/1/rank.R/stdout|stderr instead of the terminal
+}
+
+func (o Options) prefixed() bool { return o.Tag || o.PrependRank || o.Timestamp }
+
+// Unfinished lines are held back up to a bound, so that a rank writing
+// megabytes without a newline is passed on in pieces instead of filling
+// memory. With prefixes every piece gets one, so the bound is larger.
+const (
+	maxLine       = 64 << 10
+	maxTaggedLine = 1 << 20
+)
 
 // Terminal writes chunks to mpirun's stdout and stderr. It writes whole
 // lines, so that two ranks' lines are never mixed within a line; a rank's
 // unfinished last line is written when its stream ends.
 type Terminal struct {
 	mu      sync.Mutex
+	opt     Options
 	out     map[Stream]io.Writer
 	pending map[key][]byte
+	files   map[key]*os.File
+	now     func() time.Time
 	err     error
 }
 
@@ -26,15 +47,19 @@ type key struct {
 }
 
 // NewTerminal writes to stdout and stderr.
-func NewTerminal(stdout, stderr io.Writer) *Terminal {
+func NewTerminal(stdout, stderr io.Writer, opt Options) *Terminal {
 	return &Terminal{
+		opt:     opt,
 		out:     map[Stream]io.Writer{Stdout: stdout, Stderr: stderr},
 		pending: map[key][]byte{},
+		files:   map[key]*os.File{},
+		now:     time.Now,
 	}
 }
 
 // Send writes what is complete of a chunk. It blocks while the terminal
-// blocks, which is how backpressure reaches the ranks.
+// blocks, which is how backpressure reaches the ranks. A terminal that
+// fails (a closed pipe) swallows the rest, so that the job still ends.
 func (t *Terminal) Send(c Chunk) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -46,14 +71,22 @@ func (t *Terminal) Send(c Chunk) error {
 	} else if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
 		ready, buf = buf[:i+1], buf[i+1:]
 	}
-	if len(buf) > maxLine {
+	if len(buf) > t.lineLimit() {
 		ready, buf = append(ready, buf...), nil
 	}
 	t.keep(k, buf)
-	if len(ready) > 0 && t.err == nil {
-		_, t.err = t.out[c.Stream].Write(ready)
+	t.write(k, ready)
+	if c.EOF {
+		t.closeFile(k)
 	}
 	return nil
+}
+
+func (t *Terminal) lineLimit() int {
+	if t.opt.prefixed() {
+		return maxTaggedLine
+	}
+	return maxLine
 }
 
 func (t *Terminal) keep(k key, rest []byte) {
@@ -64,14 +97,101 @@ func (t *Terminal) keep(k key, rest []byte) {
 	t.pending[k] = append([]byte(nil), rest...)
 }
 
-// Flush writes every unfinished line, for when the job ends abruptly.
-func (t *Terminal) Flush() {
+func (t *Terminal) write(k key, text []byte) {
+	if len(text) == 0 || t.err != nil {
+		return
+	}
+	if t.opt.prefixed() {
+		text = t.prefixLines(k, text)
+	}
+	w, err := t.writer(k)
+	if err == nil {
+		_, err = w.Write(text)
+	}
+	t.err = err
+}
+
+// prefixLines puts the prefix before every line of text.
+func (t *Terminal) prefixLines(k key, text []byte) []byte {
+	prefix := t.prefix(k)
+	var out bytes.Buffer
+	out.Grow(len(text) + 8*len(prefix))
+	for len(text) > 0 {
+		end := bytes.IndexByte(text, '\n') + 1
+		if end == 0 {
+			end = len(text)
+		}
+		out.Write(prefix)
+		out.Write(text[:end])
+		text = text[end:]
+	}
+	return out.Bytes()
+}
+
+func (t *Terminal) prefix(k key) []byte {
+	var p []byte
+	if t.opt.Timestamp {
+		p = t.now().AppendFormat(p, "2006-01-02T15:04:05.000000 ")
+	}
+	if t.opt.Tag {
+		p = fmt.Appendf(p, "[1,%d]<%s>:", k.rank, k.stream)
+	}
+	if t.opt.PrependRank {
+		p = fmt.Appendf(p, "[%d] ", k.rank)
+	}
+	return p
+}
+
+func (s Stream) String() string {
+	switch s {
+	case Stdout:
+		return "stdout"
+	case Stderr:
+		return "stderr"
+	}
+	return "stdin"
+}
+
+// writer is the terminal, or the rank's file with --output-filename.
+func (t *Terminal) writer(k key) (io.Writer, error) {
+	if t.opt.FileDir == "" {
+		return t.out[k.stream], nil
+	}
+	if f, ok := t.files[k]; ok {
+		return f, nil
+	}
+	dir := filepath.Join(t.opt.FileDir, "1", fmt.Sprintf("rank.%d", k.rank))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, k.stream.String()))
+	if err != nil {
+		return nil, err
+	}
+	t.files[k] = f
+	return f, nil
+}
+
+func (t *Terminal) closeFile(k key) {
+	if f, ok := t.files[k]; ok {
+		if err := f.Close(); err != nil && t.err == nil {
+			t.err = err
+		}
+		delete(t.files, k)
+	}
+}
+
+// Flush writes every unfinished line and closes the files, for the end
+// of the job. It returns the first write error, if any.
+func (t *Terminal) Flush() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for k, buf := range t.pending {
-		if t.err == nil {
-			_, t.err = t.out[k.stream].Write(buf)
-		}
+		t.write(k, buf)
 		delete(t.pending, k)
 	}
+	for k := range t.files {
+		t.closeFile(k)
+	}
+	return t.err
 }

@@ -41,10 +41,15 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	if err != nil {
 		return daemon.Config{}, err
 	}
+	limit, err := timeout(c.String("timeout"))
+	if err != nil {
+		return daemon.Config{}, usageError{err}
+	}
 	return daemon.Config{
 		ID: 0, Node: spec.Hosts[0], Secret: secret, Log: log,
 		Bind: bindIP(c, agent, jobMap), Job: spec, Nodes: nodes(jobMap), App: app, Agent: agent,
 		Stdout: os.Stdout, Stderr: os.Stderr, ReportTimes: c.Bool("report-launch-times"),
+		Output: outputOptions(c), Stdin: stdinSource(app.StdinRank), Timeout: limit,
 	}, nil
 }
 
@@ -215,7 +220,14 @@ func application(c *cli.Context, m *job.Map) (daemon.Launch, error) {
 	if err != nil {
 		return daemon.Launch{}, usageError{err}
 	}
-	app := daemon.Launch{Argv: c.Args().Slice(), Env: env, RankNode: make([]int, m.Size())}
+	target, err := stdinRank(c.String("stdin"), m.Size())
+	if err != nil {
+		return daemon.Launch{}, usageError{err}
+	}
+	app := daemon.Launch{
+		Argv: c.Args().Slice(), Env: env, RankNode: make([]int, m.Size()),
+		StdinRank: target, MergeStderr: c.Bool("merge-stderr-to-stdout"),
+	}
 	for r, node := range m.RankNode {
 		app.RankNode[r] = node + 1
 	}

@@ -63,8 +63,12 @@ func run(c *cli.Context, start time.Time) error {
 		return err
 	}
 	cfg.Start = start
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
+	forwarded, err := forwardedSignals(c.String("forward-signals"))
+	if err != nil {
+		return usageError{err}
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, append(forwarded, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)...)
 	defer signal.Stop(sigs)
 	cfg.Signals = sigs
 	status, err := daemon.Run(context.Background(), cfg)

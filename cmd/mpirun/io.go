@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"prsh/daemon"
+	"prsh/iof"
+)
+
+func outputOptions(c *cli.Context) iof.Options {
+	return iof.Options{
+		Tag: c.Bool("tag-output"), PrependRank: c.Bool("prepend-rank"),
+		Timestamp: c.Bool("timestamp-output"), FileDir: absPath(c.String("output-filename")),
+	}
+}
+
+// stdinRank parses --stdin: a rank, "all" or "none".
+func stdinRank(value string, size int) (int, error) {
+	switch value {
+	case "all":
+		return daemon.StdinAll, nil
+	case "none":
+		return daemon.StdinNone, nil
+	}
+	r, err := strconv.Atoi(value)
+	if err != nil || r < 0 || r >= size {
+		return 0, fmt.Errorf("--stdin %q: want a rank from 0 to %d, all or none", value, size-1)
+	}
+	return r, nil
+}
+
+// stdinSource is what mpirun forwards: nothing when no rank takes it, or
+// when mpirun runs in the background of a terminal, where reading would
+// stop it with SIGTTIN and steal the shell's typeahead.
+func stdinSource(target int) io.Reader {
+	if target == daemon.StdinNone || inBackground() {
+		return nil
+	}
+	return os.Stdin
+}
+
+func inBackground() bool {
+	fg, err := unix.IoctlGetInt(int(os.Stdin.Fd()), unix.TIOCGPGRP)
+	return err == nil && fg != unix.Getpgrp()
+}
+
+// timeout parses --timeout: seconds as a plain number, like Open MPI, or
+// a Go duration such as 90s or 2h.
+func timeout(value string) (time.Duration, error) {
+	if value == "" {
+		return 0, nil
+	}
+	if s, err := strconv.ParseFloat(value, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(value)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("--timeout %q: want seconds or a duration such as 90s", value)
+	}
+	return d, nil
+}
+
+// forwardedSignals are the signals mpirun passes on to every rank, on top
+// of the ones it acts on itself (INT, TERM, HUP, TSTP, CONT).
+func forwardedSignals(extra string) ([]os.Signal, error) {
+	sigs := []os.Signal{syscall.SIGUSR1, syscall.SIGUSR2}
+	for _, name := range strings.Split(extra, ",") {
+		name = strings.ToUpper(strings.TrimSpace(name))
+		if name == "" {
+			continue
+		}
+		s := unix.SignalNum("SIG" + strings.TrimPrefix(name, "SIG"))
+		if n, err := strconv.Atoi(name); err == nil {
+			s = syscall.Signal(n)
+		}
+		if s <= 0 || s == syscall.SIGKILL || s == syscall.SIGSTOP || unix.SignalName(s) == "" {
+			return nil, fmt.Errorf("--forward-signals: %q is not a signal that can be forwarded", name)
+		}
+		sigs = append(sigs, s)
+	}
+	return sigs, nil
+}
