@@ -45,12 +45,11 @@ func TestOpenSSH(t *testing.T) {
 		t.Errorf("ranks ran as:\n%s\nwant:\n%s", res.stdout, strings.Join(want, "\n"))
 	}
 	checkOneLine(t, res.stderr, "")
-	if os.Getenv("DEBUGX") != "" {
-		r := run("-v", "sh", "-c", "echo $PRSH_RANK $PRSH_NODE; ps -ef --forest | grep -v ps")
-		t.Log(r.stdout, r.stderr)
-		t.Log(srv.Log())
-	}
 	checkNoOrted(t, orted)
+	{
+		r := run("-v", "--report-launch-times", "sh", "-c", "echo $PRSH_RANK $PRSH_NODE")
+		t.Log(r.stdout, r.stderr)
+	}
 
 	res = run("sh", "-c", "exit 5")
 	if res.status != 5 {

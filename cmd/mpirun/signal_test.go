@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,4 +100,80 @@ func TestMpirunKilled(t *testing.T) {
 		}
 		t.Fatalf("left running after mpirun was killed:\n%s", strings.Join(names, "\n"))
 	}
+}
+
+// TestForwardedSignal: SIGUSR1 to mpirun reaches every rank.
+func TestForwardedSignal(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2})
+	cmd, stderr, _ := started(t, c, 8, "-np", "8", "--stdin", "none", "sh", "-c",
+		`trap 'echo "got $PRSH_RANK"; exit 0' USR1; touch "$MARKS/$PRSH_RANK"; while :; do sleep 0.1; done`)
+	cmd.Process.Signal(syscall.SIGUSR1)
+	if status := waitExit(t, cmd); status != 0 {
+		t.Fatalf("exit %d, want 0 (every rank trapped USR1 and exited 0); stderr:\n%s", status, stderr)
+	}
+}
+
+// stateOf is the state letter of a process in /proc, or "" if it is gone.
+func stateOf(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return ""
+	}
+	return s[i+2 : i+3]
+}
+
+// waitState polls until every pid is in one of the states.
+func waitState(t *testing.T, pids []int, states string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, pid := range pids {
+		for !strings.Contains(states, stateOf(pid)) || stateOf(pid) == "" {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d is in state %q, want one of %q", pid, stateOf(pid), states)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// TestStopAndContinue: Ctrl-Z stops every rank and then mpirun; SIGCONT
+// resumes them.
+func TestStopAndContinue(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 4})
+	cmd, stderr, marks := started(t, c, 4, "--stdin", "none", "sh", "-c",
+		`echo $$ > "$MARKS/$PRSH_RANK.tmp"; mv "$MARKS/$PRSH_RANK.tmp" "$MARKS/$PRSH_RANK"; while :; do sleep 0.1; done`)
+	var ranks []int
+	for r := 0; r < 4; r++ {
+		b, err := os.ReadFile(filepath.Join(marks, fmt.Sprint(r)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pid int
+		fmt.Sscan(string(b), &pid)
+		ranks = append(ranks, pid)
+	}
+	cmd.Process.Signal(syscall.SIGTSTP)
+	waitState(t, ranks, "T")
+	waitState(t, []int{cmd.Process.Pid}, "T")
+	cmd.Process.Signal(syscall.SIGCONT)
+	waitState(t, ranks, "SR")
+	waitState(t, []int{cmd.Process.Pid}, "SR")
+	cmd.Process.Signal(syscall.SIGINT)
+	if status := waitExit(t, cmd); status != 130 {
+		t.Fatalf("exit %d, want 130; stderr:\n%s", status, stderr)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	res := mpirun(t, c, "--timeout", "2", "sleep", "100")
+	if res.status != 124 {
+		t.Errorf("exit %d, want 124", res.status)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: the job ran past --timeout 2s, terminating it$`)
 }
