@@ -65,6 +65,7 @@ type result struct {
 	status int
 	stdout string
 	stderr string
+	maxRSS int64 // mpirun's peak resident memory
 }
 
 // mpirun runs mpirun against the cluster and checks that nothing is left
@@ -81,7 +82,7 @@ func mpirun(t *testing.T, c *testbed.Cluster, args ...string) result {
 	if ctx.Err() != nil {
 		t.Fatalf("mpirun %v hung; stderr:\n%s", args, stderr.String())
 	}
-	res := result{status: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+	res := result{status: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String(), maxRSS: maxRSS(cmd.ProcessState)}
 	if err != nil && res.status < 0 {
 		t.Fatalf("mpirun %v: %v", args, err)
 	}

@@ -46,10 +46,6 @@ func TestOpenSSH(t *testing.T) {
 	}
 	checkOneLine(t, res.stderr, "")
 	checkNoOrted(t, orted)
-	{
-		r := run("-v", "--report-launch-times", "sh", "-c", "echo $PRSH_RANK $PRSH_NODE")
-		t.Log(r.stdout, r.stderr)
-	}
 
 	res = run("sh", "-c", "exit 5")
 	if res.status != 5 {

@@ -166,7 +166,7 @@ func TestStdin(t *testing.T) {
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		cmd.Run()
-		return result{cmd.ProcessState.ExitCode(), out.String(), errb.String()}
+		return result{status: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
 	}
 	t.Run("100 MiB to rank 0", func(t *testing.T) {
 		res := run(input, "sh", "-c", `if [ $PRSH_RANK = 0 ]; then echo "0 $(sha256sum | cut -d' ' -f1)"; else echo "$PRSH_RANK $(wc -c)"; fi`)

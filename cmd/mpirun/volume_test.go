@@ -1,0 +1,143 @@
+package main
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"prsh/testbed"
+)
+
+// rssBound is the most memory mpirun or an orted may hold while 800 MiB of
+// output flows through them: flow control, not buffering, moves the data.
+// Race-detector builds carry shadow memory, hence the larger bound there.
+func rssBound() int64 {
+	if raceEnabled {
+		return 400 << 20
+	}
+	return 100 << 20
+}
+
+// TestLargeOutput: 4 ranks each write 200 MiB of random bytes; what mpirun
+// writes matches each rank's checksum, and memory stays bounded.
+func TestLargeOutput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 800 MiB")
+	}
+	c := cluster(t, testbed.Config{Nodes: 4})
+	marks, out := t.TempDir(), t.TempDir()
+	t.Setenv("MARKS", marks)
+	watch := watchRSS(filepath.Join(bin, "orted"))
+	res := mpirun(t, c, "-x", "MARKS", "--spawn-degree", "1", "--output-filename", out, "bash", "-c",
+		`head -c 209715200 /dev/urandom | tee >(sha256sum | cut -d' ' -f1 > "$MARKS/$PRSH_RANK")`)
+	ortedPeak := watch()
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	for r := 0; r < 4; r++ {
+		want := waitFile(t, filepath.Join(marks, fmt.Sprint(r)))
+		got := fileSum(t, filepath.Join(out, "1", fmt.Sprintf("rank.%d", r), "stdout"))
+		if got != want {
+			t.Errorf("rank %d: mpirun wrote bytes with sha256 %s, the rank wrote %s", r, got, want)
+		}
+	}
+	if peak := res.maxRSS; peak > rssBound() {
+		t.Errorf("mpirun peaked at %d MiB, bound %d MiB", peak>>20, rssBound()>>20)
+	}
+	if ortedPeak > rssBound() {
+		t.Errorf("an orted peaked at %d MiB, bound %d MiB", ortedPeak>>20, rssBound()>>20)
+	}
+	t.Logf("peak RSS: mpirun %d MiB, orted %d MiB", res.maxRSS>>20, ortedPeak>>20)
+}
+
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	t.Fatalf("%s never appeared", path)
+	return ""
+}
+
+func fileSum(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	io.Copy(h, f)
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// watchRSS samples the peak resident memory (VmHWM) of every process whose
+// argv[0] is exe until the returned function is called, which returns the
+// largest peak seen.
+func watchRSS(exe string) func() int64 {
+	var mu sync.Mutex
+	var peak int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			for _, hwm := range peaksOf(exe) {
+				mu.Lock()
+				peak = max(peak, hwm)
+				mu.Unlock()
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
+	}
+}
+
+func peaksOf(exe string) []int64 {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var peaks []int64
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(d + "/cmdline")
+		if err != nil || !strings.HasPrefix(string(cmdline), exe+"\x00") {
+			continue
+		}
+		status, err := os.ReadFile(d + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			var kb int64
+			if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
+				peaks = append(peaks, kb<<10)
+			}
+		}
+	}
+	return peaks
+}
+
+// maxRSS of a finished process, in bytes.
+func maxRSS(ps *os.ProcessState) int64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss << 10
+	}
+	return 0
+}
