@@ -28,7 +28,7 @@ const (
 )
 
 // ChunkSize is how much a reader takes from a rank's pipe at once.
-const ChunkSize = 32 << 10
+const ChunkSize = 64 << 10
 
 // Chunk is a piece of one rank's output, or its end when EOF is set.
 type Chunk struct {
@@ -39,33 +39,47 @@ type Chunk struct {
 }
 
 // Sender writes chunks to a stream; it is safe for concurrent use, and
-// each chunk is written whole.
+// each chunk is written whole, in one write, from a reused buffer.
 type Sender struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
 }
 
 // NewSender wraps the output stream to the parent.
 func NewSender(w io.Writer) *Sender { return &Sender{w: w} }
 
-// Send writes one chunk.
+// Send writes one chunk. c.Data may be reused once Send returns.
 func (s *Sender) Send(c Chunk) error {
-	payload := make([]byte, 5+len(c.Data))
-	binary.BigEndian.PutUint32(payload, uint32(c.Rank))
-	payload[4] = byte(c.Stream)
-	copy(payload[5:], c.Data)
+	var head [5]byte
+	binary.BigEndian.PutUint32(head[:], uint32(c.Rank))
+	head[4] = byte(c.Stream)
 	kind := kindData
 	if c.EOF {
 		kind = kindEOF
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return transport.WriteFrame(s.w, kind, payload)
+	s.buf = transport.AppendFrame(s.buf[:0], kind, head[:], c.Data)
+	_, err := s.w.Write(s.buf)
+	return err
+}
+
+// Receiver reads chunks from a stream into a reused buffer: a chunk's
+// Data is valid until the next call.
+type Receiver struct{ frames *transport.FrameReader }
+
+// NewReceiver reads chunks from r.
+func NewReceiver(r io.Reader) *Receiver {
+	return &Receiver{frames: transport.NewFrameReader(r, ChunkSize+64)}
 }
 
 // Receive reads the next chunk; io.EOF when the stream ended cleanly.
-func Receive(r io.Reader) (Chunk, error) {
-	kind, payload, err := transport.ReadFrame(r, ChunkSize+64)
+func Receive(r io.Reader) (Chunk, error) { return NewReceiver(r).Next() }
+
+// Next reads the next chunk; io.EOF when the stream ended cleanly.
+func (r *Receiver) Next() (Chunk, error) {
+	kind, payload, err := r.frames.Next()
 	if err != nil {
 		return Chunk{}, err
 	}
@@ -84,10 +98,11 @@ func Receive(r io.Reader) (Chunk, error) {
 	return c, nil
 }
 
-// Sink is where chunks end up: the upward stream of an orted, or mpirun's
-// terminal.
+// Sink is where chunks end up: the upward stream of an orted, mpirun's
+// terminal, or the stdin fanout. Send must not keep c.Data after it
+// returns: callers reuse the buffer.
 type Sink interface {
-	Send(Chunk) error
+	Send(c Chunk) error
 }
 
 // Pump reads a rank's pipe until EOF and sends it to sink in chunks, then
@@ -99,8 +114,7 @@ func Pump(sink Sink, rank int, stream Stream, pipe io.Reader) error {
 	for {
 		n, err := pipe.Read(buf)
 		if n > 0 {
-			data := append([]byte(nil), buf[:n]...)
-			if serr := sink.Send(Chunk{Rank: rank, Stream: stream, Data: data}); serr != nil {
+			if serr := sink.Send(Chunk{Rank: rank, Stream: stream, Data: buf[:n]}); serr != nil {
 				io.Copy(io.Discard, pipe)
 				return serr
 			}
@@ -114,8 +128,9 @@ func Pump(sink Sink, rank int, stream Stream, pipe io.Reader) error {
 // Relay copies chunks from a child's stream to sink until the child closes
 // it. io.EOF from the child is a clean end and returns nil.
 func Relay(sink Sink, child io.Reader) error {
+	in := NewReceiver(child)
 	for {
-		c, err := Receive(child)
+		c, err := in.Next()
 		if err == io.EOF {
 			return nil
 		}

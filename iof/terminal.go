@@ -64,19 +64,19 @@ func (t *Terminal) Send(c Chunk) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k := key{c.Rank, c.Stream}
-	buf := append(t.pending[k], c.Data...)
-	var ready []byte
-	if c.EOF {
-		ready, buf = buf, nil
-	} else if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
-		ready, buf = buf[:i+1], buf[i+1:]
+	held := t.pending[k]
+	// Only the new bytes can hold a newline: what is held has none.
+	cut := bytes.LastIndexByte(c.Data, '\n') + 1
+	if c.EOF || len(held)+len(c.Data)-cut > t.lineLimit() {
+		cut = len(c.Data)
 	}
-	if len(buf) > t.lineLimit() {
-		ready, buf = append(ready, buf...), nil
+	if cut > 0 {
+		t.write(k, held, c.Data[:cut])
+		held = held[:0]
 	}
-	t.keep(k, buf)
-	t.write(k, ready)
+	t.keep(k, append(held, c.Data[cut:]...))
 	if c.EOF {
+		delete(t.pending, k)
 		t.closeFile(k)
 	}
 	return nil
@@ -89,17 +89,24 @@ func (t *Terminal) lineLimit() int {
 	return maxLine
 }
 
+// keep holds an unfinished line; the buffer is reused between chunks.
 func (t *Terminal) keep(k key, rest []byte) {
-	if len(rest) == 0 {
+	if len(rest) == 0 && cap(rest) == 0 {
 		delete(t.pending, k)
 		return
 	}
-	t.pending[k] = append([]byte(nil), rest...)
+	t.pending[k] = rest
 }
 
-func (t *Terminal) write(k key, text []byte) {
-	if len(text) == 0 || t.err != nil {
+// write writes head and then tail, which together end on a line boundary
+// (or end the stream).
+func (t *Terminal) write(k key, head, tail []byte) {
+	if len(head)+len(tail) == 0 || t.err != nil {
 		return
+	}
+	text := tail
+	if len(head) > 0 {
+		text = append(append(make([]byte, 0, len(head)+len(tail)), head...), tail...)
 	}
 	if t.opt.prefixed() {
 		text = t.prefixLines(k, text)
@@ -187,7 +194,7 @@ func (t *Terminal) Flush() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for k, buf := range t.pending {
-		t.write(k, buf)
+		t.write(k, nil, buf)
 		delete(t.pending, k)
 	}
 	for k := range t.files {

@@ -38,6 +38,9 @@ func (o Options) yamux() *yamux.Config {
 		cfg.KeepAliveInterval = o.KeepAlive
 	}
 	cfg.ConnectionWriteTimeout = 10 * time.Second
+	// A larger window keeps output flowing between processes that share
+	// few cores; it is also the bound on what one stream buffers.
+	cfg.MaxStreamWindowSize = 2 << 20
 	cfg.LogOutput = io.Discard
 	return cfg
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"prsh/daemon"
+	"prsh/internal/profile"
 )
 
 // statusUsage is the exit status for bad flags or input.
@@ -71,7 +72,9 @@ func run(c *cli.Context, start time.Time) error {
 	signal.Notify(sigs, append(forwarded, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)...)
 	defer signal.Stop(sigs)
 	cfg.Signals = sigs
+	stopProfile := profile.Start("mpirun")
 	status, err := daemon.Run(context.Background(), cfg)
+	stopProfile()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mpirun: %v\n", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"prsh/daemon"
+	"prsh/internal/profile"
 	"prsh/transport"
 )
 
@@ -62,10 +63,12 @@ func run(c *cli.Context) error {
 	if bind == "" {
 		bind = daemon.NodeIP(c.String("parent"))
 	}
+	stopProfile := profile.Start("orted")
 	status, err := daemon.Run(context.Background(), daemon.Config{
 		ID: c.Int("id"), Node: node, ParentAddr: c.String("parent"),
 		Secret: secret, Bind: bind, Log: log, Lifeline: stdin,
 	})
+	stopProfile()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "orted: %v\n", err)
 	}
