@@ -70,7 +70,7 @@ func (t *Terminal) Send(c Chunk) error {
 	if c.EOF || len(held)+len(c.Data)-cut > t.lineLimit() {
 		cut = len(c.Data)
 	}
-	if cut > 0 {
+	if cut > 0 || c.EOF {
 		t.write(k, held, c.Data[:cut])
 		held = held[:0]
 	}

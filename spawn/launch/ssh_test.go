@@ -17,6 +17,8 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"prsh/internal/sshdtest"
 )
 
 // sshEnv is a test server plus a client side confined to a temporary HOME:
@@ -34,23 +36,10 @@ func newSSHEnv(t *testing.T) *sshEnv {
 	t.Setenv("HOME", home)
 	t.Setenv("SSH_AUTH_SOCK", "")
 	e := &sshEnv{t: t, home: home, id: filepath.Join(home, "id_test"), known: filepath.Join(home, "known_hosts")}
-	key := writeKey(t, e.id, "")
+	key := sshdtest.WriteKey(t, e.id, "")
 	e.srv = startTestServer(t, key.PublicKey())
-	writeKnown(t, e.known, e.srv.addr, e.srv.hostKey.PublicKey())
+	sshdtest.WriteKnown(t, e.known, e.srv.addr, e.srv.hostKey.PublicKey())
 	return e
-}
-
-// writeKnown appends a known_hosts line for addr.
-func writeKnown(t *testing.T, file, addr string, key ssh.PublicKey) {
-	t.Helper()
-	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintln(f, knownhosts.Line([]string{knownhosts.Normalize(addr)}, key)); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // base is the catch-all config block; host blocks go before it, since the
@@ -197,7 +186,7 @@ func TestSSHHostKeyMismatch(t *testing.T) {
 	e := newSSHEnv(t)
 	kh := filepath.Join(e.home, "other_known_hosts")
 	other := newKey(t).PublicKey()
-	writeKnown(t, kh, e.srv.addr, other)
+	sshdtest.WriteKnown(t, kh, e.srv.addr, other)
 	want := fmt.Sprintf("ssh: host key mismatch for 127.0.0.1:%s: got %s, known_hosts has %s",
 		e.srv.port, ssh.FingerprintSHA256(e.srv.hostKey.PublicKey()), ssh.FingerprintSHA256(other))
 	for _, mode := range []string{"yes", "accept-new", "no"} {
@@ -214,9 +203,9 @@ func TestSSHHostKeyMismatch(t *testing.T) {
 func TestSSHAliasInKnownHosts(t *testing.T) {
 	e := newSSHEnv(t)
 	kh := filepath.Join(e.home, "alias_known_hosts")
-	writeKnown(t, kh, net.JoinHostPort("node1", e.srv.port), e.srv.hostKey.PublicKey())
+	sshdtest.WriteKnown(t, kh, net.JoinHostPort("node1", e.srv.port), e.srv.hostKey.PublicKey())
 	kh2 := filepath.Join(e.home, "alias_known_hosts2")
-	writeKnown(t, kh2, net.JoinHostPort("node2", e.srv.port), newKey(t).PublicKey())
+	sshdtest.WriteKnown(t, kh2, net.JoinHostPort("node2", e.srv.port), newKey(t).PublicKey())
 	a := e.agent("Host node1\n  HostName 127.0.0.1\n  UserKnownHostsFile "+kh+
 		"\nHost node2\n  HostName 127.0.0.1\n  UserKnownHostsFile "+kh2, SSHOptions{})
 	if err := run(t, a, "node1", "true"); err != nil {
@@ -346,10 +335,10 @@ func TestSSHConfigFile(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(e.home, ".ssh", "keys"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	key := writeKey(t, filepath.Join(e.home, ".ssh", "keys", "node1"), "")
+	key := sshdtest.WriteKey(t, filepath.Join(e.home, ".ssh", "keys", "node1"), "")
 	authKey := key.PublicKey()
 	e.srv.set(func(s *testServer) { s.authKey = authKey })
-	writeKnown(t, filepath.Join(e.home, "kh2"), e.srv.addr, e.srv.hostKey.PublicKey())
+	sshdtest.WriteKnown(t, filepath.Join(e.home, "kh2"), e.srv.addr, e.srv.hostKey.PublicKey())
 	cfg := fmt.Sprintf(`# cluster
 Host node1 node2
     HostName 127.0.0.1
@@ -388,11 +377,11 @@ func TestSSHDefaultKey(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(e.home, ".ssh"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	key := writeKey(t, filepath.Join(e.home, ".ssh", "id_ed25519"), "")
+	key := sshdtest.WriteKey(t, filepath.Join(e.home, ".ssh", "id_ed25519"), "")
 	authKey := key.PublicKey()
 	e.srv.set(func(s *testServer) { s.authKey = authKey })
 	kh := filepath.Join(e.home, ".ssh", "known_hosts")
-	writeKnown(t, kh, e.srv.addr, e.srv.hostKey.PublicKey())
+	sshdtest.WriteKnown(t, kh, e.srv.addr, e.srv.hostKey.PublicKey())
 	cfg := filepath.Join(e.home, "cfg")
 	body := "Host *\n  Port " + e.srv.port + "\n  GlobalKnownHostsFile none\n"
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
@@ -424,7 +413,7 @@ func TestSSHAuthFailed(t *testing.T) {
 func TestSSHEncryptedKeySkipped(t *testing.T) {
 	e := newSSHEnv(t)
 	enc := filepath.Join(e.home, "id_encrypted")
-	encKey := writeKey(t, enc, "secret")
+	encKey := sshdtest.WriteKey(t, enc, "secret")
 	a := e.agent("Host 127.0.0.1\n  IdentityFile "+enc, SSHOptions{})
 	if err := run(t, a, "127.0.0.1", "true"); err != nil {
 		t.Errorf("with an encrypted key first: %v", err)
