@@ -17,6 +17,11 @@ import (
 // bin holds mpirun and orted, built once for the end-to-end tests.
 var bin string
 
+// raceLogs is where race-detector builds of mpirun and orted write their
+// reports (GORACE log_path), so a race in a daemon fails the test that
+// ran it even when the daemon's exit status is not looked at.
+var raceLogs string
+
 func TestMain(m *testing.M) {
 	testbed.MaybeRunUTSHelper()
 	dir, err := os.MkdirTemp("", "prsh-e2e-")
@@ -25,6 +30,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = dir
+	raceLogs = filepath.Join(dir, "race")
+	os.Setenv("GORACE", "atexit_sleep_ms=0 log_path="+filepath.Join(raceLogs, "report"))
+	os.Mkdir(raceLogs, 0o755)
 	if err := build(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -52,12 +60,27 @@ func build(dir string) error {
 // cluster starts an emulated cluster for one test.
 func cluster(t *testing.T, cfg testbed.Config) *testbed.Cluster {
 	t.Helper()
+	cfg.Env = append(cfg.Env, "GORACE="+os.Getenv("GORACE"))
 	c, err := testbed.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() {
+		c.Close()
+		checkNoRaces(t)
+	})
 	return c
+}
+
+// checkNoRaces fails the test if a daemon reported a data race.
+func checkNoRaces(t *testing.T) {
+	t.Helper()
+	reports, _ := filepath.Glob(filepath.Join(raceLogs, "report.*"))
+	for _, r := range reports {
+		b, _ := os.ReadFile(r)
+		os.Remove(r)
+		t.Errorf("a daemon reported a data race:\n%s", b)
+	}
 }
 
 // result is what one mpirun run did.
