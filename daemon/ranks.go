@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,10 +81,16 @@ func (d *Daemon) command(app Launch, id, local, localSize int) (*exec.Cmd, error
 	return cmd, nil
 }
 
+// unwrapExec keeps the cause of a failed lookup, without the wrappers
+// that would repeat the program's name.
 func unwrapExec(err error) error {
 	var e *exec.Error
 	if errors.As(err, &e) {
-		return e.Err
+		err = e.Err
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
 	}
 	return err
 }

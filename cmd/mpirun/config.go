@@ -58,6 +58,9 @@ func jobMap(c *cli.Context) (*job.Map, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
+	if c.IsSet("np") && c.Int("np") <= 0 {
+		return nil, usageError{fmt.Errorf("-np must be at least 1, not %d", c.Int("np"))}
+	}
 	mapBy, err := job.ParseMapBy(c.String("map-by"))
 	if err != nil {
 		return nil, usageError{err}
