@@ -75,10 +75,9 @@ func (d *Daemon) command(app Launch, id, local, localSize int) (*exec.Cmd, error
 	}
 	cmd := &exec.Cmd{Path: path, Args: app.Argv, Dir: wdir}
 	cmd.Env = append(append(os.Environ(), app.Env...), d.rankEnv(app, id, local, localSize)...)
-	// Each rank leads its own process group, so a signal reaches what it
-	// started too; Pdeathsig takes it down if this daemon dies outright.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	return cmd, nil
+	// Each rank runs in its own process group, so a signal reaches what it
+	// started too, under a guard that ends the group if this daemon dies.
+	return guardCommand(cmd)
 }
 
 // unwrapExec keeps the cause of a failed lookup, without the wrappers
@@ -151,10 +150,16 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	if d.app.MergeStderr {
 		cmd.Stderr = outW
 	}
+	report, reportW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd.ExtraFiles = []*os.File{reportW}
 	stdin, err := d.stdinFor(r, cmd)
 	if err == nil {
 		err = cmd.Start()
 	}
+	reportW.Close()
 	outW.Close()
 	errW.Close()
 	if cmd.Stdin != nil {
@@ -163,6 +168,7 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		report.Close()
 		if stdin != nil {
 			stdin.Close()
 		}
@@ -176,7 +182,8 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	d.pump(r, iof.Stderr, errR)
 	go func() {
 		cmd.Wait()
-		d.post(func() { d.rankExited(r) })
+		status := guardedStatus(report, cmd.ProcessState)
+		d.post(func() { d.rankExited(r, status) })
 	}()
 	return nil
 }
@@ -191,11 +198,10 @@ func (d *Daemon) pump(r *rank, stream iof.Stream, pipe *os.File) {
 	}()
 }
 
-func (d *Daemon) rankExited(r *rank) {
+func (d *Daemon) rankExited(r *rank, ws syscall.WaitStatus) {
 	r.reaped = true
-	status := exitStatus(r.cmd.ProcessState)
-	if status != 0 && !d.ending {
-		d.fail(d.failure(status, "rank %d %s", r.id, describeExit(r.cmd.ProcessState)))
+	if status := exitStatus(ws); status != 0 && !d.ending {
+		d.fail(d.failure(status, "rank %d %s", r.id, describeExit(ws)))
 	}
 	d.checkExited()
 	d.maybeFinish()
@@ -214,18 +220,18 @@ func (d *Daemon) checkExited() {
 }
 
 // exitStatus is the shell's view: the exit code, or 128+N for signal N.
-func exitStatus(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+func exitStatus(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
-	return ps.ExitCode()
+	return ws.ExitStatus()
 }
 
-func describeExit(ps *os.ProcessState) string {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+func describeExit(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
 		return fmt.Sprintf("was killed by signal %d (SIG%s)", int(ws.Signal()), signalName(ws.Signal()))
 	}
-	return fmt.Sprintf("exited with status %d", ps.ExitCode())
+	return fmt.Sprintf("exited with status %d", ws.ExitStatus())
 }
 
 // killRanks signals every local rank's process group.

@@ -3,7 +3,10 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"prsh/testbed"
 )
@@ -65,4 +68,47 @@ func TestOrtedNeverCallsBack(t *testing.T) {
 		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
 	}
 	checkOneLine(t, res.stderr, `^mpirun: node00[12]: orted started but did not call back within 1s`)
+}
+
+// TestNodeDiesDuringPhase1: node003 dies (every process killed) right
+// after its daemon starts, while the tree is still being spawned below
+// it; the job ends naming it, and nothing is left anywhere.
+func TestNodeDiesDuringPhase1(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 15, SSHLatency: 50 * time.Millisecond,
+		Faults: map[string]testbed.Fault{"node003": {KillAfter: time.Millisecond}}})
+	res := mpirun(t, c, "--spawn-degree", "2", "sleep", "60")
+	if res.status != 255 {
+		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: node003: (orted exited before calling back|orted exited unexpectedly|lost the link to its orted): .*`)
+}
+
+// TestOrtedKilled: an orted killed with SIGKILL while its ranks run ends
+// the job with one line naming its node; its ranks, and what they started,
+// do not survive it.
+func TestOrtedKilled(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 7, Slots: 2})
+	cmd, stderr, _ := started(t, c, 14, "--spawn-degree", "2", "-np", "14", "sh", "-c",
+		`touch "$MARKS/$PRSH_RANK"; sleep 1000; echo never`)
+	victim := ortedOf(t, c, "node003")
+	syscall.Kill(victim, syscall.SIGKILL)
+	if status := waitExit(t, cmd); status != 255 {
+		t.Errorf("exit %d, want 255; stderr:\n%s", status, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: node003: (orted exited unexpectedly: signal KILL|lost the link to its orted: .*)$`)
+	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
+		t.Fatalf("left running after an orted was killed: %+v", left)
+	}
+}
+
+// ortedOf finds the pid of the orted running on a node.
+func ortedOf(t *testing.T, c *testbed.Cluster, node string) int {
+	t.Helper()
+	for _, p := range c.Leftovers() {
+		if p.Node == node && strings.HasPrefix(p.Cmdline, filepath.Join(bin, "orted")+" --parent") {
+			return p.PID
+		}
+	}
+	t.Fatalf("no orted on %s", node)
+	return 0
 }

@@ -28,6 +28,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == daemon.GuardArg {
+		daemon.RunGuard(os.Args[2:])
+	}
 	app := &cli.App{
 		Name:            "orted",
 		Usage:           "the prsh daemon; started by mpirun, not by hand",

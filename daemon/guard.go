@@ -1,0 +1,90 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+)
+
+// GuardArg as argv[1] makes orted a rank's guard instead of a daemon.
+const GuardArg = "__rank-guard"
+
+// A rank runs under a guard: a small process that leads the rank's process
+// group, runs the rank in it, and exits as the rank did. Its only other
+// job is to outlive a daemon killed outright (SIGKILL, a crash): the
+// kernel then sends the guard its parent-death signal, and the guard kills
+// the whole group, so that a rank and everything it started never outlive
+// their daemon. Signals the daemon sends to the group reach the rank; the
+// guard ignores them.
+
+// The guard reports how the rank ended on its descriptor 3, as the raw
+// wait status in decimal, since it cannot die of the rank's signal itself
+// (the Go runtime turns a re-raised SIGSEGV into a crash of its own).
+const guardStatusFD = 3
+
+// guardCommand wraps a rank's command in a guard.
+func guardCommand(rank *exec.Cmd) (*exec.Cmd, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("cannot find orted to guard the rank: %w", err)
+	}
+	args := append([]string{self, GuardArg, rank.Path}, rank.Args...)
+	cmd := &exec.Cmd{Path: self, Args: args, Dir: rank.Dir, Env: rank.Env}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	return cmd, nil
+}
+
+// RunGuard is the guard's main: args are the rank's path and argv. It
+// never returns.
+func RunGuard(args []string) {
+	parent := os.Getppid()
+	signals := make(chan os.Signal, 16)
+	signal.Notify(signals) // every signal: the rank acts on them, not us
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "orted: guard: no command")
+		os.Exit(StatusLaunchFailed)
+	}
+	rank := &exec.Cmd{Path: args[0], Args: args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	if err := rank.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "orted: cannot run %s: %v\n", args[1], unwrapExec(err))
+		os.Exit(execStatus(err))
+	}
+	if os.Getppid() != parent { // the daemon died before we were watching
+		syscall.Kill(0, syscall.SIGKILL)
+	}
+	done := make(chan struct{})
+	go func() { rank.Wait(); close(done) }()
+	for {
+		select {
+		case <-done:
+			exitAs(rank.ProcessState)
+		case <-signals:
+			if os.Getppid() != parent {
+				syscall.Kill(0, syscall.SIGKILL) // the whole group, us included
+			}
+		}
+	}
+}
+
+// exitAs reports how the rank ended and exits with the shell's view of it.
+func exitAs(ps *os.ProcessState) {
+	ws := ps.Sys().(syscall.WaitStatus)
+	if f := os.NewFile(guardStatusFD, "status"); f != nil {
+		fmt.Fprintf(f, "%d\n", uint32(ws))
+		f.Close()
+	}
+	os.Exit(exitStatus(ws))
+}
+
+// guardedStatus reads the rank's wait status from its guard's report, or
+// falls back on the guard's own.
+func guardedStatus(report *os.File, guard *os.ProcessState) syscall.WaitStatus {
+	defer report.Close()
+	var raw uint32
+	if _, err := fmt.Fscan(report, &raw); err == nil {
+		return syscall.WaitStatus(raw)
+	}
+	return guard.Sys().(syscall.WaitStatus)
+}
