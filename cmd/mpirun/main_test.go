@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 	raceLogs = filepath.Join(dir, "race")
 	os.Setenv("GORACE", "atexit_sleep_ms=0 log_path="+filepath.Join(raceLogs, "report"))
 	os.Mkdir(raceLogs, 0o755)
-	if err := build(dir); err != nil {
+	if err := build(dir, raceEnabled); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -44,9 +45,9 @@ func TestMain(m *testing.M) {
 
 // build compiles the daemons with the race detector when the tests have
 // it, so that races in mpirun and orted fail the suite too.
-func build(dir string) error {
+func build(dir string, race bool) error {
 	args := []string{"build", "-o", dir + "/"}
-	if raceEnabled {
+	if race {
 		args = append(args, "-race")
 	}
 	args = append(args, "prsh/cmd/mpirun", "prsh/cmd/orted")
@@ -95,9 +96,25 @@ type result struct {
 // running on any node afterwards.
 func mpirun(t *testing.T, c *testbed.Cluster, args ...string) result {
 	t.Helper()
+	return mpirunFrom(t, bin, c, args...)
+}
+
+// plainBin builds mpirun and orted without the race detector, for tests
+// that measure them.
+var plainBin = sync.OnceValues(func() (string, error) {
+	if !raceEnabled {
+		return bin, nil
+	}
+	dir := filepath.Join(bin, "plain")
+	return dir, build(dir, false)
+})
+
+// mpirunFrom runs the mpirun found in dir.
+func mpirunFrom(t *testing.T, dir string, c *testbed.Cluster, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "mpirun"), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "mpirun"), args...)
 	cmd.Env = append(os.Environ(), c.Env()...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
