@@ -15,18 +15,13 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"prsh/errmgr"
 	"prsh/iof"
 	"prsh/routed"
 	"prsh/spawn"
 	"prsh/spawn/launch"
 	"prsh/topo"
 	"prsh/transport"
-)
-
-// Exit statuses of mpirun besides the ranks' own.
-const (
-	StatusLaunchFailed = 255 // a node or daemon failed
-	StatusTimeout      = 124 // --timeout expired
 )
 
 // Config starts a daemon.
@@ -91,7 +86,7 @@ type Daemon struct {
 
 	ending   bool
 	finished bool
-	status   int
+	policy   errmgr.Policy // mpirun: how the job ends
 	exit     chan int
 }
 
@@ -118,11 +113,11 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		d.progress[i].children = map[int]bool{}
 	}
 	if err := d.listen(); err != nil {
-		return StatusLaunchFailed, err
+		return errmgr.StatusFailed, err
 	}
 	defer d.ln.Close()
 	if err := d.bootstrap(); err != nil {
-		return StatusLaunchFailed, err
+		return errmgr.StatusFailed, err
 	}
 	go d.acceptLoop()
 	return d.loop(), nil
@@ -153,7 +148,7 @@ func (d *Daemon) loop() int {
 			return status
 		case <-d.ctx.Done():
 			d.killRanks(syscall.SIGKILL)
-			return StatusLaunchFailed
+			return errmgr.StatusFailed
 		}
 	}
 }
@@ -290,7 +285,7 @@ func (d *Daemon) caught(sig os.Signal) {
 			d.killEverything()
 			return
 		}
-		d.fail(Failure{Msg: fmt.Sprintf("caught SIG%s, terminating the job", signalName(s)), Status: 128 + int(s), Rank: -1})
+		d.fail(Failure{Msg: fmt.Sprintf("caught SIG%s, terminating the job", errmgr.SignalName(s)), Status: 128 + int(s), Rank: -1})
 	case syscall.SIGTSTP:
 		// Stop the ranks, and mpirun itself once they are stopped.
 		d.stopPending = true
@@ -302,5 +297,5 @@ func (d *Daemon) caught(sig os.Signal) {
 }
 
 func (d *Daemon) timedOut() {
-	d.fail(Failure{Msg: fmt.Sprintf("the job ran past --timeout %v, terminating it", d.cfg.Timeout), Status: StatusTimeout, Rank: -1})
+	d.fail(Failure{Msg: fmt.Sprintf("the job ran past --timeout %v, terminating it", d.cfg.Timeout), Status: errmgr.StatusTimeout, Rank: -1})
 }

@@ -7,17 +7,13 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"prsh/errmgr"
 )
 
 // drainTimeout bounds how long mpirun waits, after deciding the job's end,
 // for every daemon to flush its output and exit. Daemons still running
 // after it lose their lifeline when mpirun exits, and exit too.
 const drainTimeout = 15 * time.Second
-
-func signalName(s syscall.Signal) string {
-	return strings.TrimPrefix(unix.SignalName(s), "SIG")
-}
 
 // failure words a failure at this daemon's node.
 func (d *Daemon) failure(status int, format string, args ...any) Failure {
@@ -36,11 +32,10 @@ func (d *Daemon) fail(f Failure) {
 		}
 		return
 	}
-	if d.ending {
+	if !d.policy.Fail(f.Status) {
 		return
 	}
 	fmt.Fprintf(d.cfg.Stderr, "mpirun: %s\n", f.Msg)
-	d.status = f.Status
 	d.teardown(true)
 }
 
@@ -65,7 +60,7 @@ func (d *Daemon) checkMilestone(kind int) {
 	switch {
 	case kind == Started:
 		d.forwardStdin()
-	case kind == Exited && !d.ending:
+	case kind == Exited && d.policy.Finish():
 		d.teardown(false)
 	}
 }
@@ -113,7 +108,7 @@ func (d *Daemon) maybeFinish() {
 			return
 		}
 	}
-	d.finish(d.status)
+	d.finish(d.policy.Status())
 }
 
 func (d *Daemon) finish(status int) {
@@ -141,10 +136,11 @@ func (d *Daemon) giveUp() {
 	}
 	sort.Strings(late)
 	fmt.Fprintf(d.cfg.Stderr, "mpirun: gave up waiting for %s to finish\n", strings.Join(late, ", "))
-	if d.status == 0 {
-		d.status = StatusLaunchFailed
+	status := d.policy.Status()
+	if status == 0 {
+		status = errmgr.StatusFailed
 	}
-	d.finish(d.status)
+	d.finish(status)
 }
 
 // lifelineLost ends an orted whose parent is gone: nothing may outlive it.
@@ -172,7 +168,7 @@ func (d *Daemon) killEverything() {
 		}
 	}
 	d.killRanks(syscall.SIGKILL)
-	d.finish(d.status)
+	d.finish(d.policy.Status())
 }
 
 func (d *Daemon) reportTimes() {

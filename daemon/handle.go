@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"prsh/errmgr"
 	"prsh/routed"
 )
 
@@ -119,7 +120,7 @@ func (d *Daemon) linkDown(l *link, err error) {
 	c.linkDown = true
 	if !d.ending && !c.failed {
 		c.failed = true
-		d.fail(d.failureAt(c.host, StatusLaunchFailed, "lost the link to its orted: %v", err))
+		d.fail(d.failureAt(c.host, errmgr.StatusFailed, "lost the link to its orted: %v", err))
 	}
 	d.maybeFinish()
 }

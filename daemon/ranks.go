@@ -3,7 +3,6 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"prsh/errmgr"
 	"prsh/iof"
 )
 
@@ -52,7 +52,7 @@ func (d *Daemon) startRank(app Launch, id, local, localSize int) {
 	}
 	if err != nil {
 		r.reaped = true
-		d.fail(d.failure(execStatus(err), "rank %d: %v", id, err))
+		d.fail(d.failure(errmgr.ExecStatus(err), "rank %d: %v", id, err))
 	}
 }
 
@@ -71,27 +71,13 @@ func (d *Daemon) command(app Launch, id, local, localSize int) (*exec.Cmd, error
 		path = filepath.Join(wdir, path)
 	}
 	if path, err = exec.LookPath(path); err != nil {
-		return nil, fmt.Errorf("cannot run %s: %w", app.Argv[0], unwrapExec(err))
+		return nil, fmt.Errorf("cannot run %s: %w", app.Argv[0], errmgr.UnwrapExec(err))
 	}
 	cmd := &exec.Cmd{Path: path, Args: app.Argv, Dir: wdir}
 	cmd.Env = append(append(os.Environ(), app.Env...), d.rankEnv(app, id, local, localSize)...)
 	// Each rank runs in its own process group, so a signal reaches what it
 	// started too, under a guard that ends the group if this daemon dies.
-	return guardCommand(cmd)
-}
-
-// unwrapExec keeps the cause of a failed lookup, without the wrappers
-// that would repeat the program's name.
-func unwrapExec(err error) error {
-	var e *exec.Error
-	if errors.As(err, &e) {
-		err = e.Err
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return err
+	return errmgr.GuardCommand(cmd)
 }
 
 func workingDir(app Launch) (string, error) {
@@ -119,18 +105,6 @@ func (d *Daemon) rankEnv(app Launch, id, local, localSize int) []string {
 		set("OMPI_COMM_WORLD_RANK", id), set("OMPI_COMM_WORLD_SIZE", size),
 		set("OMPI_COMM_WORLD_LOCAL_RANK", local), set("OMPI_COMM_WORLD_LOCAL_SIZE", localSize),
 	}
-}
-
-// execStatus is what a shell would exit with: 127 not found, 126 not
-// executable.
-func execStatus(err error) int {
-	switch {
-	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
-		return 127
-	case errors.Is(err, os.ErrPermission):
-		return 126
-	}
-	return StatusLaunchFailed
 }
 
 // spawnRank starts the process with its output on pipes that the daemon
@@ -182,7 +156,7 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	d.pump(r, iof.Stderr, errR)
 	go func() {
 		cmd.Wait()
-		status := guardedStatus(report, cmd.ProcessState)
+		status := errmgr.GuardedStatus(report, cmd.ProcessState)
 		d.post(func() { d.rankExited(r, status) })
 	}()
 	return nil
@@ -200,8 +174,8 @@ func (d *Daemon) pump(r *rank, stream iof.Stream, pipe *os.File) {
 
 func (d *Daemon) rankExited(r *rank, ws syscall.WaitStatus) {
 	r.reaped = true
-	if status := exitStatus(ws); status != 0 && !d.ending {
-		d.fail(d.failure(status, "rank %d %s", r.id, describeExit(ws)))
+	if status := errmgr.ExitStatus(ws); status != 0 && !d.ending {
+		d.fail(d.failure(status, "rank %d %s", r.id, errmgr.Describe(ws)))
 	}
 	d.checkExited()
 	d.maybeFinish()
@@ -217,21 +191,6 @@ func (d *Daemon) checkExited() {
 		}
 	}
 	d.reach(Exited)
-}
-
-// exitStatus is the shell's view: the exit code, or 128+N for signal N.
-func exitStatus(ws syscall.WaitStatus) int {
-	if ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ws.ExitStatus()
-}
-
-func describeExit(ws syscall.WaitStatus) string {
-	if ws.Signaled() {
-		return fmt.Sprintf("was killed by signal %d (SIG%s)", int(ws.Signal()), signalName(ws.Signal()))
-	}
-	return fmt.Sprintf("exited with status %d", ws.ExitStatus())
 }
 
 // killRanks signals every local rank's process group.

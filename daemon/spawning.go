@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"prsh/errmgr"
 	"prsh/spawn"
 	"prsh/spawn/launch"
 	"prsh/transport"
@@ -41,7 +42,7 @@ func (c *child) drained() bool {
 func (d *Daemon) startPhase1(nodes []spawn.Node) {
 	acts, err := d.phase1.Start(nodes)
 	if err != nil {
-		d.fail(d.failure(StatusLaunchFailed, "%v", err))
+		d.fail(d.failure(errmgr.StatusFailed, "%v", err))
 		return
 	}
 	d.do(acts)
@@ -87,7 +88,7 @@ func (d *Daemon) launched(c *child, proc launch.Process, err error) {
 	if err != nil {
 		c.failed, c.procDone = true, true
 		d.do(d.phase1.Failed(c.id))
-		d.fail(d.failureAt(c.host, StatusLaunchFailed, "%v", err))
+		d.fail(d.failureAt(c.host, errmgr.StatusFailed, "%v", err))
 		d.maybeFinish()
 		return
 	}
@@ -116,7 +117,7 @@ func (d *Daemon) callbackExpired(c *child) {
 	}
 	c.failed = true
 	d.do(d.phase1.Failed(c.id))
-	d.fail(d.failureAt(c.host, StatusLaunchFailed, "orted started but did not call back within %v (it was told to call %s)", d.callbackTimeout(), d.addr))
+	d.fail(d.failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %v (it was told to call %s)", d.callbackTimeout(), d.addr))
 	go c.proc.Close()
 }
 
@@ -129,9 +130,9 @@ func (d *Daemon) childExited(c *child, err error) {
 		c.failed = true
 		if !c.connected {
 			d.do(d.phase1.Failed(c.id))
-			d.fail(d.failureAt(c.host, StatusLaunchFailed, "orted exited before calling back: %v", orOK(err)))
+			d.fail(d.failureAt(c.host, errmgr.StatusFailed, "orted exited before calling back: %v", orOK(err)))
 		} else {
-			d.fail(d.failureAt(c.host, StatusLaunchFailed, "orted exited unexpectedly: %v", orOK(err)))
+			d.fail(d.failureAt(c.host, errmgr.StatusFailed, "orted exited unexpectedly: %v", orOK(err)))
 		}
 	}
 	d.maybeFinish()
@@ -288,7 +289,7 @@ func (d *Daemon) dialed(id int, addr string, l *link, err error) {
 	queued := d.dialing[id]
 	delete(d.dialing, id)
 	if err != nil {
-		d.fail(d.failure(StatusLaunchFailed, "cannot reach the orted of %s at %s: %v", d.hostOf(id), addr, err))
+		d.fail(d.failure(errmgr.StatusFailed, "cannot reach the orted of %s at %s: %v", d.hostOf(id), addr, err))
 		return
 	}
 	if existing, ok := d.links[id]; ok {

@@ -23,13 +23,14 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"prsh/daemon"
+	"prsh/errmgr"
 	"prsh/internal/profile"
 	"prsh/transport"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == daemon.GuardArg {
-		daemon.RunGuard(os.Args[2:])
+	if len(os.Args) > 1 && os.Args[1] == errmgr.GuardArg {
+		errmgr.RunGuard(os.Args[2:])
 	}
 	app := &cli.App{
 		Name:            "orted",
@@ -46,7 +47,7 @@ func main() {
 	}
 	if err := app.Run(os.Args); err != nil {
 		fmt.Fprintf(os.Stderr, "orted: %v\n", err)
-		os.Exit(daemon.StatusLaunchFailed)
+		os.Exit(errmgr.StatusFailed)
 	}
 }
 

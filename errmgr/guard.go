@@ -1,4 +1,4 @@
-package daemon
+package errmgr
 
 import (
 	"fmt"
@@ -24,8 +24,8 @@ const GuardArg = "__rank-guard"
 // (the Go runtime turns a re-raised SIGSEGV into a crash of its own).
 const guardStatusFD = 3
 
-// guardCommand wraps a rank's command in a guard.
-func guardCommand(rank *exec.Cmd) (*exec.Cmd, error) {
+// GuardCommand wraps a rank's command in a guard.
+func GuardCommand(rank *exec.Cmd) (*exec.Cmd, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find orted to guard the rank: %w", err)
@@ -44,12 +44,12 @@ func RunGuard(args []string) {
 	signal.Notify(signals) // every signal: the rank acts on them, not us
 	if len(args) < 2 {
 		fmt.Fprintln(os.Stderr, "orted: guard: no command")
-		os.Exit(StatusLaunchFailed)
+		os.Exit(StatusFailed)
 	}
 	rank := &exec.Cmd{Path: args[0], Args: args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if err := rank.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "orted: cannot run %s: %v\n", args[1], unwrapExec(err))
-		os.Exit(execStatus(err))
+		fmt.Fprintf(os.Stderr, "orted: cannot run %s: %v\n", args[1], UnwrapExec(err))
+		os.Exit(ExecStatus(err))
 	}
 	if os.Getppid() != parent { // the daemon died before we were watching
 		syscall.Kill(0, syscall.SIGKILL)
@@ -75,12 +75,12 @@ func exitAs(ps *os.ProcessState) {
 		fmt.Fprintf(f, "%d\n", uint32(ws))
 		f.Close()
 	}
-	os.Exit(exitStatus(ws))
+	os.Exit(ExitStatus(ws))
 }
 
-// guardedStatus reads the rank's wait status from its guard's report, or
+// GuardedStatus reads the rank's wait status from its guard's report, or
 // falls back on the guard's own.
-func guardedStatus(report *os.File, guard *os.ProcessState) syscall.WaitStatus {
+func GuardedStatus(report *os.File, guard *os.ProcessState) syscall.WaitStatus {
 	defer report.Close()
 	var raw uint32
 	if _, err := fmt.Fscan(report, &raw); err == nil {

@@ -1,0 +1,39 @@
+// Package errmgr decides what a failure means for the job and keeps it
+// contained: the abort policy (pure), how a process's end reads to the
+// user and to the shell, and the guard that keeps a rank from outliving
+// its daemon.
+package errmgr
+
+// Exit statuses of mpirun besides the ranks' own.
+const (
+	StatusFailed  = 255 // a node or daemon failed
+	StatusTimeout = 124 // --timeout expired
+)
+
+// Policy is the abort-on-first-failure policy of mpirun: the first
+// failure ends the job and gives it its exit status; what fails after it
+// (often because of the abort itself) changes nothing.
+type Policy struct {
+	ended  bool
+	status int
+}
+
+// Fail records a failure with the exit status it implies, and reports
+// whether it is the one that ends the job.
+func (p *Policy) Fail(status int) bool {
+	if p.ended {
+		return false
+	}
+	p.ended, p.status = true, status
+	return true
+}
+
+// Finish records that the job ended normally, unless a failure ended it
+// first. It reports whether the job was still running.
+func (p *Policy) Finish() bool { return p.Fail(0) }
+
+// Ended reports whether the job's end was decided.
+func (p *Policy) Ended() bool { return p.ended }
+
+// Status is the job's exit status.
+func (p *Policy) Status() int { return p.status }

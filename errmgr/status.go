@@ -1,0 +1,60 @@
+package errmgr
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// UnwrapExec keeps the cause of a failed lookup, without the wrappers
+// that would repeat the program's name.
+func UnwrapExec(err error) error {
+	var e *exec.Error
+	if errors.As(err, &e) {
+		err = e.Err
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return err
+}
+
+// ExecStatus is what a shell would exit with: 127 not found, 126 not
+// executable.
+func ExecStatus(err error) int {
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
+		return 127
+	case errors.Is(err, os.ErrPermission):
+		return 126
+	}
+	return StatusFailed
+}
+
+// ExitStatus is the shell's view: the exit code, or 128+N for signal N.
+func ExitStatus(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// Describe says how a process ended, for the one line the user reads.
+func Describe(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
+		return fmt.Sprintf("was killed by signal %d (SIG%s)", int(ws.Signal()), SignalName(ws.Signal()))
+	}
+	return fmt.Sprintf("exited with status %d", ws.ExitStatus())
+}
+
+// SignalName is a signal's name without the SIG prefix: "KILL".
+func SignalName(s syscall.Signal) string {
+	return strings.TrimPrefix(unix.SignalName(s), "SIG")
+}
