@@ -25,6 +25,7 @@ func clusterFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "hang", Usage: "nodes that accept TCP but never speak ssh"},
 		&cli.StringSliceFlag{Name: "wrong-hostkey", Usage: "nodes whose host key is not in known_hosts"},
 		&cli.StringSliceFlag{Name: "kill-after", Usage: "NODE=DURATION: SIGKILL the node's processes that long after its first session"},
+		&cli.StringSliceFlag{Name: "env", Usage: "K=V set in every node process (e.g. PRSH_CPUPROFILE=DIR)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log the testbed's status and every session on stderr"},
 	}
 }
@@ -38,7 +39,7 @@ func configFromFlags(c *cli.Context, stderr io.Writer) (testbed.Config, error) {
 		UTS:        c.Bool("uts"),
 		Dir:        c.String("dir"),
 		Faults:     map[string]testbed.Fault{},
-		Env:        []string{pathEnv()},
+		Env:        append([]string{pathEnv()}, c.StringSlice("env")...),
 	}
 	if c.Bool("verbose") {
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
