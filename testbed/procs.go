@@ -2,7 +2,9 @@ package testbed
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,6 +95,43 @@ func (c *Cluster) armKillAfter(n *node) {
 		c.logf("testbed: %s: KillAfter %v: killing the node's processes", n.Name, d)
 		c.killAll(n.Name)
 	}()
+}
+
+// armDropLinks starts the DropLinksAfter timer of a node.
+func (c *Cluster) armDropLinks(n *node) {
+	d := n.fault.DropLinksAfter
+	if d <= 0 {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			return
+		}
+		c.logf("testbed: %s: DropLinksAfter %v: cutting the node's connections", n.Name, d)
+		if err := dropLinks(n.Addr, n.Port); err != nil {
+			c.logf("testbed: %s: %v", n.Name, err)
+		}
+	}()
+}
+
+// dropLinks destroys the TCP sockets bound to addr, but those of the ssh
+// server on sshPort, in both directions.
+func dropLinks(addr string, sshPort int) error {
+	port := strconv.Itoa(sshPort)
+	for _, side := range []string{"src", "dst"} {
+		other := map[string]string{"src": "sport", "dst": "dport"}[side]
+		out, err := exec.Command("ss", "-K", "-t", side, addr, "and", "not", other, "=", ":"+port).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ss -K: %v: %s", err, out)
+		}
+	}
+	return nil
 }
 
 // scan reads /proc for this run's live processes on node ("" = any).

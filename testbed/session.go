@@ -75,7 +75,10 @@ func (s *session) start(req *ssh.Request, argv []string) {
 	s.started = true
 	req.Reply(true, nil)
 	s.c.sessions.Add(1)
-	s.n.firstOnce.Do(func() { s.c.armKillAfter(s.n) })
+	s.n.firstOnce.Do(func() {
+		s.c.armKillAfter(s.n)
+		s.c.armDropLinks(s.n)
+	})
 	s.c.wg.Add(1)
 	go s.run(argv)
 }

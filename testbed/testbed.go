@@ -44,6 +44,11 @@ type Fault struct {
 	// on: later sessions end at once with exit-signal KILL, without running
 	// their command. This emulates a node crash as seen by the processes.
 	KillAfter time.Duration
+	// DropLinksAfter > 0: that long after the node's first session started,
+	// every TCP connection of the node's address is cut (with `ss -K`),
+	// except its ssh sessions: the daemon's links break as when a switch
+	// port dies, while the processes live on.
+	DropLinksAfter time.Duration
 }
 
 // Config describes the cluster to emulate.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -111,4 +112,19 @@ func ortedOf(t *testing.T, c *testbed.Cluster, node string) int {
 	}
 	t.Fatalf("no orted on %s", node)
 	return 0
+}
+
+// TestLinkCut: node003's connections are cut while its ranks run (its
+// processes live on). The job ends naming node003, within the keep-alive
+// bounds, and nothing is left anywhere.
+func TestLinkCut(t *testing.T) {
+	if _, err := exec.LookPath("ss"); err != nil {
+		t.Skip("needs ss from iproute2")
+	}
+	c := cluster(t, testbed.Config{Nodes: 7, Faults: map[string]testbed.Fault{"node003": {DropLinksAfter: 2 * time.Second}}})
+	res := mpirun(t, c, "--spawn-degree", "2", "sleep", "60")
+	if res.status != 255 {
+		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: node003: lost the link to its orted: .*`)
 }

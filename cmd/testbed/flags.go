@@ -25,6 +25,7 @@ func clusterFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "hang", Usage: "nodes that accept TCP but never speak ssh"},
 		&cli.StringSliceFlag{Name: "wrong-hostkey", Usage: "nodes whose host key is not in known_hosts"},
 		&cli.StringSliceFlag{Name: "kill-after", Usage: "NODE=DURATION: SIGKILL the node's processes that long after its first session"},
+		&cli.StringSliceFlag{Name: "drop-links-after", Usage: "NODE=DURATION: cut the node's TCP connections (not ssh) that long after its first session"},
 		&cli.StringSliceFlag{Name: "env", Usage: "K=V set in every node process (e.g. PRSH_CPUPROFILE=DIR)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log the testbed's status and every session on stderr"},
 	}
@@ -54,14 +55,20 @@ func configFromFlags(c *cli.Context, stderr io.Writer) (testbed.Config, error) {
 	set("refuse", func(f *testbed.Fault) { f.Refuse = true })
 	set("hang", func(f *testbed.Fault) { f.Hang = true })
 	set("wrong-hostkey", func(f *testbed.Fault) { f.WrongHostKey = true })
-	for _, spec := range splitList(c.StringSlice("kill-after")) {
-		name, d, err := parseKillAfter(spec)
-		if err != nil {
-			return cfg, err
+	timed := map[string]func(*testbed.Fault, time.Duration){
+		"kill-after":       func(f *testbed.Fault, d time.Duration) { f.KillAfter = d },
+		"drop-links-after": func(f *testbed.Fault, d time.Duration) { f.DropLinksAfter = d },
+	}
+	for flag, apply := range timed {
+		for _, spec := range splitList(c.StringSlice(flag)) {
+			name, d, err := parseKillAfter(spec)
+			if err != nil {
+				return cfg, fmt.Errorf("--%s: %w", flag, err)
+			}
+			f := cfg.Faults[name]
+			apply(&f, d)
+			cfg.Faults[name] = f
 		}
-		f := cfg.Faults[name]
-		f.KillAfter = d
-		cfg.Faults[name] = f
 	}
 	return cfg, nil
 }
