@@ -69,9 +69,9 @@ func readWelcome(ctrl interface {
 	return decodeAs[Welcome](payload)
 }
 
-// adoptParent registers the parent link once the tree is known.
-func (d *Daemon) adoptParent() {
-	d.parent.peer = d.spawnTree.Parent(d.cfg.ID)
+// adoptParent registers the parent link once the parent's id is known.
+func (d *Daemon) adoptParent(parent int) {
+	d.parent.peer = parent
 	d.links[d.parent.peer] = d.parent
 	go d.readLoop(d.parent)
 	go d.acceptStreams(d.parent)

@@ -47,6 +47,9 @@ type Config struct {
 	Output      iof.Options
 	Stdin       io.Reader     // what goes to the ranks' stdin; nil = nothing
 	Timeout     time.Duration // abort the job after this long; 0 = never
+	// Remap places the ranks again without the skipped daemons (by id),
+	// for --on-unreachable skip; it returns the daemon of each rank.
+	Remap func(skipped map[int]bool) ([]int, error)
 }
 
 // Daemon is one daemon's state, owned by its event loop.
@@ -80,6 +83,7 @@ type Daemon struct {
 	stopPending bool // Ctrl-Z: stop mpirun once the ranks are stopped
 
 	launchGot bool
+	skipped   map[int]bool // mpirun: daemons left out
 	app       Launch
 	ranks     map[int]*rank
 	progress  [numMilestones]milestone
@@ -102,7 +106,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, events: make(chan func(), 256),
 		links: map[int]*link{}, dialing: map[int][]any{}, children: map[int]*child{},
-		ranks: map[int]*rank{}, exit: make(chan int, 1),
+		ranks: map[int]*rank{}, exit: make(chan int, 1), skipped: map[int]bool{},
 	}
 	if d.log == nil {
 		d.log = hclog.NewNullLogger()
@@ -190,7 +194,7 @@ func (d *Daemon) bootstrap() error {
 		d.terminal = iof.NewTerminal(d.cfg.Stdout, d.cfg.Stderr, d.cfg.Output)
 		d.sink = d.terminal
 		d.agent = d.cfg.Agent
-		if err := d.setup(d.cfg.Job); err != nil {
+		if err := d.setup(d.cfg.Job, -1); err != nil {
 			return err
 		}
 		d.post(func() { d.startRoot() })
@@ -200,7 +204,7 @@ func (d *Daemon) bootstrap() error {
 	if err != nil {
 		return err
 	}
-	if err := d.setup(welcome.Job); err != nil {
+	if err := d.setup(welcome.Job, welcome.Parent); err != nil {
 		return err
 	}
 	agent, err := agentFor(welcome.Job, d.log)
@@ -209,13 +213,15 @@ func (d *Daemon) bootstrap() error {
 	}
 	d.agent = agent
 	d.post(func() { d.startOrted(welcome.Nodes) })
-	d.adoptParent()
+	d.adoptParent(welcome.Parent)
 	go d.watchLifeline()
 	return nil
 }
 
 // setup builds the spawn tree, the routing topology and the machines.
-func (d *Daemon) setup(job JobSpec) error {
+// parent is the daemon that spawned this one: its parent in the spawn
+// tree, or the grandparent that adopted it when the parent was skipped.
+func (d *Daemon) setup(job JobSpec, parent int) error {
 	d.job = job
 	radix := job.RoutedRadix
 	if radix <= 0 {
@@ -234,10 +240,13 @@ func (d *Daemon) setup(job JobSpec) error {
 		d.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
 	}
 	d.phase1 = spawn.NewPhase1(d.cfg.ID, d.spawnTree)
-	d.gather = routed.NewAllgather(d.cfg.ID, d.addr, d.spawnTree.Parent(d.cfg.ID), d.spawnTree.Children(d.cfg.ID), job.Daemons)
+	if job.SkipUnreachable {
+		d.phase1.AdoptOrphans()
+	}
+	d.gather = routed.NewAllgather(d.cfg.ID, d.addr, parent, d.spawnTree.Children(d.cfg.ID), job.Daemons)
 	d.router = routed.NewRouter[any](d.cfg.ID, rt, d.reachable)
 	tree, self := d.spawnTree, d.cfg.ID
-	d.fanout = iof.NewFanout(self, func(daemon int) int { return topo.Toward(tree, self, daemon) })
+	d.fanout = iof.NewFanout(self, tree.Parent)
 	return nil
 }
 
@@ -257,7 +266,23 @@ func (d *Daemon) startRoot() {
 	}
 	d.startPhase1(d.cfg.Nodes)
 	d.startPhase2()
+	if !d.job.SkipUnreachable {
+		d.receiveLaunch(d.cfg.App) // overlaps phases 1 and 2
+	}
+}
+
+// launchSurvivors starts the application on the nodes that came up, once
+// phase 1 is over everywhere (mpirun --on-unreachable skip).
+func (d *Daemon) launchSurvivors() {
 	app := d.cfg.App
+	if len(d.skipped) > 0 {
+		rankNode, err := d.cfg.Remap(d.skipped)
+		if err != nil {
+			d.fail(Failure{Msg: err.Error(), Status: errmgr.StatusFailed, Rank: -1})
+			return
+		}
+		app.RankNode = rankNode
+	}
 	d.receiveLaunch(app)
 }
 

@@ -39,6 +39,17 @@ func (d *Daemon) fail(f Failure) {
 	d.teardown(true)
 }
 
+// report passes a skipped node up to mpirun, which warns the user and
+// leaves the node out of the job map.
+func (d *Daemon) report(s Skipped) {
+	if !d.isRoot() {
+		d.parent.send(s)
+		return
+	}
+	d.skipped[s.ID] = true
+	fmt.Fprintf(d.cfg.Stderr, "mpirun: warning: %s (left out: --on-unreachable skip)\n", s.Msg)
+}
+
 func (d *Daemon) reach(kind int) {
 	d.progress[kind].local = true
 	d.checkMilestone(kind)
@@ -48,7 +59,7 @@ func (d *Daemon) reach(kind int) {
 // every direct child have reached it.
 func (d *Daemon) checkMilestone(kind int) {
 	m := &d.progress[kind]
-	if m.reported || !m.local || len(m.children) < len(d.phase1.Children()) {
+	if m.reported || !m.local || len(m.children) < d.liveChildren() {
 		return
 	}
 	m.reported = true
@@ -58,10 +69,30 @@ func (d *Daemon) checkMilestone(kind int) {
 	}
 	m.at = time.Since(d.cfg.Start)
 	switch {
+	case kind == Spawned && d.job.SkipUnreachable:
+		d.launchSurvivors()
 	case kind == Started:
 		d.forwardStdin()
 	case kind == Exited && d.policy.Finish():
 		d.teardown(false)
+	}
+}
+
+// liveChildren counts the direct children expected to report milestones:
+// those not given up on.
+func (d *Daemon) liveChildren() int {
+	n := 0
+	for _, c := range d.children {
+		if !c.failed {
+			n++
+		}
+	}
+	return n
+}
+
+func (d *Daemon) checkAllMilestones() {
+	for k := range d.progress {
+		d.checkMilestone(k)
 	}
 }
 

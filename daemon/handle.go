@@ -33,6 +33,10 @@ func (d *Daemon) handle(l *link, msg any) {
 		if d.isChild(l.peer) {
 			d.acked(l.peer)
 		}
+	case Skipped:
+		if d.isChild(l.peer) {
+			d.report(m)
+		}
 	default:
 		d.log.Warn("unexpected message", "daemon", l.peer, "type", msg)
 	}
@@ -54,6 +58,12 @@ func (d *Daemon) gotAddrs(from int, entries []routed.Entry) {
 		d.log.Warn("phase 2", "error", err)
 		return
 	}
+	d.afterGather(sends, fresh)
+}
+
+// afterGather sends what phase 2 asks for and releases the messages that
+// were waiting for the addresses just learned.
+func (d *Daemon) afterGather(sends []routed.Send, fresh []routed.Entry) {
 	d.sendAddrs(sends)
 	ids := make([]int, len(fresh))
 	for i, e := range fresh {
@@ -92,10 +102,16 @@ func (d *Daemon) receiveLaunch(app Launch) {
 	d.startRanks(app)
 }
 
+// deliver sends what the router released. A broadcast for a skipped
+// daemon goes to the daemons it would have passed it to.
 func (d *Daemon) deliver(ds []routed.Delivery[any]) {
 	for _, dl := range ds {
 		if l, ok := d.links[dl.Via]; ok {
 			l.send(dl.Msg)
+		} else if addr, _ := d.gather.Lookup(dl.Via); addr == "" {
+			for _, next := range d.routing.Fanout(dl.Via) {
+				d.deliver(d.router.Neighbour(next, dl.Msg))
+			}
 		} else {
 			d.dialPeer(dl.Via, dl.Msg)
 		}

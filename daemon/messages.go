@@ -21,6 +21,7 @@ const (
 	kindTeardown                  // end the job: travels down the spawn tree
 	kindSignal                    // deliver a signal to every rank: travels down the spawn tree
 	kindSignalAck                 // a subtree delivered a signal: travels up the spawn tree
+	kindSkipped                   // a node was left out: travels up the spawn tree
 )
 
 // Hello is the first message on a connection: who is calling.
@@ -31,8 +32,9 @@ type Hello struct {
 
 // Welcome hands a newly connected child the job and its subtree.
 type Welcome struct {
-	Job   JobSpec
-	Nodes []spawn.Node // the child's descendants, which it spawns in turn
+	Job    JobSpec
+	Nodes  []spawn.Node // the child's descendants, which it spawns in turn
+	Parent int          // the id of the daemon sending it
 }
 
 // JobSpec is what every daemon needs to know about the job's daemons.
@@ -49,6 +51,9 @@ type JobSpec struct {
 	LaunchAgent  string // external launch command template; "" = native ssh
 	SSHConfig    string
 	Hosts        []string // node name of each daemon id, [0] = mpirun's
+	// SkipUnreachable leaves out nodes that cannot be spawned and adopts
+	// their subtrees, instead of aborting (--on-unreachable skip).
+	SkipUnreachable bool
 }
 
 // Addrs carries contact addresses for phase 2.
@@ -96,6 +101,12 @@ var milestoneNames = [numMilestones]string{"phase 1 (daemons spawned)", "phase 2
 // Milestone says the sender's whole subtree reached Kind.
 type Milestone struct{ Kind int }
 
+// Skipped tells mpirun a node was left out, and why.
+type Skipped struct {
+	ID  int
+	Msg string
+}
+
 // Teardown ends the job: kill the ranks, flush, exit.
 type Teardown struct{ Kill bool }
 
@@ -138,6 +149,8 @@ func kindOf(msg any) (byte, bool) {
 		return kindSignal, true
 	case SignalAck:
 		return kindSignalAck, true
+	case Skipped:
+		return kindSkipped, true
 	}
 	return 0, false
 }
@@ -164,6 +177,8 @@ func decode(kind byte, payload []byte) (any, error) {
 		msg, err = decodeAs[Signal](payload)
 	case kindSignalAck:
 		msg, err = decodeAs[SignalAck](payload)
+	case kindSkipped:
+		msg, err = decodeAs[Skipped](payload)
 	default:
 		return nil, fmt.Errorf("unknown message kind %d", kind)
 	}

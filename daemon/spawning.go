@@ -28,6 +28,7 @@ type child struct {
 	timer      *time.Timer
 	connected  bool
 	failed     bool
+	why        string // what failed, worded for the user
 	procDone   bool
 	linkDown   bool
 	outputs    int  // output streams open
@@ -55,9 +56,11 @@ func (d *Daemon) do(acts []spawn.Action) {
 		case spawn.SpawnNode:
 			d.spawnChild(a.Node)
 		case spawn.SendSubtree:
-			d.children[a.To].link.send(Welcome{Job: d.job, Nodes: a.Nodes})
+			d.children[a.To].link.send(Welcome{Job: d.job, Nodes: a.Nodes, Parent: d.cfg.ID})
 		case spawn.Complete:
 			d.reach(Spawned)
+		case spawn.Skip:
+			d.skip(a.Node.ID)
 		}
 	}
 }
@@ -86,9 +89,8 @@ func (d *Daemon) postOr(f func()) bool {
 
 func (d *Daemon) launched(c *child, proc launch.Process, err error) {
 	if err != nil {
-		c.failed, c.procDone = true, true
-		d.do(d.phase1.Failed(c.id))
-		d.fail(d.failureAt(c.host, errmgr.StatusFailed, "%v", err))
+		c.procDone = true
+		d.spawnFailed(c, d.failureAt(c.host, errmgr.StatusFailed, "%v", err))
 		d.maybeFinish()
 		return
 	}
@@ -115,10 +117,35 @@ func (d *Daemon) callbackExpired(c *child) {
 	if c.connected || c.failed || c.procDone {
 		return
 	}
-	c.failed = true
-	d.do(d.phase1.Failed(c.id))
-	d.fail(d.failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %v (it was told to call %s)", d.callbackTimeout(), d.addr))
+	d.spawnFailed(c, d.failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %v (it was told to call %s)", d.callbackTimeout(), d.addr))
 	go c.proc.Close()
+}
+
+// spawnFailed handles a child that never came up: the job is aborted, or
+// with --on-unreachable skip the child is left out and its children are
+// adopted.
+func (d *Daemon) spawnFailed(c *child, f Failure) {
+	c.failed = true
+	c.why = f.Msg
+	acts := d.phase1.Failed(c.id)
+	if !d.job.SkipUnreachable {
+		d.fail(f)
+	}
+	d.do(acts)
+	d.checkAllMilestones()
+}
+
+// skip replaces a skipped child by its children in phase 2 and tells
+// mpirun.
+func (d *Daemon) skip(id int) {
+	c := d.children[id]
+	d.report(Skipped{ID: id, Msg: c.why})
+	sends, fresh, err := d.gather.Skip(id, d.spawnTree.Children(id))
+	if err != nil {
+		d.log.Warn("phase 2", "error", err)
+		return
+	}
+	d.afterGather(sends, fresh)
 }
 
 func (d *Daemon) childExited(c *child, err error) {
@@ -127,11 +154,10 @@ func (d *Daemon) childExited(c *child, err error) {
 		c.timer.Stop()
 	}
 	if !d.ending && !c.failed {
-		c.failed = true
 		if !c.connected {
-			d.do(d.phase1.Failed(c.id))
-			d.fail(d.failureAt(c.host, errmgr.StatusFailed, "orted exited before calling back: %v", orOK(err)))
+			d.spawnFailed(c, d.failureAt(c.host, errmgr.StatusFailed, "orted exited before calling back: %v", orOK(err)))
 		} else {
+			c.failed = true
 			d.fail(d.failureAt(c.host, errmgr.StatusFailed, "orted exited unexpectedly: %v", orOK(err)))
 		}
 	}

@@ -20,7 +20,7 @@ const (
 type Fanout struct {
 	mu       sync.Mutex
 	self     int
-	toward   func(daemon int) int // the child on the way to a daemon
+	parent   func(daemon int) int // in the spawn tree; -1 above the root
 	rankNode []int                // the daemon of each rank
 	opens    map[int]func() (io.WriteCloser, error)
 	pipes    map[int]*os.File // local ranks' stdin
@@ -28,11 +28,12 @@ type Fanout struct {
 	closers  map[int]io.Closer
 }
 
-// NewFanout returns the fanout of daemon self; toward names the direct
-// child on the way to a daemon of self's subtree.
-func NewFanout(self int, toward func(daemon int) int) *Fanout {
+// NewFanout returns the fanout of daemon self; parent gives the spawn
+// tree, in which the input for a daemon goes down through the direct child
+// above it (a child adopted from a skipped node included).
+func NewFanout(self int, parent func(daemon int) int) *Fanout {
 	return &Fanout{
-		self: self, toward: toward, opens: map[int]func() (io.WriteCloser, error){},
+		self: self, parent: parent, opens: map[int]func() (io.WriteCloser, error){},
 		pipes: map[int]*os.File{}, children: map[int]*Sender{}, closers: map[int]io.Closer{},
 	}
 }
@@ -91,12 +92,22 @@ func (f *Fanout) targets(rank int) (map[int]*os.File, []int) {
 		return nil, nil
 	}
 	if d := f.rankNode[rank]; d != f.self {
-		return nil, []int{f.toward(d)}
+		return nil, f.childAbove(d)
 	}
 	if p, ok := f.pipes[rank]; ok {
 		pipes[rank] = p
 	}
 	return pipes, nil
+}
+
+// childAbove finds the registered child whose subtree holds daemon d.
+func (f *Fanout) childAbove(d int) []int {
+	for x := d; x >= 0; x = f.parent(x) {
+		if _, ok := f.opens[x]; ok {
+			return []int{x}
+		}
+	}
+	return nil
 }
 
 // writeLocal writes to a rank's stdin; a rank that closed its input or

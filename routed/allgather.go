@@ -125,7 +125,32 @@ func (a *Allgather) hasReported(c int) bool {
 	return false
 }
 
-// Lookup returns the address of daemon id if it is known.
+// Skip replaces a child that was never spawned by the children adopted in
+// its place (see spawn.Phase1.AdoptOrphans), and records the skipped
+// daemon with an empty address, a tombstone that travels like any entry so
+// that every daemon learns it is gone and phase 2 can still complete.
+func (a *Allgather) Skip(child int, adopted []int) ([]Send, []Entry, error) {
+	if !a.children[child] || a.hasReported(child) {
+		return nil, nil, fmt.Errorf("routed: daemon %d cannot skip %d: not a child yet to report", a.self, child)
+	}
+	delete(a.children, child)
+	for _, c := range adopted {
+		a.children[c] = true
+	}
+	tomb := Entry{ID: child}
+	fresh := a.learn([]Entry{tomb})
+	a.upward = append(a.upward, fresh...)
+	var out []Send
+	for _, c := range a.reported {
+		if len(fresh) > 0 {
+			out = append(out, Send{c, fresh})
+		}
+	}
+	return append(out, a.maybeReportUp()...), fresh, nil
+}
+
+// Lookup returns the address of daemon id if it is known; a skipped
+// daemon is known with an empty address.
 func (a *Allgather) Lookup(id int) (string, bool) {
 	addr, ok := a.known[id]
 	return addr, ok

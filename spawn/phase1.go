@@ -32,12 +32,18 @@ type SendSubtree struct {
 	Nodes []Node
 }
 
-// Complete says phase 1 is locally complete: every direct child connected.
+// Complete says phase 1 is locally complete: every direct child connected
+// (or, when adopting, connected or skipped).
 type Complete struct{}
+
+// Skip says a child could not be spawned and was left out; its children
+// are adopted instead: the SpawnNode actions before it start them here.
+type Skip struct{ Node Node }
 
 func (SpawnNode) isAction()   {}
 func (SendSubtree) isAction() {}
 func (Complete) isAction()    {}
+func (Skip) isAction()        {}
 
 // Phase1 is Algorithm 1 at one daemon.
 type Phase1 struct {
@@ -47,13 +53,21 @@ type Phase1 struct {
 	children  []int
 	connected map[int]bool
 	failed    map[int]bool
+	adopted   map[int]bool // grandchildren taken over from a failed child
+	adopt     bool
 	started   bool
 }
 
 // NewPhase1 returns the machine of daemon self in the spawn tree.
 func NewPhase1(self int, tree topo.Tree) *Phase1 {
-	return &Phase1{self: self, tree: tree, connected: map[int]bool{}, failed: map[int]bool{}}
+	return &Phase1{self: self, tree: tree, connected: map[int]bool{}, failed: map[int]bool{}, adopted: map[int]bool{}}
 }
+
+// AdoptOrphans makes a failed child's children this daemon's own: they
+// are spawned from here, so that one unreachable node does not cost its
+// whole subtree (mpirun --on-unreachable skip). Without it a failed child
+// only stops phase 1 from completing, and the job is aborted.
+func (p *Phase1) AdoptOrphans() { p.adopt = true }
 
 // Start begins phase 1 once the daemon knows its descendants: mpirun gets
 // every node from the user, an orted gets its subtree from its parent. It
@@ -103,13 +117,24 @@ func (p *Phase1) Connected(child int) ([]Action, error) {
 }
 
 // Failed records a direct child that could not be spawned or never called
-// back. Its subtree is not launched by this machine.
+// back. Without adoption its subtree is not launched; with it, the child
+// is skipped and its own children are spawned from here.
 func (p *Phase1) Failed(child int) []Action {
 	if !p.isChild(child) || p.connected[child] || p.failed[child] {
 		return nil
 	}
 	p.failed[child] = true
-	return p.completion()
+	if !p.adopt {
+		return p.completion()
+	}
+	var acts []Action
+	for _, g := range p.tree.Children(child) {
+		p.adopted[g] = true
+		p.children = append(p.children, g)
+		acts = append(acts, SpawnNode{Node{ID: g, Host: p.hosts[g]}})
+	}
+	acts = append(acts, Skip{Node{ID: child, Host: p.hosts[child]}})
+	return append(acts, p.completion()...)
 }
 
 // Offsprings lists the nodes below child, child excluded.
@@ -134,12 +159,12 @@ func (p *Phase1) Done() bool {
 }
 
 func (p *Phase1) completion() []Action {
-	if p.Done() && len(p.failed) == 0 && len(p.connected) == len(p.children) {
+	if p.Done() && (p.adopt || len(p.failed) == 0) {
 		return []Action{Complete{}}
 	}
 	return nil
 }
 
 func (p *Phase1) isChild(id int) bool {
-	return id > 0 && id < p.tree.Size() && p.tree.Parent(id) == p.self
+	return id > 0 && id < p.tree.Size() && (p.tree.Parent(id) == p.self || p.adopted[id])
 }

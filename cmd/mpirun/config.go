@@ -50,7 +50,48 @@ func configure(c *cli.Context) (daemon.Config, error) {
 		Bind: bindIP(c, agent, jobMap), Job: spec, Nodes: nodes(jobMap), App: app, Agent: agent,
 		Stdout: os.Stdout, Stderr: os.Stderr, ReportTimes: c.Bool("report-launch-times"),
 		Output: outputOptions(c), Stdin: stdinSource(app.StdinRank), Timeout: limit,
+		Remap: remapper(c, jobMap),
 	}, nil
+}
+
+func onUnreachable(value string) (skip bool, err error) {
+	switch value {
+	case "abort":
+		return false, nil
+	case "skip":
+		return true, nil
+	}
+	return false, fmt.Errorf("--on-unreachable %q: want abort or skip", value)
+}
+
+// remapper places the ranks again on the nodes that came up, with the
+// same options; a default -np shrinks with the nodes.
+func remapper(c *cli.Context, m *job.Map) func(skipped map[int]bool) ([]int, error) {
+	return func(skipped map[int]bool) ([]int, error) {
+		var hosts []job.Host
+		var ids []int
+		for i, h := range m.Nodes {
+			if !skipped[i+1] {
+				hosts = append(hosts, h)
+				ids = append(ids, i+1)
+			}
+		}
+		if len(hosts) == 0 {
+			return nil, fmt.Errorf("no node could be reached")
+		}
+		mapBy, _ := job.ParseMapBy(c.String("map-by"))
+		survivors, err := job.Build(hosts, job.Options{
+			NP: c.Int("np"), NPerNode: c.Int("npernode"), MapBy: mapBy, Oversubscribe: c.Bool("oversubscribe"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("placing the ranks on the %d nodes that came up: %w", len(hosts), err)
+		}
+		rankNode := make([]int, survivors.Size())
+		for r, node := range survivors.RankNode {
+			rankNode[r] = ids[node]
+		}
+		return rankNode, nil
+	}
 }
 
 func jobMap(c *cli.Context) (*job.Map, error) {
@@ -110,8 +151,12 @@ func jobSpec(c *cli.Context, m *job.Map) (daemon.JobSpec, error) {
 	for _, h := range m.Nodes {
 		hosts = append(hosts, h.Name)
 	}
+	skip, err := onUnreachable(c.String("on-unreachable"))
+	if err != nil {
+		return daemon.JobSpec{}, usageError{err}
+	}
 	return daemon.JobSpec{
-		Daemons: len(m.Nodes) + 1, SpawnDegree: degree,
+		Daemons: len(m.Nodes) + 1, SpawnDegree: degree, SkipUnreachable: skip,
 		Routed: c.String("routed"), RoutedRadix: c.Int("routed-radix"),
 		OrtedPath: orted, LogLevel: logLevel(c),
 		SSHTimeoutMS: c.Duration("ssh-connect-timeout").Milliseconds(),

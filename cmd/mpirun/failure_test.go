@@ -128,3 +128,50 @@ func TestLinkCut(t *testing.T) {
 	}
 	checkOneLine(t, res.stderr, `^mpirun: node003: lost the link to its orted: .*`)
 }
+
+// TestOnUnreachableSkip: with --on-unreachable skip, a node that refuses
+// ssh is left out with a warning, the nodes below it in the spawn tree are
+// launched by its parent, and the job runs on the 14 nodes that came up.
+func TestOnUnreachableSkip(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 15, Faults: map[string]testbed.Fault{"node005": {Refuse: true}}})
+	for _, rt := range []string{"radix", "binomial", "direct"} {
+		t.Run(rt, func(t *testing.T) {
+			// δ = 2: node005 is daemon 5, whose children are daemons 11 and 12.
+			res := mpirun(t, c, "--on-unreachable", "skip", "--spawn-degree", "2", "--routed", rt,
+				"sh", "-c", `echo "$PRSH_TESTBED_NODE $PRSH_SIZE"`)
+			if res.status != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+			}
+			checkOneLine(t, res.stderr, `^mpirun: warning: node005: ssh: .*connection refused \(left out: --on-unreachable skip\)$`)
+			var want []string
+			for _, n := range c.Nodes() {
+				if n.Name != "node005" {
+					want = append(want, n.Name+" 14")
+				}
+			}
+			wantSet(t, res.stdout, want...)
+		})
+	}
+}
+
+// TestOnUnreachableSkipChain: node002 and its child node005 both refuse;
+// mpirun adopts node005 and node006, then node005's children.
+func TestOnUnreachableSkipChain(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 15, Faults: map[string]testbed.Fault{
+		"node002": {Refuse: true}, "node005": {Hang: true}}})
+	res := mpirun(t, c, "--on-unreachable", "skip", "--spawn-degree", "2", "--ssh-connect-timeout", "1s", "-x", "X=1",
+		"sh", "-c", `echo "$PRSH_TESTBED_NODE $PRSH_SIZE"`)
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	if n := len(lines(res.stderr)); n != 2 {
+		t.Errorf("want two warnings, got:\n%s", res.stderr)
+	}
+	var want []string
+	for _, n := range c.Nodes() {
+		if n.Name != "node002" && n.Name != "node005" {
+			want = append(want, n.Name+" 13")
+		}
+	}
+	wantSet(t, res.stdout, want...)
+}
