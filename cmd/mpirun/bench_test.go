@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -47,4 +48,40 @@ func childCPU() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkOutput measures output throughput through a 3-level spawn tree
+// (14 nodes, δ = 2) to mpirun's stdout, which goes to /dev/null: MB/s at
+// mpirun's stdout and mpirun's CPU seconds per GB, for 1, 16 and 64 ranks
+// writing 1 GB between them.
+//
+//	go test -run '^$' -bench Output -benchtime 3x ./cmd/mpirun
+func BenchmarkOutput(b *testing.B) {
+	c, err := testbed.Start(testbed.Config{Nodes: 14, Slots: 5})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	devnull, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	defer devnull.Close()
+	const total = 1 << 30
+	for _, ranks := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("ranks=%d", ranks), func(b *testing.B) {
+			per := fmt.Sprint(total / ranks)
+			var cpu time.Duration
+			b.SetBytes(total)
+			for i := 0; i < b.N; i++ {
+				cmd := exec.Command(filepath.Join(bin, "mpirun"), "--spawn-degree", "2", "--map-by", "node", "-np", fmt.Sprint(ranks),
+					"sh", "-c", "head -c "+per+" /dev/zero")
+				cmd.Env = append(os.Environ(), c.Env()...)
+				var stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = devnull, &stderr
+				if err := cmd.Run(); err != nil {
+					b.Fatalf("%v: %s", err, stderr.Bytes())
+				}
+				cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+			}
+			b.ReportMetric(cpu.Seconds()/float64(b.N)/(total/1e9), "mpirun-cpu-s/GB")
+		})
+	}
 }
