@@ -102,10 +102,15 @@ func (f *Fanout) targets(rank int) (map[int]*os.File, []int) {
 
 // childAbove finds the registered child whose subtree holds daemon d.
 func (f *Fanout) childAbove(d int) []int {
-	for x := d; x >= 0; x = f.parent(x) {
+	for x := d; x >= 0; {
 		if _, ok := f.opens[x]; ok {
 			return []int{x}
 		}
+		next := f.parent(x)
+		if next == x {
+			break // not a tree: nowhere to go
+		}
+		x = next
 	}
 	return nil
 }
