@@ -74,32 +74,26 @@ func (c *Cluster) kill(pid int, node string) {
 	}
 }
 
-// armKillAfter starts the KillAfter timer of a node; the goroutine ends
-// when the timer fires or the cluster closes.
+// armKillAfter starts the KillAfter timer of a node.
 func (c *Cluster) armKillAfter(n *node) {
-	d := n.fault.KillAfter
-	if d <= 0 {
-		return
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			return
-		}
+	c.armFault(n, n.fault.KillAfter, "KillAfter: killing the node's processes", func() {
 		n.dead.Store(true)
-		c.logf("testbed: %s: KillAfter %v: killing the node's processes", n.Name, d)
 		c.killAll(n.Name)
-	}()
+	})
 }
 
 // armDropLinks starts the DropLinksAfter timer of a node.
 func (c *Cluster) armDropLinks(n *node) {
-	d := n.fault.DropLinksAfter
+	c.armFault(n, n.fault.DropLinksAfter, "DropLinksAfter: cutting the node's connections", func() {
+		if err := dropLinks(n.Addr, n.Port); err != nil {
+			c.logf("testbed: %s: %v", n.Name, err)
+		}
+	})
+}
+
+// armFault runs fire after d (if d > 0); the goroutine ends when the timer
+// fires or the cluster closes.
+func (c *Cluster) armFault(n *node, d time.Duration, what string, fire func()) {
 	if d <= 0 {
 		return
 	}
@@ -113,10 +107,8 @@ func (c *Cluster) armDropLinks(n *node) {
 		case <-c.ctx.Done():
 			return
 		}
-		c.logf("testbed: %s: DropLinksAfter %v: cutting the node's connections", n.Name, d)
-		if err := dropLinks(n.Addr, n.Port); err != nil {
-			c.logf("testbed: %s: %v", n.Name, err)
-		}
+		c.logf("testbed: %s: %s after %v", n.Name, what, d)
+		fire()
 	}()
 }
 
