@@ -19,6 +19,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		Teardown{Kill: true},
 		Signal{Sig: 10, Ack: true},
 		SignalAck{},
+		Skipped{ID: 4, Msg: "node004: unreachable"},
 	} {
 		kind, payload, err := encode(msg)
 		if err != nil {

@@ -102,15 +102,12 @@ func (f *Fanout) targets(rank int) (map[int]*os.File, []int) {
 
 // childAbove finds the registered child whose subtree holds daemon d.
 func (f *Fanout) childAbove(d int) []int {
-	for x := d; x >= 0; {
+	seen := map[int]bool{} // a parent function that loops ends here
+	for x := d; x >= 0 && !seen[x]; x = f.parent(x) {
 		if _, ok := f.opens[x]; ok {
 			return []int{x}
 		}
-		next := f.parent(x)
-		if next == x {
-			break // not a tree: nowhere to go
-		}
-		x = next
+		seen[x] = true
 	}
 	return nil
 }

@@ -67,7 +67,11 @@ func (t *Terminal) Send(c Chunk) error {
 	held := t.pending[k]
 	// Only the new bytes can hold a newline: what is held has none.
 	cut := bytes.LastIndexByte(c.Data, '\n') + 1
-	if c.EOF || len(held)+len(c.Data)-cut > t.lineLimit() {
+	rest := len(c.Data) - cut // the unfinished line left after this chunk
+	if cut == 0 {
+		rest += len(held)
+	}
+	if c.EOF || rest > t.lineLimit() {
 		cut = len(c.Data)
 	}
 	if cut > 0 || c.EOF {

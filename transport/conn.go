@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -84,7 +85,15 @@ func Dial(ctx context.Context, addr string, secret []byte, opt Options) (*Conn, 
 	if err != nil {
 		return nil, err
 	}
-	if err := dialerHandshake(raw, secret, opt.handshakeTimeout()); err != nil {
+	// The handshake heeds ctx too: a peer that accepts and then says
+	// nothing must not hold a cancelled Dial for the whole timeout.
+	stop := context.AfterFunc(ctx, func() { raw.Close() })
+	err = dialerHandshake(raw, secret, opt.handshakeTimeout())
+	if !stop() {
+		raw.Close()
+		return nil, fmt.Errorf("%s: %w", hostport, ctx.Err())
+	}
+	if err != nil {
 		raw.Close()
 		return nil, fmt.Errorf("%s: %w", hostport, err)
 	}
@@ -115,6 +124,7 @@ type Listener struct {
 	opt    Options
 	conns  chan *Conn
 	done   chan struct{}
+	once   sync.Once // closes done
 }
 
 // Listen listens on a TCP address ("127.0.0.1:0", ":0", ...).
@@ -143,13 +153,10 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	}
 }
 
-// Close stops accepting.
+// Close stops accepting. It is safe to call more than once, and from
+// several goroutines at once.
 func (l *Listener) Close() error {
-	select {
-	case <-l.done:
-	default:
-		close(l.done)
-	}
+	l.once.Do(func() { close(l.done) })
 	return l.ln.Close()
 }
 

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -23,7 +24,9 @@ const nonceSize = 32
 
 var magic = []byte("PRSH\x01")
 
-// ErrBadProof is returned when the peer does not prove the job's secret.
+// ErrBadProof is returned when the two sides do not share the job's
+// secret: the peer's proof is wrong, or (for a dialer) the listener hung
+// up on ours.
 var ErrBadProof = errors.New("peer did not prove the job secret")
 
 // NewSecret returns a fresh random job secret.
@@ -93,6 +96,11 @@ func dialerHandshake(c net.Conn, secret []byte, timeout time.Duration) error {
 	}
 	answer := make([]byte, sha256.Size)
 	if _, err := io.ReadFull(c, answer); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			// A listener hangs up right after step 2 only when our proof
+			// is wrong: the two sides do not share the secret.
+			return fmt.Errorf("handshake: peer refused our proof: %w", ErrBadProof)
+		}
 		return fmt.Errorf("handshake: peer refused our proof: %w", err)
 	}
 	if !hmac.Equal(answer, proof(secret, "listener", ns, nc)) {
