@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -24,7 +25,7 @@ const welcomeTimeout = 30 * time.Second
 func (d *Daemon) callBack() (Welcome, error) {
 	ctx, cancel := context.WithTimeout(d.ctx, welcomeTimeout)
 	defer cancel()
-	conn, err := transport.Dial(ctx, d.cfg.ParentAddr, d.cfg.Secret, d.transportOptions())
+	conn, err := d.dialParent(ctx)
 	if err != nil {
 		return Welcome{}, fmt.Errorf("%s: cannot call back parent at %s: %w", d.cfg.Node, d.cfg.ParentAddr, err)
 	}
@@ -51,6 +52,24 @@ func (d *Daemon) callBack() (Welcome, error) {
 	d.sink = iof.NewSender(out)
 	d.parent = newLink(-1, conn, ctrl)
 	return welcome, nil
+}
+
+// dialParent connects to the parent, trying again while ctx allows: a
+// parent busy spawning its other children may be slow to answer. A wrong
+// secret is final.
+func (d *Daemon) dialParent(ctx context.Context) (*transport.Conn, error) {
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		conn, err := transport.Dial(ctx, d.cfg.ParentAddr, d.cfg.Secret, d.transportOptions())
+		if err == nil || errors.Is(err, transport.ErrBadProof) {
+			return conn, err
+		}
+		d.log.Debug("calling back parent", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+	}
 }
 
 func readWelcome(ctrl interface {
