@@ -49,7 +49,8 @@ func (r radix) Children(id int) []int {
 
 // Binomial returns the binomial tree: the parent of id is id with its
 // highest set bit cleared, so the root has ⌈log2 size⌉ children and the
-// depth is ⌈log2 size⌉.
+// depth of id is its number of set bits: the tree's depth is ⌊log2 size⌋,
+// which is ⌈log2 size⌉ only when size is a power of two.
 func Binomial(size int) Tree { return binomial{size: size} }
 
 type binomial struct{ size int }

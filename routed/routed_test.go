@@ -1,0 +1,223 @@
+package routed_test
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"prsh/internal/purity"
+	"prsh/routed"
+	"prsh/topo"
+)
+
+func TestPure(t *testing.T) { purity.Check(t, "prsh/routed") }
+
+func TestNew(t *testing.T) {
+	for _, name := range routed.Names {
+		r, err := routed.New(name, 10, 3)
+		if err != nil || r.Name() != name || r.Tree().Size() != 10 {
+			t.Errorf("New(%q, 10, 3) = %v, %v; want a topology of that name over 10 daemons", name, r, err)
+		}
+	}
+	if r, err := routed.New("mesh", 10, 3); err == nil {
+		t.Errorf("New(\"mesh\") = %v, want an error", r)
+	}
+}
+
+func TestTreeRouting(t *testing.T) {
+	tests := []struct {
+		name string
+		tree topo.Tree
+	}{
+		{"radix", topo.Radix(40, 3)},
+		{"binomial", topo.Binomial(40)},
+	}
+	for _, tt := range tests {
+		r, err := routed.New(tt.name, 40, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for self := range 40 {
+			if got, want := r.Fanout(self), tt.tree.Children(self); !slices.Equal(got, want) {
+				t.Errorf("%s: Fanout(%d) = %v, want its children %v", tt.name, self, got, want)
+			}
+			for dst := range 40 {
+				if got, want := r.NextHop(self, dst), topo.Toward(tt.tree, self, dst); got != want {
+					t.Errorf("%s: NextHop(%d, %d) = %d, want %d", tt.name, self, dst, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestDirectRouting(t *testing.T) {
+	r, err := routed.New("direct", 6, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Fanout(0); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
+		t.Errorf("direct: Fanout(0) = %v, want every daemon", got)
+	}
+	for self := 1; self < 6; self++ {
+		if got := r.Fanout(self); len(got) != 0 {
+			t.Errorf("direct: Fanout(%d) = %v, want none", self, got)
+		}
+		for dst := range 6 {
+			if got := r.NextHop(self, dst); got != dst {
+				t.Errorf("direct: NextHop(%d, %d) = %d, want %d", self, dst, got, dst)
+			}
+		}
+	}
+}
+
+// TestRouter drives a Router by hand: a message for a daemon whose address
+// is unknown is held, in order, behind any earlier one even once the
+// address is known, and Learned releases it exactly once.
+func TestRouter(t *testing.T) {
+	type d = routed.Delivery[string]
+	known := map[int]bool{1: true}
+	top, err := routed.New("direct", 6, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := routed.NewRouter[string](0, top, func(id int) bool { return known[id] })
+	steps := []struct {
+		what  string
+		do    func() []d
+		want  []d
+		held  int
+		learn []int // addresses that become known before the step
+	}{
+		{what: "known: sent at once", do: func() []d { return r.Route(1, "a") }, want: []d{{1, "a"}}},
+		{what: "unknown: held", do: func() []d { return r.Route(3, "b") }, held: 1},
+		{what: "held in order", do: func() []d { return r.Route(3, "c") }, held: 2},
+		{what: "another unknown", do: func() []d { return r.Neighbour(4, "d") }, held: 3},
+		{what: "Learned before it is known releases nothing", do: func() []d { return r.Learned(3) }, held: 3},
+		{what: "known but not yet Learned: still behind the held ones", learn: []int{3},
+			do: func() []d { return r.Route(3, "e") }, held: 4},
+		{what: "Learned releases in order", do: func() []d { return r.Learned(3) },
+			want: []d{{3, "b"}, {3, "c"}, {3, "e"}}, held: 1},
+		{what: "Learned again releases nothing", do: func() []d { return r.Learned(3, 3) }, held: 1},
+		{what: "now sent at once", do: func() []d { return r.Route(3, "f") }, want: []d{{3, "f"}}, held: 1},
+		{what: "Learned of ids with nothing held", learn: []int{2, 4, 5},
+			do: func() []d { return r.Learned(2, 5, 4, 4) }, want: []d{{4, "d"}}},
+	}
+	for _, st := range steps {
+		for _, id := range st.learn {
+			known[id] = true
+		}
+		if got := st.do(); !reflect.DeepEqual(got, st.want) {
+			t.Fatalf("%s: got %v, want %v", st.what, got, st.want)
+		}
+		if got := r.Held(); got != st.held {
+			t.Fatalf("%s: Held() = %d, want %d", st.what, got, st.held)
+		}
+	}
+}
+
+// TestAllgatherErrors: addresses from a daemon that is neither the parent
+// nor a child, or a child reporting twice, are errors.
+func TestAllgatherErrors(t *testing.T) {
+	a := routed.NewAllgather(1, "one", 0, []int{3, 4}, 6)
+	if sends := a.Start(); len(sends) != 0 {
+		t.Errorf("daemon 1 with children: Start = %v, want nothing before they report", sends)
+	}
+	for _, from := range []int{2, 5, 1, -1} {
+		if _, _, err := a.Receive(from, []routed.Entry{{from, "x"}}); err == nil {
+			t.Errorf("daemon 1: Receive from %d, neither parent nor child: want an error", from)
+		}
+	}
+	if _, _, err := a.Receive(3, []routed.Entry{{3, "three"}}); err != nil {
+		t.Fatalf("daemon 1: first report of 3: %v", err)
+	}
+	if _, _, err := a.Receive(3, []routed.Entry{{3, "three"}}); err == nil {
+		t.Error("daemon 1: second report of 3: want an error")
+	}
+}
+
+// TestAllgatherByHand follows Algorithm 2 message by message on
+// 0 ─ 1 ─ {2, 3}.
+func TestAllgatherByHand(t *testing.T) {
+	type e = routed.Entry
+	type s = routed.Send
+	a := routed.NewAllgather(1, "one", 0, []int{2, 3}, 4)
+	leaf := routed.NewAllgather(2, "two", 1, nil, 4)
+	if got, want := leaf.Start(), []s{{1, []e{{2, "two"}}}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("leaf 2: Start = %v, want its address to its parent %v", got, want)
+	}
+	steps := []struct {
+		from      int
+		entries   []e
+		wantSends []s
+		wantFresh []e
+	}{
+		// 2 reports: it gets what 1 knows, 1 waits for 3.
+		{2, []e{{2, "two"}}, []s{{2, []e{{1, "one"}}}}, []e{{2, "two"}}},
+		// 3 reports: forwarded to 2, reply to 3, and 1 reports up.
+		{3, []e{{3, "three"}}, []s{{2, []e{{3, "three"}}}, {3, []e{{1, "one"}, {2, "two"}}}, {0, []e{{1, "one"}, {2, "two"}, {3, "three"}}}}, []e{{3, "three"}}},
+		// The parent's reply goes down to both children.
+		{0, []e{{0, "zero"}}, []s{{2, []e{{0, "zero"}}}, {3, []e{{0, "zero"}}}}, []e{{0, "zero"}}},
+	}
+	for i, st := range steps {
+		sends, fresh, err := a.Receive(st.from, st.entries)
+		if err != nil {
+			t.Fatalf("step %d: Receive from %d: %v", i, st.from, err)
+		}
+		if !reflect.DeepEqual(sends, st.wantSends) || !reflect.DeepEqual(fresh, st.wantFresh) {
+			t.Fatalf("step %d: Receive(%d, %v) = %v, fresh %v; want %v, fresh %v", i, st.from, st.entries, sends, fresh, st.wantSends, st.wantFresh)
+		}
+	}
+	if !a.Complete() || a.Known() != 4 {
+		t.Errorf("daemon 1: Complete() = %v with %d known, want all 4", a.Complete(), a.Known())
+	}
+}
+
+// TestLaunchHeldUntilLearned: with direct routing mpirun launches every
+// daemon itself as soon as its own children have connected, before any
+// address has come up: everything is held, then delivered exactly once as
+// phase 2 brings the addresses in.
+func TestLaunchHeldUntilLearned(t *testing.T) {
+	for _, rounds := range []bool{true, false} {
+		c := newConfig(12, 2, "")
+		c.rounds, c.seed = rounds, 1
+		s := run(c)
+		if err := s.verify(); err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		for r, route := range s.routes {
+			// In rounds, mpirun knows no address but its own when it
+			// launches. In random order some subtrees may have reported
+			// already, but not its last child's, which just connected.
+			want, got := len(route.Fanout(0)), s.d[0].maxHeld[r]
+			if rounds && got != want || !rounds && got < 1 {
+				t.Errorf("%v: %s: mpirun held at most %d launch messages, want all %d of its Fanout in rounds, at least 1 else",
+					c, route.Name(), got, want)
+			}
+		}
+		// verify checked that every daemon got each launch exactly once
+		// and that no router holds anything at the end.
+	}
+}
+
+// TestPhase2MessagesExceedPaper pins what the bound in verify says: a
+// daemon sends up to 1 + δ(δ+1)/2 + δ²·depth phase-2 messages, beyond the
+// paper's O(δ² + h·(δ-1)) read as a bound on the messages sent, e.g.
+// δ(δ+1)/2 + h·δ + 2. With n = 14 and δ = 2 (a complete binary tree of
+// height 3), daemon 3 (depth 2, children 7 and 8) reported first to 1,
+// which reported first to 0, so it hears 4 times from its parent (the
+// reply, 4's report, and the two messages 1 gets from 0) and forwards each
+// to both children: 1 + 3 + 2·4 = 12 > 3 + 4 + 2 = 9. The 4 messages from
+// its parent are within the paper's h·(δ-1) + h: that is what it counts.
+func TestPhase2MessagesExceedPaper(t *testing.T) {
+	c := newConfig(14, 2, "")
+	c.rounds = true
+	s := run(c)
+	if err := s.verify(); err != nil {
+		t.Fatalf("%v: %v", c, err)
+	}
+	d := s.d[3]
+	if d.fromParent != 4 || d.sent2 != 12 {
+		t.Errorf("%v: daemon 3 got %d phase-2 messages from its parent and sent %d, want 4 and 1 + 3 + 2·4 = 12",
+			c, d.fromParent, d.sent2)
+	}
+}
