@@ -221,3 +221,49 @@ func TestPhase2MessagesExceedPaper(t *testing.T) {
 			c, d.fromParent, d.sent2)
 	}
 }
+
+// TestAllgatherSkip: a skipped child is replaced by its children, and its
+// tombstone (an empty address) reaches everyone so phase 2 still completes.
+func TestAllgatherSkip(t *testing.T) {
+	// 0 ─ 1 ─ 2 ─ 3: daemon 2 is skipped, 1 adopts 3.
+	root := routed.NewAllgather(0, "a0", -1, []int{1}, 4)
+	one := routed.NewAllgather(1, "a1", 0, []int{2}, 4)
+	three := routed.NewAllgather(3, "a3", 1, nil, 4)
+	sends, fresh, err := one.Skip(2, []int{3})
+	if err != nil || len(sends) != 0 || len(fresh) != 1 || fresh[0] != (routed.Entry{ID: 2}) {
+		t.Fatalf("Skip = %v, %v, %v", sends, fresh, err)
+	}
+	if _, _, err := one.Skip(2, nil); err == nil {
+		t.Fatal("skipping twice must fail")
+	}
+	up := three.Start()
+	sends, _, err = one.Receive(3, up[0].Entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var toRoot []routed.Entry
+	for _, s := range sends {
+		switch s.To {
+		case 0:
+			toRoot = s.Entries
+		case 3:
+			three.Receive(1, s.Entries)
+		}
+	}
+	down, _, err := root.Receive(1, toRoot)
+	if err != nil || !root.Complete() {
+		t.Fatalf("root incomplete after 1 reported (%v): knows %d", err, root.Known())
+	}
+	if addr, ok := root.Lookup(2); !ok || addr != "" {
+		t.Fatalf("root's entry for the skipped daemon = %q, %v; want a tombstone", addr, ok)
+	}
+	for _, s := range down {
+		sends, _, _ := one.Receive(0, s.Entries)
+		for _, s := range sends {
+			three.Receive(1, s.Entries)
+		}
+	}
+	if !one.Complete() || !three.Complete() {
+		t.Fatalf("daemons 1 and 3 know %d and %d of 4", one.Known(), three.Known())
+	}
+}

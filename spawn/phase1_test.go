@@ -281,3 +281,43 @@ func TestDoneBeforeStart(t *testing.T) {
 }
 
 func TestPure(t *testing.T) { purity.Check(t, "prsh/spawn") }
+
+// TestAdoptOrphans: with adoption, a failed child is skipped and its
+// children are spawned by its parent, who hands them their own subtrees.
+func TestAdoptOrphans(t *testing.T) {
+	p := spawn.NewPhase1(0, tree)
+	p.AdoptOrphans()
+	if _, err := p.Start(all); err != nil {
+		t.Fatal(err)
+	}
+	got := p.Failed(2)
+	want := append(spawns(7, 8, 9), spawn.Skip{Node: spawn.Node{ID: 2, Host: host(2)}})
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Failed(2) = %v, want %v", got, want)
+	}
+	for _, c := range []int{1, 3, 7, 8} {
+		acts, err := p.Connected(c)
+		if err != nil || len(acts) != 1 {
+			t.Fatalf("Connected(%d) = %v, %v", c, acts, err)
+		}
+	}
+	if acts := p.Failed(9); !reflect.DeepEqual(acts, []spawn.Action{spawn.Skip{Node: spawn.Node{ID: 9, Host: host(9)}}, spawn.Complete{}}) {
+		t.Fatalf("a leaf's failure after everyone else = %v, want Skip then Complete", acts)
+	}
+	if _, err := p.Connected(4); err == nil {
+		t.Fatal("daemon 4 is a grandchild, not adopted: Connected must refuse it")
+	}
+}
+
+// TestNoAdoptionByDefault: a failed child stops Complete and adopts no one.
+func TestNoAdoptionByDefault(t *testing.T) {
+	p := spawn.NewPhase1(0, tree)
+	p.Start(all)
+	if acts := p.Failed(2); len(acts) != 0 {
+		t.Fatalf("Failed without adoption = %v, want nothing", acts)
+	}
+	p.Connected(1)
+	if acts, _ := p.Connected(3); len(acts) != 1 {
+		t.Fatalf("Complete must not follow a failure: %v", acts)
+	}
+}
