@@ -39,6 +39,7 @@ type Terminal struct {
 	files   map[key]*os.File
 	now     func() time.Time
 	err     error
+	scratch []byte // reused for each write
 }
 
 type key struct {
@@ -109,11 +110,17 @@ func (t *Terminal) write(k key, head, tail []byte) {
 		return
 	}
 	text := tail
-	if len(head) > 0 {
-		text = append(append(make([]byte, 0, len(head)+len(tail)), head...), tail...)
-	}
-	if t.opt.prefixed() {
-		text = t.prefixLines(k, text)
+	if len(head) > 0 || t.opt.prefixed() {
+		// Build the lines in one reused buffer: the output path makes no
+		// garbage, so mpirun's memory does not depend on how often the
+		// collector gets to run on a busy node.
+		t.scratch = t.scratch[:0]
+		if t.opt.prefixed() {
+			t.scratch = t.appendPrefixed(t.scratch, k, head, tail)
+		} else {
+			t.scratch = append(append(t.scratch, head...), tail...)
+		}
+		text = t.scratch
 	}
 	w, err := t.writer(k)
 	if err == nil {
@@ -123,20 +130,26 @@ func (t *Terminal) write(k key, head, tail []byte) {
 }
 
 // prefixLines puts the prefix before every line of text.
-func (t *Terminal) prefixLines(k key, text []byte) []byte {
+// appendPrefixed appends head+tail to dst with the prefix before every
+// line. head holds no newline (it is a held unfinished line).
+func (t *Terminal) appendPrefixed(dst []byte, k key, head, tail []byte) []byte {
 	prefix := t.prefix(k)
-	var out bytes.Buffer
-	out.Grow(len(text) + 8*len(prefix))
-	for len(text) > 0 {
-		end := bytes.IndexByte(text, '\n') + 1
-		if end == 0 {
-			end = len(text)
+	start := true
+	for _, part := range [][]byte{head, tail} {
+		for len(part) > 0 {
+			if start {
+				dst = append(dst, prefix...)
+			}
+			end := bytes.IndexByte(part, '\n') + 1
+			start = end > 0
+			if end == 0 {
+				end = len(part)
+			}
+			dst = append(dst, part[:end]...)
+			part = part[end:]
 		}
-		out.Write(prefix)
-		out.Write(text[:end])
-		text = text[end:]
 	}
-	return out.Bytes()
+	return dst
 }
 
 func (t *Terminal) prefix(k key) []byte {

@@ -72,6 +72,7 @@ func run(c *cli.Context, start time.Time) error {
 	signal.Notify(sigs, append(forwarded, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)...)
 	defer signal.Stop(sigs)
 	cfg.Signals = sigs
+	profile.LimitMemory()
 	stopProfile := profile.Start("mpirun")
 	status, err := daemon.Run(context.Background(), cfg)
 	stopProfile()

@@ -89,7 +89,6 @@ type result struct {
 	status int
 	stdout string
 	stderr string
-	maxRSS int64 // mpirun's peak resident memory
 }
 
 // mpirun runs mpirun against the cluster and checks that nothing is left
@@ -122,7 +121,7 @@ func mpirunFrom(t *testing.T, dir string, c *testbed.Cluster, args ...string) re
 	if ctx.Err() != nil {
 		t.Fatalf("mpirun %v hung; stderr:\n%s", args, stderr.String())
 	}
-	res := result{status: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String(), maxRSS: maxRSS(cmd.ProcessState)}
+	res := result{status: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
 	if err != nil && res.status < 0 {
 		t.Fatalf("mpirun %v: %v", args, err)
 	}

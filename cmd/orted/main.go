@@ -67,6 +67,7 @@ func run(c *cli.Context) error {
 	if bind == "" {
 		bind = daemon.NodeIP(c.String("parent"))
 	}
+	profile.LimitMemory()
 	stopProfile := profile.Start("orted")
 	status, err := daemon.Run(context.Background(), daemon.Config{
 		ID: c.Int("id"), Node: node, ParentAddr: c.String("parent"),

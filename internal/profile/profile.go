@@ -1,12 +1,13 @@
-// Package profile lets mpirun and orted write a CPU profile for
-// performance work: set PRSH_CPUPROFILE=DIR and each process writes
-// DIR/NAME.PID.pprof when it exits normally.
+// Package profile tunes and observes the daemon processes: a soft memory
+// limit, and CPU profiles for performance work (set PRSH_CPUPROFILE=DIR and
+// each process writes DIR/NAME.PID.pprof when it exits normally).
 package profile
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 )
 
@@ -28,5 +29,18 @@ func Start(name string) (stop func()) {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+	}
+}
+
+// softMemoryLimit is where the collector starts working harder. The
+// daemons' live memory is small and bounded by flow control; the limit
+// keeps garbage from piling up when a busy node starves the collector of
+// CPU. GOMEMLIMIT, when set, wins.
+const softMemoryLimit = 64 << 20
+
+// LimitMemory sets the soft memory limit of a daemon process.
+func LimitMemory() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(softMemoryLimit)
 	}
 }
