@@ -16,6 +16,7 @@ demo: bin
 test:
 	$(GO) vet ./...
 	$(GO) test -race -timeout 60m ./...
+	$(GO) test -run 'Radix' ./topo -topo.fullgrid    # every n ≤ 2000, every δ in 1..64
 	$(MAKE) fuzz
 
 # Every fuzzer runs briefly on top of its seed corpus in testdata/fuzz.

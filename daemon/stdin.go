@@ -1,21 +1,30 @@
 package daemon
 
 import (
+	"io"
+	"strings"
+
 	"prsh/iof"
 )
 
 // forwardStdin starts passing mpirun's stdin to the ranks it is for, once
-// every rank has started, so that no input ever waits for a pipe.
+// every rank has started, so that no input ever waits for a pipe. When
+// mpirun reads nothing (it runs in the background of a terminal), the
+// ranks' input still ends: they get EOF, not a pipe that never closes.
 func (d *Daemon) forwardStdin() {
-	if d.cfg.Stdin == nil || d.app.StdinRank == StdinNone {
+	if d.app.StdinRank == StdinNone {
 		return
+	}
+	var input io.Reader = strings.NewReader("")
+	if d.cfg.Stdin != nil {
+		input = d.cfg.Stdin
 	}
 	target := d.app.StdinRank
 	if target == StdinAll {
 		target = iof.AllRanks
 	}
 	go func() {
-		if err := iof.Pump(d.fanout, target, iof.StdinStream, d.cfg.Stdin); err != nil {
+		if err := iof.Pump(d.fanout, target, iof.StdinStream, input); err != nil {
 			d.log.Debug("stdin forwarding stopped", "error", err)
 		}
 	}()

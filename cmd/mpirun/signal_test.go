@@ -177,3 +177,32 @@ func TestTimeout(t *testing.T) {
 	}
 	checkOneLine(t, res.stderr, `^mpirun: the job ran past --timeout 2s, terminating it$`)
 }
+
+// TestBackgroundDoesNotReadStdin: mpirun started in the background of an
+// interactive shell on a terminal does not read the terminal (no SIGTTIN
+// stop, no stolen typeahead), and the rank reading stdin gets EOF.
+func TestBackgroundDoesNotReadStdin(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("needs script(1) from util-linux")
+	}
+	c := cluster(t, testbed.Config{Nodes: 2})
+	job := filepath.Join(t.TempDir(), "job")
+	os.WriteFile(job, []byte("#!/bin/sh\nexec "+filepath.Join(bin, "mpirun")+
+		` sh -c 'cat >/dev/null; echo "rank $PRSH_RANK saw EOF"'`+"\n"), 0o755)
+	cmd := exec.Command("script", "-qec", "bash --norc --noprofile -ic '"+job+" & wait %1; echo done $?'", "/dev/null")
+	cmd.Env = append(os.Environ(), c.Env()...)
+	done := make(chan struct{})
+	var out []byte
+	go func() { out, _ = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("mpirun in the background hung (stopped by SIGTTIN, or its rank never got EOF)")
+	}
+	for _, want := range []string{"rank 0 saw EOF", "rank 1 saw EOF", "done 0"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
