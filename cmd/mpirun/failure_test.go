@@ -96,7 +96,10 @@ func TestOrtedKilled(t *testing.T) {
 	if status := waitExit(t, cmd); status != 255 {
 		t.Errorf("exit %d, want 255; stderr:\n%s", status, stderr)
 	}
-	checkOneLine(t, stderr.String(), `^mpirun: node003: (orted exited unexpectedly: signal KILL|lost the link to its orted: .*)$`)
+	// The session reports the kill itself, or the shell that ran orted
+	// reports it ("exit status 137: Killed"), depending on whether the
+	// node's shell exec'd orted; either way the line names node003.
+	checkOneLine(t, stderr.String(), `^mpirun: node003: (orted exited unexpectedly: (signal KILL|exit status 137.*)|lost the link to its orted: .*)$`)
 	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
 		t.Fatalf("left running after an orted was killed: %+v", left)
 	}
@@ -126,7 +129,11 @@ func TestLinkCut(t *testing.T) {
 	if res.status != 255 {
 		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
 	}
-	checkOneLine(t, res.stderr, `^mpirun: node003: lost the link to its orted: .*`)
+	// ss cuts node003's sockets one at a time: if its links to its children
+	// (node007, node008) go first, node003 may still report that loss up
+	// before its own uplink goes. Either way the line names the broken
+	// spot of the tree.
+	checkOneLine(t, res.stderr, `^mpirun: node00[378]: lost the link to its orted: .*`)
 }
 
 // TestOnUnreachableSkip: with --on-unreachable skip, a node that refuses
