@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"syscall"
 	"time"
@@ -130,12 +131,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 func (d *Daemon) isRoot() bool { return d.cfg.ID == 0 }
 
 // post hands work to the event loop; it drops it once the loop is gone.
-func (d *Daemon) post(f func()) {
-	select {
-	case d.events <- f:
-	case <-d.ctx.Done():
-	}
-}
+func (d *Daemon) post(f func()) { d.postOr(f) }
 
 func (d *Daemon) after(delay time.Duration, f func()) {
 	time.AfterFunc(delay, func() { d.post(f) })
@@ -168,24 +164,7 @@ func (d *Daemon) listen() error {
 	return nil
 }
 
-func hostPort(ip string) string {
-	if ip == "" {
-		return ":0"
-	}
-	if len(ip) > 0 && ip[0] != '[' && containsColon(ip) {
-		return "[" + ip + "]:0"
-	}
-	return ip + ":0"
-}
-
-func containsColon(s string) bool {
-	for _, c := range s {
-		if c == ':' {
-			return true
-		}
-	}
-	return false
-}
+func hostPort(ip string) string { return net.JoinHostPort(ip, "0") }
 
 // bootstrap sets the machines up: mpirun from its config, an orted from
 // the Welcome its parent sends when it calls back.
@@ -278,7 +257,7 @@ func (d *Daemon) launchSurvivors() {
 	if len(d.skipped) > 0 {
 		rankNode, err := d.cfg.Remap(d.skipped)
 		if err != nil {
-			d.fail(Failure{Msg: err.Error(), Status: errmgr.StatusFailed, Rank: -1})
+			d.fail(Failure{Msg: err.Error(), Status: errmgr.StatusFailed})
 			return
 		}
 		app.RankNode = rankNode
@@ -310,7 +289,7 @@ func (d *Daemon) caught(sig os.Signal) {
 			d.killEverything()
 			return
 		}
-		d.fail(Failure{Msg: fmt.Sprintf("caught SIG%s, terminating the job", errmgr.SignalName(s)), Status: 128 + int(s), Rank: -1})
+		d.fail(Failure{Msg: fmt.Sprintf("caught SIG%s, terminating the job", errmgr.SignalName(s)), Status: 128 + int(s)})
 	case syscall.SIGTSTP:
 		// Stop the ranks, and mpirun itself once they are stopped.
 		d.stopPending = true
@@ -322,5 +301,5 @@ func (d *Daemon) caught(sig os.Signal) {
 }
 
 func (d *Daemon) timedOut() {
-	d.fail(Failure{Msg: fmt.Sprintf("the job ran past --timeout %v, terminating it", d.cfg.Timeout), Status: errmgr.StatusTimeout, Rank: -1})
+	d.fail(Failure{Msg: fmt.Sprintf("the job ran past --timeout %v, terminating it", d.cfg.Timeout), Status: errmgr.StatusTimeout})
 }

@@ -21,7 +21,7 @@ func (d *Daemon) failure(status int, format string, args ...any) Failure {
 }
 
 func (d *Daemon) failureAt(node string, status int, format string, args ...any) Failure {
-	return Failure{Msg: node + ": " + fmt.Sprintf(format, args...), Status: status, Rank: -1}
+	return Failure{Msg: node + ": " + fmt.Sprintf(format, args...), Status: status}
 }
 
 // fail reports a failure to mpirun, which ends the job on the first one.

@@ -76,7 +76,7 @@ func (l *link) writeLoop() {
 	}
 }
 
-// flushAndClose waits until the queue is written, then closes the link.
+// close closes the link at once; what is still queued is dropped.
 func (l *link) close() {
 	l.mu.Lock()
 	l.closed = true

@@ -84,7 +84,6 @@ const (
 type Failure struct {
 	Msg    string // one line, naming the node and rank
 	Status int    // the exit status mpirun should take
-	Rank   int    // -1 when no rank is involved
 }
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.

@@ -14,7 +14,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		Welcome{Job: JobSpec{Daemons: 3, Hosts: []string{"a", "b", "c"}}},
 		Addrs{},
 		Launch{Argv: []string{"hostname"}, RankNode: []int{1, 2}, StdinRank: StdinNone},
-		Failure{Msg: "node002: rank 1 exited with status 5", Status: 5, Rank: 1},
+		Failure{Msg: "node002: rank 1 exited with status 5", Status: 5},
 		Milestone{Kind: Started},
 		Teardown{Kill: true},
 		Signal{Sig: 10, Ack: true},

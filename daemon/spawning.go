@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"time"
 
 	"prsh/errmgr"
@@ -260,22 +259,6 @@ func (d *Daemon) childConnected(c *child, l *link) {
 	go d.readLoop(l)
 	go d.acceptStreams(l)
 	d.do(acts)
-}
-
-// closeChildren ends every child's session and waits until they are done.
-func (d *Daemon) closeChildren() {
-	var wg sync.WaitGroup
-	for _, c := range d.children {
-		if c.proc == nil {
-			continue
-		}
-		wg.Add(1)
-		go func(p launch.Process) {
-			defer wg.Done()
-			p.Close()
-		}(c.proc)
-	}
-	wg.Wait()
 }
 
 // dialPeer connects to a routing neighbour that has no link yet and sends

@@ -32,8 +32,5 @@ func (p *Policy) Fail(status int) bool {
 // first. It reports whether the job was still running.
 func (p *Policy) Finish() bool { return p.Fail(0) }
 
-// Ended reports whether the job's end was decided.
-func (p *Policy) Ended() bool { return p.ended }
-
 // Status is the job's exit status.
 func (p *Policy) Status() int { return p.status }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,7 +77,7 @@ func (c *Conn) RemoteAddr() net.Addr { return c.sess.RemoteAddr() }
 // Dial connects to a daemon's contact address (tcp://IP:PORT or IP:PORT),
 // proves the secret and checks the daemon's proof.
 func Dial(ctx context.Context, addr string, secret []byte, opt Options) (*Conn, error) {
-	hostport := trimScheme(addr)
+	hostport := strings.TrimPrefix(addr, "tcp://")
 	var d net.Dialer
 	if opt.LocalIP != "" {
 		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(opt.LocalIP)}
@@ -107,14 +108,6 @@ func Dial(ctx context.Context, addr string, secret []byte, opt Options) (*Conn, 
 
 // URI is the contact address of a listener address.
 func URI(a net.Addr) string { return "tcp://" + a.String() }
-
-func trimScheme(addr string) string {
-	const scheme = "tcp://"
-	if len(addr) > len(scheme) && addr[:len(scheme)] == scheme {
-		return addr[len(scheme):]
-	}
-	return addr
-}
 
 // Listener accepts authenticated connections. Peers that fail the
 // handshake are logged and dropped without disturbing anyone else.

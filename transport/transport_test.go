@@ -178,9 +178,6 @@ func TestURI(t *testing.T) {
 		}
 		c.Close()
 	}
-	if got := trimScheme("tcp://"); got != "tcp://" {
-		t.Errorf("trimScheme(%q) = %q", "tcp://", got)
-	}
 }
 
 // TestWrongSecret: a dialer with another secret is refused, the listener

@@ -79,10 +79,8 @@ func remapper(c *cli.Context, m *job.Map) func(skipped map[int]bool) ([]int, err
 		if len(hosts) == 0 {
 			return nil, fmt.Errorf("no node could be reached")
 		}
-		mapBy, _ := job.ParseMapBy(c.String("map-by"))
-		survivors, err := job.Build(hosts, job.Options{
-			NP: c.Int("np"), NPerNode: c.Int("npernode"), MapBy: mapBy, Oversubscribe: c.Bool("oversubscribe"),
-		})
+		opt, _ := jobOptions(c) // checked when the first map was built
+		survivors, err := job.Build(hosts, opt)
 		if err != nil {
 			return nil, fmt.Errorf("placing the ranks on the %d nodes that came up: %w", len(hosts), err)
 		}
@@ -99,20 +97,30 @@ func jobMap(c *cli.Context) (*job.Map, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	if c.IsSet("np") && c.Int("np") <= 0 {
-		return nil, usageError{fmt.Errorf("-np must be at least 1, not %d", c.Int("np"))}
-	}
-	mapBy, err := job.ParseMapBy(c.String("map-by"))
+	opt, err := jobOptions(c)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	m, err := job.Build(hosts, job.Options{
-		NP: c.Int("np"), NPerNode: c.Int("npernode"), MapBy: mapBy, Oversubscribe: c.Bool("oversubscribe"),
-	})
+	m, err := job.Build(hosts, opt)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	return m, nil
+}
+
+// jobOptions are the placement flags, used for the first map and again
+// when nodes are left out.
+func jobOptions(c *cli.Context) (job.Options, error) {
+	if c.IsSet("np") && c.Int("np") <= 0 {
+		return job.Options{}, fmt.Errorf("-np must be at least 1, not %d", c.Int("np"))
+	}
+	mapBy, err := job.ParseMapBy(c.String("map-by"))
+	if err != nil {
+		return job.Options{}, err
+	}
+	return job.Options{
+		NP: c.Int("np"), NPerNode: c.Int("npernode"), MapBy: mapBy, Oversubscribe: c.Bool("oversubscribe"),
+	}, nil
 }
 
 // hostList reads -H, else the hostfile, else runs on this host alone.

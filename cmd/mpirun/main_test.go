@@ -111,10 +111,22 @@ var plainBin = sync.OnceValues(func() (string, error) {
 // mpirunFrom runs the mpirun found in dir.
 func mpirunFrom(t *testing.T, dir string, c *testbed.Cluster, args ...string) result {
 	t.Helper()
+	res := runMpirun(t, filepath.Join(dir, "mpirun"), append(os.Environ(), c.Env()...), args...)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Fatalf("mpirun %v left processes running: %+v", args, left)
+	}
+	return res
+}
+
+// runMpirun runs an mpirun binary with env and collects what it did; a
+// run that takes minutes is a hang.
+func runMpirun(t *testing.T, path string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "mpirun"), args...)
-	cmd.Env = append(os.Environ(), c.Env()...)
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -124,10 +136,6 @@ func mpirunFrom(t *testing.T, dir string, c *testbed.Cluster, args ...string) re
 	res := result{status: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
 	if err != nil && res.status < 0 {
 		t.Fatalf("mpirun %v: %v", args, err)
-	}
-	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
-		c.KillLeftovers()
-		t.Fatalf("mpirun %v left processes running: %+v", args, left)
 	}
 	return res
 }

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -69,21 +66,7 @@ func sshdEnv() []string {
 // mpirunEnv runs mpirun with env, outside any testbed cluster.
 func mpirunEnv(t *testing.T, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "mpirun"), args...)
-	cmd.Env = env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("mpirun %v hung; stderr:\n%s", args, stderr.String())
-	}
-	res := result{status: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
-	if err != nil && res.status < 0 {
-		t.Fatalf("mpirun %v: %v", args, err)
-	}
-	return res
+	return runMpirun(t, filepath.Join(bin, "mpirun"), env, args...)
 }
 
 // checkNoOrted fails the test if a process of path (bin's orted) is still

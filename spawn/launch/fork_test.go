@@ -40,20 +40,7 @@ func TestForkSuccess(t *testing.T) {
 // TestForkLifeline: stdin stays open after the payload, and Close closes
 // it, which is how the daemon learns that its parent is gone.
 func TestForkLifeline(t *testing.T) {
-	dir := t.TempDir()
-	script := `read s; echo "$s" > ` + dir + `/got; cat >/dev/null; echo eof > ` + dir + `/eof`
-	p, err := (&Fork{}).Launch(testCtx(t), "localhost", []string{"sh", "-c", script}, []byte("payload\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := waitFile(t, filepath.Join(dir, "got")); got != "payload\n" {
-		t.Errorf("payload = %q", got)
-	}
-	assertRunning(t, p, filepath.Join(dir, "eof"))
-	if err := closeAndWait(t, p); err != nil {
-		t.Errorf("Wait after Close: %v", err)
-	}
-	waitFile(t, filepath.Join(dir, "eof"))
+	checkLifeline(t, &Fork{}, "localhost")
 }
 
 // assertRunning checks that the command has not seen EOF on its stdin: a

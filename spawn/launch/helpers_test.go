@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,4 +89,26 @@ func waitFile(t *testing.T, path string) string {
 	}
 	t.Fatalf("%s did not appear within %s", path, hang)
 	return ""
+}
+
+// checkLifeline launches a command that records the payload it reads,
+// then waits for EOF: the payload must arrive, stdin must stay open until
+// Close, and Close must end the command. It returns the closed process.
+func checkLifeline(t *testing.T, a Agent, host string) Process {
+	t.Helper()
+	dir := t.TempDir()
+	script := `read s; echo "$s" > ` + dir + `/got; cat >/dev/null; echo eof > ` + dir + `/eof`
+	p, err := a.Launch(testCtx(t), host, []string{"sh", "-c", script}, []byte("payload\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFile(t, filepath.Join(dir, "got")); got != "payload\n" {
+		t.Errorf("payload = %q", got)
+	}
+	assertRunning(t, p, filepath.Join(dir, "eof"))
+	if err := closeAndWait(t, p); err != nil {
+		t.Errorf("Wait after Close: %v", err)
+	}
+	waitFile(t, filepath.Join(dir, "eof"))
+	return p
 }

@@ -96,20 +96,7 @@ func TestSSHRun(t *testing.T) {
 func TestSSHLifeline(t *testing.T) {
 	e := newSSHEnv(t)
 	a := e.agent("", SSHOptions{})
-	dir := t.TempDir()
-	script := `read s; echo "$s" > ` + dir + `/got; cat >/dev/null; echo eof > ` + dir + `/eof`
-	p, err := a.Launch(testCtx(t), "127.0.0.1", []string{"sh", "-c", script}, []byte("payload\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := waitFile(t, filepath.Join(dir, "got")); got != "payload\n" {
-		t.Errorf("payload = %q", got)
-	}
-	assertRunning(t, p, filepath.Join(dir, "eof"))
-	if err := closeAndWait(t, p); err != nil {
-		t.Errorf("Wait after Close: %v", err)
-	}
-	waitFile(t, filepath.Join(dir, "eof"))
+	p := checkLifeline(t, a, "127.0.0.1")
 	if err := p.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}

@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"path/filepath"
 	"testing"
 
 	"prsh/internal/sshdtest"
@@ -26,17 +25,5 @@ func TestOpenSSH(t *testing.T) {
 	wantExit(t, run(t, a, "sshd", "/x/orted", "--hnp"), 127, "/x/orted")
 
 	// The lifeline: stdin stays open until Close.
-	script := `read s; echo "$s" > ` + dir + `/got; cat >/dev/null; echo eof > ` + dir + `/eof`
-	p, err := a.Launch(testCtx(t), "sshd", []string{"sh", "-c", script}, []byte("payload\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := waitFile(t, filepath.Join(dir, "got")); got != "payload\n" {
-		t.Errorf("payload = %q", got)
-	}
-	assertRunning(t, p, filepath.Join(dir, "eof"))
-	if err := closeAndWait(t, p); err != nil {
-		t.Errorf("Wait after Close: %v", err)
-	}
-	waitFile(t, filepath.Join(dir, "eof"))
+	checkLifeline(t, a, "sshd")
 }
