@@ -89,7 +89,7 @@ func (d *Daemon) postOr(f func()) bool {
 func (d *Daemon) launched(c *child, proc launch.Process, err error) {
 	if err != nil {
 		c.procDone = true
-		d.spawnFailed(c, d.failureAt(c.host, errmgr.StatusFailed, "%v", err))
+		d.spawnFailed(c, d.failureAt(c.host, errmgr.StatusFailed, "%s", launchFailure(err)))
 		d.maybeFinish()
 		return
 	}
@@ -161,6 +161,17 @@ func (d *Daemon) childExited(c *child, err error) {
 		}
 	}
 	d.maybeFinish()
+}
+
+// launchFailure words an error from Launch. An orted that ends before its
+// launch payload is written fails Launch with its exit status; that is the
+// same event as an exit after the write, so it reads the same.
+func launchFailure(err error) string {
+	var xe *launch.ExitError
+	if errors.As(err, &xe) {
+		return fmt.Sprintf("orted exited before calling back: %v", err)
+	}
+	return err.Error()
 }
 
 func orOK(err error) error {

@@ -32,15 +32,27 @@ func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec
 	t.Cleanup(func() { cmd.Process.Kill() })
 	deadline := time.Now().Add(time.Minute)
 	for {
-		entries, _ := os.ReadDir(marks)
-		if len(entries) == ranks {
+		if n := countMarks(marks); n == ranks {
 			return cmd, &stderr, marks
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d ranks started; stderr:\n%s", len(entries), ranks, stderr.String())
+			t.Fatalf("only %d of %d ranks started; stderr:\n%s", countMarks(marks), ranks, stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// countMarks counts the ranks that left their mark; a rank writing its
+// mark through a ".tmp" file has not finished yet.
+func countMarks(dir string) int {
+	entries, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".tmp") {
+			n++
+		}
+	}
+	return n
 }
 
 // waitExit waits for mpirun to end and returns its exit status.
