@@ -25,6 +25,14 @@ const welcomeTimeout = 30 * time.Second
 func (d *Daemon) callBack() (Welcome, error) {
 	ctx, cancel := context.WithTimeout(d.ctx, welcomeTimeout)
 	defer cancel()
+	orphaned := d.orphaned
+	go func() {
+		select {
+		case <-orphaned:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	conn, err := d.dialParent(ctx)
 	if err != nil {
 		return Welcome{}, fmt.Errorf("%s: cannot call back parent at %s: %w", d.cfg.Node, d.cfg.ParentAddr, err)
@@ -43,7 +51,12 @@ func (d *Daemon) callBack() (Welcome, error) {
 		conn.Close()
 		return Welcome{}, fmt.Errorf("%s: opening the output stream: %w", d.cfg.Node, err)
 	}
+	// An orted orphaned while it waits gives up at once.
+	stopWatch := context.AfterFunc(ctx, func() { conn.Close() })
 	welcome, err := readWelcome(ctrl)
+	if !stopWatch() && err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		conn.Close()
 		return Welcome{}, fmt.Errorf("%s: waiting for the job from parent: %w", d.cfg.Node, err)
@@ -136,12 +149,18 @@ func (d *Daemon) secretLine() []byte {
 	return []byte(hex.EncodeToString(d.cfg.Secret) + "\n")
 }
 
-// watchLifeline ends the orted when its stdin closes: the ssh session that
-// started it is gone, so its parent is gone.
+// watchLifeline closes orphaned when the orted's stdin closes: the ssh
+// session that started it is gone, so its parent is gone.
 func (d *Daemon) watchLifeline() {
-	if d.cfg.Lifeline == nil {
-		return
-	}
 	io.Copy(io.Discard, d.cfg.Lifeline)
-	d.post(func() { d.lifelineLost("its parent's session ended") })
+	close(d.orphaned)
+}
+
+func (d *Daemon) isOrphaned() bool {
+	select {
+	case <-d.orphaned:
+		return true
+	default:
+		return false
+	}
 }

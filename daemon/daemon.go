@@ -60,6 +60,10 @@ type Daemon struct {
 	events chan func()
 	ctx    context.Context
 	stop   context.CancelFunc
+	// orphaned closes when an orted's lifeline (its stdin) ends: from its
+	// first moment, so that an orted still calling back a dead parent
+	// gives up at once instead of retrying until the deadline.
+	orphaned chan struct{}
 
 	job       JobSpec
 	ln        *transport.Listener
@@ -117,6 +121,10 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	for i := range d.progress {
 		d.progress[i].children = map[int]bool{}
 	}
+	if cfg.Lifeline != nil {
+		d.orphaned = make(chan struct{})
+		go d.watchLifeline()
+	}
 	if err := d.listen(); err != nil {
 		return errmgr.StatusFailed, err
 	}
@@ -138,6 +146,7 @@ func (d *Daemon) after(delay time.Duration, f func()) {
 }
 
 func (d *Daemon) loop() int {
+	orphaned := d.orphaned
 	for {
 		select {
 		case f := <-d.events:
@@ -146,6 +155,9 @@ func (d *Daemon) loop() int {
 			d.caught(sig)
 		case status := <-d.exit:
 			return status
+		case <-orphaned:
+			orphaned = nil // handled once
+			d.lifelineLost("its parent's session ended")
 		case <-d.ctx.Done():
 			d.killRanks(syscall.SIGKILL)
 			return errmgr.StatusFailed
@@ -180,6 +192,9 @@ func (d *Daemon) bootstrap() error {
 		return nil
 	}
 	welcome, err := d.callBack()
+	if err != nil && d.isOrphaned() {
+		return fmt.Errorf("%s: its parent's session ended while it called back", d.cfg.Node)
+	}
 	if err != nil {
 		return err
 	}
@@ -193,7 +208,6 @@ func (d *Daemon) bootstrap() error {
 	d.agent = agent
 	d.post(func() { d.startOrted(welcome.Nodes) })
 	d.adoptParent(welcome.Parent)
-	go d.watchLifeline()
 	return nil
 }
 

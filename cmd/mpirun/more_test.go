@@ -100,3 +100,24 @@ func TestSecondInterrupt(t *testing.T) {
 		t.Fatalf("left running: %+v", left)
 	}
 }
+
+// TestReaderGoesAway: `mpirun yes | head -1` ends like `yes | head -1`:
+// mpirun dies of SIGPIPE (141 under pipefail), the reader got its line,
+// and the ranks, which would print forever, are gone from every node.
+func TestReaderGoesAway(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2})
+	cmd := exec.Command("bash", "-c", `set -o pipefail; "$0" -np 6 yes | head -n 1`, filepath.Join(bin, "mpirun"))
+	cmd.Env = append(os.Environ(), c.Env()...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, _ := cmd.Output()
+	if status := cmd.ProcessState.ExitCode(); status != 141 {
+		t.Errorf("exit %d, want 141 (SIGPIPE); stderr:\n%s", status, stderr.String())
+	}
+	if string(out) != "y\n" {
+		t.Errorf("stdout %q, want one line \"y\"", out)
+	}
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		t.Fatalf("left running after the reader went away: %+v", left)
+	}
+}
