@@ -2,10 +2,12 @@ package testbed
 
 import (
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/user"
 	"strconv"
+	"syscall"
 )
 
 // nodeName returns the name of node i (1-based) of n, zero-padded to at
@@ -19,24 +21,74 @@ func nodeName(i, n int) string {
 }
 
 // Address layout: node i gets 127.B1.B2.B3 with B3 in 1…250, B2 in 0…255
-// and B1 from 1 up, so no address ends in .0 or .255 and none is 127.0.0.1.
-// Linux routes all of 127/8 to lo, so these need no setup, and each node can
-// be told apart by its IP alone (SSH_CONNECTION, ss, tcpdump).
+// and B1 from the cluster's first block up, so no address ends in .0 or
+// .255 and none is 127.0.0.1. Linux routes all of 127/8 to lo, so these
+// need no setup, and each node can be told apart by its IP alone
+// (SSH_CONNECTION, ss, tcpdump).
+//
+// A block is the 64,000 addresses of one B1. Each cluster claims blocks of
+// its own (claimBlocks), so that clusters running at the same time (tests
+// in parallel) never share an address: a fault that cuts a node's links by
+// address must not cut another cluster's.
 const (
 	addrsPerB2 = 250
 	addrsPerB1 = addrsPerB2 * 256
+	lastBlock  = 254
 )
 
-// nodeAddr returns the loopback address of node i (1-based).
-func nodeAddr(i int) (netip.Addr, error) {
+// nodeAddr returns the loopback address of node i (1-based) in a cluster
+// whose blocks start at first.
+func nodeAddr(first, i int) (netip.Addr, error) {
 	k := i - 1
-	b1 := 1 + k/addrsPerB1
-	if k < 0 || b1 > 254 {
+	b1 := first + k/addrsPerB1
+	if k < 0 || b1 > lastBlock {
 		return netip.Addr{}, fmt.Errorf("testbed: node %d: out of loopback addresses", i)
 	}
 	b2 := (k % addrsPerB1) / addrsPerB2
 	b3 := k%addrsPerB2 + 1
 	return netip.AddrFrom4([4]byte{127, byte(b1), byte(b2), byte(b3)}), nil
+}
+
+// claimPort is where a block's claim is bound: on 127.B1.255.254, never a
+// node's address (B3 stops at 250), and above the ephemeral port range.
+const claimPort = 65534
+
+// claimBlocks finds the first run of free blocks that holds nodes
+// addresses and claims each by binding its claim address. The sockets are
+// bound without SO_REUSEADDR, so a second bind fails, in any process,
+// until they are closed; the caller closes them when the cluster stops.
+func claimBlocks(nodes int) (first int, claims []io.Closer, err error) {
+	need := (nodes + addrsPerB1 - 1) / addrsPerB1
+	for first = 1; first+need-1 <= lastBlock; first++ {
+		claims = claims[:0]
+		for b := first; b < first+need; b++ {
+			fd, err := claim(b)
+			if err != nil {
+				break
+			}
+			claims = append(claims, fd)
+		}
+		if len(claims) == need {
+			return first, claims, nil
+		}
+		for _, c := range claims {
+			c.Close()
+		}
+	}
+	return 0, nil, fmt.Errorf("testbed: no free loopback block for %d nodes (other clusters hold them)", nodes)
+}
+
+func claim(block int) (io.Closer, error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	addr := &syscall.SockaddrInet4{Port: claimPort, Addr: [4]byte{127, byte(block), 255, 254}}
+	if err := syscall.Bind(fd, addr); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	return fdCloser(fd), nil
 }
 
 // currentUser is the login name that nodes accept and ssh_config names.

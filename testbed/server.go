@@ -30,8 +30,7 @@ type node struct {
 	firstOnce sync.Once   // arms KillAfter at the first session
 }
 
-// listenAll opens one listener per node on ADDR:0, so that several
-// clusters (parallel tests) can share the same addresses.
+// listenAll opens one listener per node on ADDR:0.
 func (c *Cluster) listenAll(k *keys) error {
 	for i := 1; i <= c.cfg.Nodes; i++ {
 		n, err := c.newNode(i, k)
@@ -44,7 +43,7 @@ func (c *Cluster) listenAll(k *keys) error {
 }
 
 func (c *Cluster) newNode(i int, k *keys) (*node, error) {
-	ip, err := nodeAddr(i)
+	ip, err := nodeAddr(c.block, i)
 	if err != nil {
 		return nil, err
 	}

@@ -101,6 +101,7 @@ type Cluster struct {
 	exe   string // for the UTS helper
 	env   []string
 	nodes []*node
+	block int // the first loopback block the nodes' addresses are in
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -158,7 +159,7 @@ func validate(cfg Config) error {
 			return fmt.Errorf("testbed: negative KillAfter for %s", name)
 		}
 	}
-	if _, err := nodeAddr(cfg.Nodes); err != nil {
+	if _, err := nodeAddr(1, cfg.Nodes); err != nil {
 		return err
 	}
 	return nil
@@ -200,6 +201,16 @@ func (c *Cluster) setup() error {
 	keys, err := newKeys()
 	if err != nil {
 		return err
+	}
+	block, claims, err := claimBlocks(c.cfg.Nodes)
+	if err != nil {
+		return err
+	}
+	c.block = block
+	for _, cl := range claims {
+		if !c.addCloser(cl) {
+			cl.Close()
+		}
 	}
 	if err := c.listenAll(keys); err != nil {
 		return err

@@ -502,7 +502,7 @@ func TestNamesAndAddresses(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for i := 1; i <= 70000; i++ {
-		a, err := nodeAddr(i)
+		a, err := nodeAddr(1, i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -511,6 +511,26 @@ func TestNamesAndAddresses(t *testing.T) {
 			t.Fatalf("node %d: bad or duplicate address %s", i, a)
 		}
 		seen[a.String()] = true
+	}
+}
+
+// TestClustersDoNotShareAddresses: clusters up at the same time, in this
+// process or another, get addresses of their own, so that cutting one's
+// links by address leaves the others alone.
+func TestClustersDoNotShareAddresses(t *testing.T) {
+	a := startCluster(t, Config{Nodes: 3})
+	b := startCluster(t, Config{Nodes: 3})
+	seen := map[string]string{}
+	for _, c := range []*Cluster{a, b} {
+		for _, n := range c.Nodes() {
+			if other, ok := seen[n.Addr]; ok {
+				t.Fatalf("%s of one cluster and %s of another share %s", n.Name, other, n.Addr)
+			}
+			seen[n.Addr] = n.Name
+		}
+	}
+	if _, err := claim(a.block); err == nil {
+		t.Fatalf("block %d of a running cluster could be claimed again", a.block)
 	}
 }
 

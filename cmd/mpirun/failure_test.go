@@ -28,7 +28,9 @@ func TestUnreachableNodes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cluster(t, testbed.Config{Nodes: 7, Faults: map[string]testbed.Fault{"node005": tc.fault}})
 			for _, degree := range []string{"2", "32"} {
-				res := mpirun(t, c, "--spawn-degree", degree, "--ssh-connect-timeout", "2s", "sleep", "60")
+				// The connect timeout bounds the healthy nodes' handshakes too:
+				// it must hold on a loaded machine with the race detector.
+				res := mpirun(t, c, "--spawn-degree", degree, "--ssh-connect-timeout", "10s", "sleep", "60")
 				if res.status != 255 {
 					t.Errorf("δ=%s: exit %d, want 255; stderr:\n%s", degree, res.status, res.stderr)
 				}
@@ -124,7 +126,11 @@ func TestLinkCut(t *testing.T) {
 	if _, err := exec.LookPath("ss"); err != nil {
 		t.Skip("needs ss from iproute2")
 	}
-	c := cluster(t, testbed.Config{Nodes: 7, Faults: map[string]testbed.Fault{"node003": {DropLinksAfter: 2 * time.Second}}})
+	// The cut comes a fixed time after node003's first session: it must
+	// find node003's orted called back and its links up, also on a loaded
+	// machine with the race detector. (Too early, it cuts nothing and the
+	// job runs to its end, or it breaks the call back.)
+	c := cluster(t, testbed.Config{Nodes: 7, Faults: map[string]testbed.Fault{"node003": {DropLinksAfter: 10 * time.Second}}})
 	res := mpirun(t, c, "--spawn-degree", "2", "sleep", "60")
 	if res.status != 255 {
 		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
@@ -166,7 +172,9 @@ func TestOnUnreachableSkip(t *testing.T) {
 func TestOnUnreachableSkipChain(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 15, Faults: map[string]testbed.Fault{
 		"node002": {Refuse: true}, "node005": {Hang: true}}})
-	res := mpirun(t, c, "--on-unreachable", "skip", "--spawn-degree", "2", "--ssh-connect-timeout", "1s", "-x", "X=1",
+	// The connect timeout bounds the healthy nodes' handshakes too: one of
+	// them timing out would be skipped with a third warning.
+	res := mpirun(t, c, "--on-unreachable", "skip", "--spawn-degree", "2", "--ssh-connect-timeout", "10s", "-x", "X=1",
 		"sh", "-c", `echo "$PRSH_TESTBED_NODE $PRSH_SIZE"`)
 	if res.status != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)

@@ -35,8 +35,11 @@ func TestLargeOutput(t *testing.T) {
 	t.Setenv("MARKS", marks)
 	watch := watchRSS(filepath.Join(plain, "orted"))
 	watchMpirun := watchRSS(filepath.Join(plain, "mpirun"))
+	// The checksum is taken in the rank's own pipeline, not in a process
+	// substitution that outlives the rank: when the job ends, the daemons
+	// kill what the ranks left behind, and could kill it before it wrote.
 	res := mpirunFrom(t, plain, c, "-x", "MARKS", "--spawn-degree", "1", "--output-filename", out, "bash", "-c",
-		`head -c 209715200 /dev/urandom | tee >(sha256sum | cut -d' ' -f1 > "$MARKS/$PRSH_RANK")`)
+		`{ head -c 209715200 /dev/urandom | tee /dev/fd/3 | sha256sum | cut -d' ' -f1 > "$MARKS/$PRSH_RANK"; } 3>&1`)
 	ortedPeak, mpirunPeak := watch(), watchMpirun()
 	if res.status != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)

@@ -9,8 +9,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -266,18 +268,34 @@ func TestSSHContextCancel(t *testing.T) {
 
 func TestSSHRefused(t *testing.T) {
 	e := newSSHEnv(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	_, port, _ := net.SplitHostPort(addr)
+	port := refusingPort(t)
+	addr := net.JoinHostPort("127.0.0.1", port)
 	a := e.agent("Host closed\n  HostName 127.0.0.1\n  Port "+port, SSHOptions{})
-	_, err = a.Launch(testCtx(t), "closed", []string{"true"}, nil)
+	_, err := a.Launch(testCtx(t), "closed", []string{"true"}, nil)
 	if want := "ssh: dial tcp " + addr + ": connect: connection refused"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
+}
+
+// refusingPort returns a port of 127.0.0.1 held by a socket that is bound
+// but not listening: connecting is refused, and no other socket (another
+// test's listener) can take the port until the test ends, as it could if
+// the port were merely found free and released.
+func refusingPort(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.Itoa(sa.(*syscall.SockaddrInet4).Port)
 }
 
 func TestSSHLookupError(t *testing.T) {
