@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -174,9 +175,13 @@ func WriteKnown(t testing.TB, file, addr string, key ssh.PublicKey) {
 }
 
 // freeAddr returns a loopback address with a port that was free just now.
+// The address is a random one in 127.255/16, which no other listener uses
+// (the testbed's nodes stop at 127.254): between this check and sshd's
+// bind, no daemon listening on an ephemeral port can take it.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ip := fmt.Sprintf("127.255.%d.%d", 1+mrand.IntN(250), 1+mrand.IntN(250))
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
