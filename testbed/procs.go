@@ -91,6 +91,18 @@ func (c *Cluster) armDropLinks(n *node) {
 	})
 }
 
+// DropLinks cuts the node's TCP connections now, as DropLinksAfter does
+// on a timer: for a test that waits until the job runs before it cuts.
+// The node's ssh sessions and processes live on.
+func (c *Cluster) DropLinks(name string) error {
+	n, ok := c.Node(name)
+	if !ok {
+		return fmt.Errorf("testbed: no node %q", name)
+	}
+	c.logf("testbed: %s: cutting the node's connections", name)
+	return dropLinks(n.Addr, n.Port)
+}
+
 // armFault runs fire after d (if d > 0); the goroutine ends when the timer
 // fires or the cluster closes.
 func (c *Cluster) armFault(n *node, d time.Duration, what string, fire func()) {

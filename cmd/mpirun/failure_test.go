@@ -126,20 +126,23 @@ func TestLinkCut(t *testing.T) {
 	if _, err := exec.LookPath("ss"); err != nil {
 		t.Skip("needs ss from iproute2")
 	}
-	// The cut comes a fixed time after node003's first session: it must
-	// find node003's orted called back and its links up, also on a loaded
-	// machine with the race detector. (Too early, it cuts nothing and the
-	// job runs to its end, or it breaks the call back.)
-	c := cluster(t, testbed.Config{Nodes: 7, Faults: map[string]testbed.Fault{"node003": {DropLinksAfter: 10 * time.Second}}})
-	res := mpirun(t, c, "--spawn-degree", "2", "sleep", "60")
-	if res.status != 255 {
-		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	c := cluster(t, testbed.Config{Nodes: 7})
+	cmd, stderr, _ := started(t, c, 7, "--spawn-degree", "2", "--stdin", "none", "sh", "-c",
+		`touch "$MARKS/$PRSH_RANK"; exec sleep 60`)
+	if err := c.DropLinks("node003"); err != nil {
+		t.Fatal(err)
+	}
+	if status := waitExit(t, cmd); status != 255 {
+		t.Errorf("exit %d, want 255; stderr:\n%s", status, stderr)
+	}
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		t.Fatalf("left running after the cut: %+v", left)
 	}
 	// ss cuts node003's sockets one at a time: if its links to its children
 	// (node007, node008) go first, node003 may still report that loss up
 	// before its own uplink goes. Either way the line names the broken
 	// spot of the tree.
-	checkOneLine(t, res.stderr, `^mpirun: node00[378]: lost the link to its orted: .*`)
+	checkOneLine(t, stderr.String(), `^mpirun: node00[378]: lost the link to its orted: .*`)
 }
 
 // TestOnUnreachableSkip: with --on-unreachable skip, a node that refuses
