@@ -113,7 +113,7 @@ func (d *Daemon) teardown(kill bool) {
 	}
 	if kill {
 		d.killRanks(syscall.SIGTERM)
-		d.after(killGrace, func() { d.killRanks(syscall.SIGKILL) })
+		d.after(time.Duration(d.job.KillGraceMS)*time.Millisecond, func() { d.killRanks(syscall.SIGKILL) })
 	} else {
 		d.killRanks(syscall.SIGKILL) // what the ranks left behind
 	}

@@ -47,6 +47,7 @@ type JobSpec struct {
 	LogLevel     string
 	SSHTimeoutMS int64 // connect timeout of the native ssh agent
 	CallbackMS   int64 // how long a spawned daemon may take to call back
+	KillGraceMS  int64 // between SIGTERM and SIGKILL when the job is stopped
 	MaxSessions  int
 	LaunchAgent  string // external launch command template; "" = native ssh
 	SSHConfig    string

@@ -8,14 +8,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
-	"time"
 
 	"prsh/errmgr"
 	"prsh/iof"
 )
-
-// killGrace is how long ranks have between SIGTERM and SIGKILL.
-const killGrace = 3 * time.Second
 
 // rank is one local application process.
 type rank struct {

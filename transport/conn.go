@@ -2,11 +2,13 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -106,6 +108,11 @@ func Dial(ctx context.Context, addr string, secret []byte, opt Options) (*Conn, 
 	return &Conn{sess: sess}, nil
 }
 
+// hungUp says the peer closed the connection before sending anything.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
 // URI is the contact address of a listener address.
 func URI(a net.Addr) string { return "tcp://" + a.String() }
 
@@ -165,7 +172,13 @@ func (l *Listener) acceptLoop() {
 
 func (l *Listener) admit(raw net.Conn) {
 	if err := listenerHandshake(raw, l.secret, l.opt.handshakeTimeout()); err != nil {
-		l.opt.logger().Warn("rejected connection", "peer", raw.RemoteAddr().String(), "error", err)
+		log := l.opt.logger().Warn
+		if hungUp(err) {
+			// Nothing was tried: a port probe, or one of our own daemons
+			// that gave up dialing as the job ended. Not worth a warning.
+			log = l.opt.logger().Debug
+		}
+		log("rejected connection", "peer", raw.RemoteAddr().String(), "error", err)
 		raw.Close()
 		return
 	}

@@ -379,13 +379,16 @@ func TestHostilePeers(t *testing.T) {
 		name   string
 		send   []byte // after reading the listener's hello
 		reason string // in the listener's log
+		level  string // of the log line: a warning for any attempt at all
 	}{
-		{"garbage", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + strings.Repeat("garbage ", 20)), "not a prsh peer"},
-		{"right magic, bad proof", append(append([]byte{}, magic...), make([]byte, nonceSize+sha256.Size)...), ErrBadProof.Error()},
-		{"short then hang up", []byte("PRSH\x01abc"), "EOF"},
-		{"silent", nil, "timeout"},
+		{"garbage", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + strings.Repeat("garbage ", 20)), "not a prsh peer", "WARN"},
+		{"right magic, bad proof", append(append([]byte{}, magic...), make([]byte, nonceSize+sha256.Size)...), ErrBadProof.Error(), "WARN"},
+		{"short then hang up", []byte("PRSH\x01abc"), "unexpected EOF", "WARN"},
+		{"silent", nil, "timeout", "WARN"},
 		// The listener's nonce is fresh, so yesterday's proof is worthless.
-		{"replay", replay, ErrBadProof.Error()},
+		{"replay", replay, ErrBadProof.Error(), "WARN"},
+		// A probe, or a daemon that gave up dialing: logged, not warned of.
+		{"hang up at once", nil, "EOF", "DEBUG"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -407,7 +410,7 @@ func TestHostilePeers(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if tt.name == "short then hang up" {
+			if strings.Contains(tt.name, "hang up") {
 				raw.(*net.TCPConn).CloseWrite()
 			}
 			// A good dialer gets in while the hostile one is being dealt with.
@@ -424,8 +427,9 @@ func TestHostilePeers(t *testing.T) {
 			local := raw.LocalAddr().String()
 			waitFor(t, func() bool { return strings.Contains(logs.String(), local) },
 				"the listener to log %s", local)
-			if line := lineWith(logs.String(), local); !strings.Contains(line, tt.reason) {
-				t.Errorf("log line for %s does not say %q:\n%s", local, tt.reason, line)
+			line := lineWith(logs.String(), local)
+			if !strings.Contains(line, tt.reason) || !strings.Contains(line, "["+tt.level+"]") {
+				t.Errorf("log line for %s does not say %q at level %s:\n%s", local, tt.reason, tt.level, line)
 			}
 		})
 	}

@@ -150,6 +150,9 @@ func jobSpec(c *cli.Context, m *job.Map) (daemon.JobSpec, error) {
 	if _, err := routed.New(c.String("routed"), len(m.Nodes)+1, max(degree, 1)); err != nil {
 		return daemon.JobSpec{}, usageError{err}
 	}
+	if err := checkBounds(c); err != nil {
+		return daemon.JobSpec{}, usageError{err}
+	}
 	orted, err := ortedPath(c)
 	if err != nil {
 		return daemon.JobSpec{}, err
@@ -169,11 +172,29 @@ func jobSpec(c *cli.Context, m *job.Map) (daemon.JobSpec, error) {
 		OrtedPath: orted, LogLevel: logLevel(c),
 		SSHTimeoutMS: c.Duration("ssh-connect-timeout").Milliseconds(),
 		CallbackMS:   c.Duration("callback-timeout").Milliseconds(),
+		KillGraceMS:  c.Duration("kill-grace").Milliseconds(),
 		MaxSessions:  c.Int("ssh-max-sessions"),
 		LaunchAgent:  c.String("launch-agent"),
 		SSHConfig:    absPath(c.String("ssh-config")),
 		Hosts:        hosts,
 	}, nil
+}
+
+// checkBounds rejects timeouts and limits that cannot work: a zero or
+// negative timeout would fail every node at once.
+func checkBounds(c *cli.Context) error {
+	for _, name := range []string{"ssh-connect-timeout", "callback-timeout"} {
+		if d := c.Duration(name); d <= 0 {
+			return fmt.Errorf("--%s must be positive, not %v", name, d)
+		}
+	}
+	if d := c.Duration("kill-grace"); d < 0 {
+		return fmt.Errorf("--kill-grace must be 0 or more, not %v", d)
+	}
+	if n := c.Int("ssh-max-sessions"); n < 1 {
+		return fmt.Errorf("--ssh-max-sessions must be at least 1, not %d", n)
+	}
+	return nil
 }
 
 func ortedPath(c *cli.Context) (string, error) {

@@ -87,11 +87,13 @@ func TestSlowReader(t *testing.T) {
 }
 
 // TestSecondInterrupt: a second Ctrl-C does not wait for the grace period
-// of ranks that ignore SIGTERM.
+// of ranks that ignore SIGTERM. The grace is set far beyond waitExit's
+// patience, so only the second interrupt can end the job in time.
 func TestSecondInterrupt(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3})
-	cmd, stderr, _ := started(t, c, 3, "--stdin", "none", "sh", "-c", `trap "" TERM INT; touch "$MARKS/$PRSH_RANK"; while :; do sleep 1; done`)
+	cmd, stderr, _ := started(t, c, 3, "--stdin", "none", "--kill-grace", "1h", "sh", "-c", `trap "" TERM INT; touch "$MARKS/$PRSH_RANK"; while :; do sleep 1; done`)
 	cmd.Process.Signal(syscall.SIGINT)
+	stderr.waitFor(t, "caught SIGINT") // not one signal for two
 	cmd.Process.Signal(syscall.SIGINT)
 	if status := waitExit(t, cmd); status != 130 {
 		t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)

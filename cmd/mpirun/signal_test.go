@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 
 // started runs mpirun in the background and waits until every rank has
 // written a line to a marker file.
-func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec.Cmd, *bytes.Buffer, string) {
+func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec.Cmd, *syncBuffer, string) {
 	t.Helper()
 	marks := filepath.Join(t.TempDir(), "marks")
 	if err := os.Mkdir(marks, 0o755); err != nil {
@@ -24,8 +25,8 @@ func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec
 	}
 	cmd := exec.Command(filepath.Join(bin, "mpirun"), append([]string{"-x", "MARKS"}, args...)...)
 	cmd.Env = append(os.Environ(), append(c.Env(), "MARKS="+marks)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -33,12 +34,40 @@ func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if n := countMarks(marks); n == ranks {
-			return cmd, &stderr, marks
+			return cmd, stderr, marks
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("only %d of %d ranks started; stderr:\n%s", countMarks(marks), ranks, stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// syncBuffer is mpirun's stderr, safe to read while mpirun writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls until s shows up in b.
+func (b *syncBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(b.String(), s); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("mpirun did not print %q; stderr:\n%s", s, b)
+		}
 	}
 }
 
