@@ -34,25 +34,6 @@ type secJob struct {
 	ranks          int
 }
 
-// lockedBuffer is written by exec's copying goroutines while the test
-// reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // secRank is what every rank of a secJob runs.
 const secRank = `touch "$MARKS/$PRSH_RANK"; while [ ! -e "$MARKS/stop" ]; do sleep 0.1; done; echo "bye $PRSH_RANK"`
 

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,7 +15,7 @@ import (
 
 // started runs mpirun in the background and waits until every rank has
 // written a line to a marker file.
-func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec.Cmd, *syncBuffer, string) {
+func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec.Cmd, *lockedBuffer, string) {
 	t.Helper()
 	marks := filepath.Join(t.TempDir(), "marks")
 	if err := os.Mkdir(marks, 0o755); err != nil {
@@ -25,7 +23,7 @@ func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec
 	}
 	cmd := exec.Command(filepath.Join(bin, "mpirun"), append([]string{"-x", "MARKS"}, args...)...)
 	cmd.Env = append(os.Environ(), append(c.Env(), "MARKS="+marks)...)
-	stderr := &syncBuffer{}
+	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -43,26 +41,8 @@ func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec
 	}
 }
 
-// syncBuffer is mpirun's stderr, safe to read while mpirun writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // waitFor polls until s shows up in b.
-func (b *syncBuffer) waitFor(t *testing.T, s string) {
+func (b *lockedBuffer) waitFor(t *testing.T, s string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); !strings.Contains(b.String(), s); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
