@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,7 +21,6 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/urfave/cli/v2"
 
 	"prsh/daemon"
 	"prsh/errmgr"
@@ -28,57 +28,61 @@ import (
 	"prsh/transport"
 )
 
+// It parses its flags with the standard library rather than urfave/cli,
+// as mpirun does: orted also starts once per rank as the rank's guard, and
+// cli's package initialisation (its man-page generator) made every start
+// several times slower.
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == errmgr.GuardArg {
 		errmgr.RunGuard(os.Args[2:])
 	}
-	app := &cli.App{
-		Name:            "orted",
-		Usage:           "the prsh daemon; started by mpirun, not by hand",
-		HideHelpCommand: true,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "parent", Required: true, Usage: "contact address of the parent daemon"},
-			&cli.IntFlag{Name: "id", Required: true, Usage: "this daemon's id in the job"},
-			&cli.StringFlag{Name: "node", Required: true, Usage: "this node's name as the job knows it"},
-			&cli.StringFlag{Name: "bind", Usage: "IP address to listen on (default: the address the node was reached on)"},
-			&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "trace, debug, info, warn, error or off"},
-		},
-		Action: run,
+	flags := flag.NewFlagSet("orted", flag.ContinueOnError)
+	flags.Usage = func() {
+		fmt.Fprintln(flags.Output(), "orted is the prsh daemon; mpirun starts it, not you. Flags:")
+		flags.PrintDefaults()
 	}
-	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintf(os.Stderr, "orted: %v\n", err)
+	parent := flags.String("parent", "", "contact address of the parent daemon (required)")
+	id := flags.Int("id", -1, "this daemon's id in the job (required)")
+	node := flags.String("node", "", "this node's name as the job knows it (required)")
+	bind := flags.String("bind", "", "IP address to listen on (default: the address the node was reached on)")
+	level := flags.String("log-level", "warn", "trace, debug, info, warn, error or off")
+	if err := flags.Parse(os.Args[1:]); err == flag.ErrHelp {
+		os.Exit(0)
+	} else if err != nil {
 		os.Exit(errmgr.StatusFailed)
 	}
+	if *parent == "" || *id < 1 || *node == "" || flags.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "orted: --parent, --id (1 or more) and --node are required, and nothing else")
+		os.Exit(errmgr.StatusFailed)
+	}
+	if *bind == "" {
+		*bind = daemon.NodeIP(*parent)
+	}
+	os.Exit(run(daemon.Config{ID: *id, Node: *node, ParentAddr: *parent, Bind: *bind}, *level))
 }
 
-func run(c *cli.Context) error {
+// run reads the secret, then runs the daemon until the job ends.
+func run(cfg daemon.Config, level string) int {
 	// Terminal signals are mpirun's to handle; it tells the daemons.
 	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGQUIT, syscall.SIGPIPE)
 	stdin := bufio.NewReader(os.Stdin)
 	secret, err := readSecret(stdin)
 	if err != nil {
-		return err
+		fmt.Fprintf(os.Stderr, "orted: %v\n", err)
+		return errmgr.StatusFailed
 	}
-	node := c.String("node")
-	log := hclog.New(&hclog.LoggerOptions{
-		Name: "orted." + node, Level: hclog.LevelFromString(c.String("log-level")), Output: os.Stderr,
+	cfg.Secret, cfg.Lifeline = secret, stdin
+	cfg.Log = hclog.New(&hclog.LoggerOptions{
+		Name: "orted." + cfg.Node, Level: hclog.LevelFromString(level), Output: os.Stderr,
 	})
-	bind := c.String("bind")
-	if bind == "" {
-		bind = daemon.NodeIP(c.String("parent"))
-	}
 	profile.LimitMemory()
 	stopProfile := profile.Start("orted")
-	status, err := daemon.Run(context.Background(), daemon.Config{
-		ID: c.Int("id"), Node: node, ParentAddr: c.String("parent"),
-		Secret: secret, Bind: bind, Log: log, Lifeline: stdin,
-	})
+	status, err := daemon.Run(context.Background(), cfg)
 	stopProfile()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "orted: %v\n", err)
 	}
-	os.Exit(status)
-	return nil
+	return status
 }
 
 func readSecret(r *bufio.Reader) ([]byte, error) {
