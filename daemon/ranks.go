@@ -18,6 +18,7 @@ type rank struct {
 	id        int
 	cmd       *exec.Cmd
 	reaped    bool
+	groupGone bool // reaped, and nothing left in its process group
 	openPipes int
 }
 
@@ -170,6 +171,7 @@ func (d *Daemon) pump(r *rank, stream iof.Stream, pipe *os.File) {
 
 func (d *Daemon) rankExited(r *rank, ws syscall.WaitStatus) {
 	r.reaped = true
+	r.signalGroup(0) // notes an empty group, whose id may be reused
 	if status := errmgr.ExitStatus(ws); status != 0 && !d.ending {
 		d.fail(d.failure(status, "rank %d %s", r.id, errmgr.Describe(ws)))
 	}
@@ -189,12 +191,23 @@ func (d *Daemon) checkExited() {
 	d.reach(Exited)
 }
 
-// killRanks signals every local rank's process group.
+// killRanks signals every local rank's process group: a reaped rank's too,
+// since what it left behind must go as well.
 func (d *Daemon) killRanks(sig syscall.Signal) {
 	for _, r := range d.ranks {
-		if r.cmd != nil && r.cmd.Process != nil {
-			syscall.Kill(-r.cmd.Process.Pid, sig)
-		}
+		r.signalGroup(sig)
+	}
+}
+
+// signalGroup signals the rank's process group unless it is known empty.
+// Once a reaped rank's group is found empty it is never signalled again:
+// its number is free for the system to give to someone else's group.
+func (r *rank) signalGroup(sig syscall.Signal) {
+	if r.groupGone || r.cmd == nil || r.cmd.Process == nil {
+		return
+	}
+	if err := syscall.Kill(-r.cmd.Process.Pid, sig); errors.Is(err, syscall.ESRCH) && r.reaped {
+		r.groupGone = true
 	}
 }
 
