@@ -25,7 +25,18 @@ type Options struct {
 	// LocalIP is the address Dial connects from, so that a daemon's
 	// traffic leaves from the address of its node; "" lets the kernel pick.
 	LocalIP string
-	Logger  hclog.Logger
+	// MaxHandshakes bounds the handshakes a listener runs at once; 256
+	// when zero. More connections wait in the kernel's backlog, so a
+	// flood of strangers costs a bounded amount of memory and descriptors.
+	MaxHandshakes int
+	Logger        hclog.Logger
+}
+
+func (o Options) maxHandshakes() int {
+	if o.MaxHandshakes > 0 {
+		return o.MaxHandshakes
+	}
+	return 256
 }
 
 func (o Options) handshakeTimeout() time.Duration {
@@ -123,6 +134,7 @@ type Listener struct {
 	secret []byte
 	opt    Options
 	conns  chan *Conn
+	slots  chan struct{} // one per handshake under way
 	done   chan struct{}
 	once   sync.Once // closes done
 }
@@ -133,7 +145,8 @@ func Listen(addr string, secret []byte, opt Options) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Listener{ln: ln, secret: secret, opt: opt, conns: make(chan *Conn), done: make(chan struct{})}
+	l := &Listener{ln: ln, secret: secret, opt: opt, conns: make(chan *Conn),
+		slots: make(chan struct{}, opt.maxHandshakes()), done: make(chan struct{})}
 	go l.acceptLoop()
 	return l, nil
 }
@@ -160,8 +173,15 @@ func (l *Listener) Close() error {
 	return l.ln.Close()
 }
 
+// acceptLoop takes a handshake slot before it accepts, so that while every
+// slot is busy new peers wait in the backlog rather than cost a goroutine.
 func (l *Listener) acceptLoop() {
 	for {
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.done:
+			return
+		}
 		raw, err := l.ln.Accept()
 		if err != nil {
 			return
@@ -171,7 +191,9 @@ func (l *Listener) acceptLoop() {
 }
 
 func (l *Listener) admit(raw net.Conn) {
-	if err := listenerHandshake(raw, l.secret, l.opt.handshakeTimeout()); err != nil {
+	err := listenerHandshake(raw, l.secret, l.opt.handshakeTimeout())
+	<-l.slots
+	if err != nil {
 		log := l.opt.logger().Warn
 		if hungUp(err) {
 			// Nothing was tried: a port probe, or one of our own daemons

@@ -452,6 +452,39 @@ func TestSilentPeerDelaysNobody(t *testing.T) {
 	}
 }
 
+// TestHandshakesAreBounded: with every handshake slot held by silent
+// peers, the next peer is not served until a slot frees; then it is.
+func TestHandshakesAreBounded(t *testing.T) {
+	s := secret(t)
+	ln := listen(t, s, Options{HandshakeTimeout: patience, MaxHandshakes: 2})
+	hello := func(raw net.Conn, within time.Duration) error {
+		raw.SetReadDeadline(time.Now().Add(within))
+		_, err := io.ReadFull(raw, make([]byte, len(magic)+nonceSize))
+		return err
+	}
+	var silent []net.Conn
+	for range 3 {
+		raw, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		silent = append(silent, raw)
+	}
+	for _, raw := range silent[:2] {
+		if err := hello(raw, patience); err != nil {
+			t.Fatalf("a peer within the bound got no hello: %v", err)
+		}
+	}
+	if err := hello(silent[2], 300*time.Millisecond); err == nil {
+		t.Fatal("a third handshake started while two were under way, bound 2")
+	}
+	silent[0].Close() // its handshake fails at once and frees a slot
+	if err := hello(silent[2], patience); err != nil {
+		t.Fatalf("the waiting peer got no hello once a slot freed: %v", err)
+	}
+}
+
 // TestHostileDialerConcurrently: many hostile and good peers at once; every
 // good one gets in, no hostile one does.
 func TestHostileDialerConcurrently(t *testing.T) {
