@@ -143,16 +143,43 @@ func (d *Daemon) maybeFinish() {
 }
 
 func (d *Daemon) finish(status int) {
+	d.finishFlushing(status, -1)
+}
+
+// finishFlushing ends the daemon. mpirun writes what is left of the ranks'
+// unfinished lines, waiting at most flushWait for a reader that does not
+// read (forever when negative: an orderly end delivers everything).
+func (d *Daemon) finishFlushing(status int, flushWait time.Duration) {
 	d.finished = true
 	d.fanout.Close()
 	if d.isRoot() {
-		d.terminal.Flush()
+		d.flushTerminal(flushWait)
 		d.reportTimes()
 	} else if d.upStream != nil {
 		d.upStream.Close()
 	}
 	d.exit <- status
 }
+
+func (d *Daemon) flushTerminal(wait time.Duration) {
+	if wait < 0 {
+		d.terminal.Flush()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		d.terminal.Flush()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(wait):
+	}
+}
+
+// abandonWait is how long mpirun, ending without its daemons (given up on,
+// or a second Ctrl-C), waits for a stalled stdout before leaving the rest.
+const abandonWait = time.Second
 
 // giveUp ends mpirun when some daemons did not finish in time.
 func (d *Daemon) giveUp() {
@@ -166,12 +193,16 @@ func (d *Daemon) giveUp() {
 		}
 	}
 	sort.Strings(late)
-	fmt.Fprintf(d.cfg.Stderr, "mpirun: gave up waiting for %s to finish\n", strings.Join(late, ", "))
+	why := ""
+	if d.terminal.Stalled() {
+		why = ": their ranks' output waits for mpirun's stdout or stderr to be read"
+	}
+	fmt.Fprintf(d.cfg.Stderr, "mpirun: gave up waiting for %s to finish%s\n", strings.Join(late, ", "), why)
 	status := d.policy.Status()
 	if status == 0 {
 		status = errmgr.StatusFailed
 	}
-	d.finish(status)
+	d.finishFlushing(status, abandonWait)
 }
 
 // lifelineLost ends an orted whose parent is gone: nothing may outlive it.
@@ -199,7 +230,7 @@ func (d *Daemon) killEverything() {
 		}
 	}
 	d.killRanks(syscall.SIGKILL)
-	d.finish(d.policy.Status())
+	d.finishFlushing(d.policy.Status(), abandonWait)
 }
 
 func (d *Daemon) reportTimes() {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,6 +41,7 @@ type Terminal struct {
 	now     func() time.Time
 	err     error
 	scratch []byte // reused for each write
+	writing atomic.Bool
 }
 
 type key struct {
@@ -124,10 +126,16 @@ func (t *Terminal) write(k key, head, tail []byte) {
 	}
 	w, err := t.writer(k)
 	if err == nil {
+		t.writing.Store(true)
 		_, err = w.Write(text)
+		t.writing.Store(false)
 	}
 	t.err = err
 }
+
+// Stalled says a write is under way right now: asked after a long wait for
+// the job to end, it means the reader of mpirun's output is not reading.
+func (t *Terminal) Stalled() bool { return t.writing.Load() }
 
 // prefixLines puts the prefix before every line of text.
 // appendPrefixed appends head+tail to dst with the prefix before every

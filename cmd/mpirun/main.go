@@ -47,6 +47,24 @@ func main() {
 	}
 }
 
+// lastResort makes sure a second interrupt ends mpirun even if its event
+// loop cannot act on it, blocked writing to a stdout or stderr that nobody
+// reads: once the loop had its chance, mpirun exits as the signal asks.
+// Nothing is left behind: the daemons lose their lifeline and end their
+// ranks.
+func lastResort() {
+	interrupts := make(chan os.Signal, 2)
+	signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	<-interrupts
+	sig := <-interrupts
+	time.Sleep(lastResortGrace)
+	os.Exit(128 + int(sig.(syscall.Signal)))
+}
+
+// lastResortGrace is what the event loop gets to end the job after a
+// second interrupt before mpirun exits regardless.
+const lastResortGrace = 5 * time.Second
+
 type usageError struct{ error }
 
 func (u usageError) Error() string { return u.error.Error() + " (see mpirun --help)" }
@@ -72,6 +90,7 @@ func run(c *cli.Context, start time.Time) error {
 	signal.Notify(sigs, append(forwarded, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)...)
 	defer signal.Stop(sigs)
 	cfg.Signals = sigs
+	go lastResort()
 	profile.LimitMemory()
 	stopProfile := profile.Start("mpirun")
 	status, err := daemon.Run(context.Background(), cfg)

@@ -6,16 +6,19 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/sys/unix"
 
 	"prsh/testbed"
 )
@@ -100,6 +103,67 @@ func TestSecondInterrupt(t *testing.T) {
 	}
 	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
 		t.Fatalf("left running: %+v", left)
+	}
+}
+
+// TestUnreadStdout: mpirun's stdout is a pipe nobody reads, so every
+// output stream up the tree is full. Signals still reach the ranks (control
+// traffic does not queue behind output), and Ctrl-C still ends the job:
+// once, after the drain timeout, saying why; twice, at once.
+func TestUnreadStdout(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	rank := `trap 'echo got USR1 > "$MARKS/usr1.$PRSH_RANK"' USR1; touch "$MARKS/$PRSH_RANK"; yes & while :; do sleep 1; done`
+	for _, interrupts := range []int{1, 2} {
+		t.Run(fmt.Sprintf("interrupts=%d", interrupts), func(t *testing.T) {
+			unread, stdout, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unread.Close()
+			cmd, stderr, marks := startedTo(t, c, stdout, 4, "-np", "4", "--stdin", "none", "sh", "-c", rank)
+			stdout.Close()
+			waitPipeFull(t, unread)
+			cmd.Process.Signal(syscall.SIGUSR1)
+			for r := range 4 {
+				waitFile(t, filepath.Join(marks, fmt.Sprintf("usr1.%d", r)))
+			}
+			cmd.Process.Signal(syscall.SIGINT)
+			if interrupts == 2 {
+				stderr.waitFor(t, "caught SIGINT")
+				cmd.Process.Signal(syscall.SIGINT)
+			}
+			if status := waitExit(t, cmd); status != 130 {
+				t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)
+			}
+			want := []string{"mpirun: caught SIGINT, terminating the job"}
+			if interrupts == 1 {
+				want = append(want, "mpirun: gave up waiting for node001, node002 to finish: their ranks' output waits for mpirun's stdout or stderr to be read")
+			}
+			if got := lines(stderr.String()); !slices.Equal(got, want) {
+				t.Errorf("stderr:\n%s\nwant:\n%s", stderr, strings.Join(want, "\n"))
+			}
+			if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
+				t.Fatalf("left running: %+v", left)
+			}
+		})
+	}
+}
+
+// waitPipeFull waits until the pipe holds 64 KiB unread, Linux's default
+// pipe capacity: its writer is blocked.
+func waitPipeFull(t *testing.T, r *os.File) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		n, err := unix.IoctlGetInt(int(r.Fd()), unix.TIOCINQ) // FIONREAD
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= 64<<10 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pipe holds %d bytes after a minute, want 64 KiB", n)
+		}
 	}
 }
 

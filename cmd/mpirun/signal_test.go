@@ -17,6 +17,12 @@ import (
 // written a line to a marker file.
 func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec.Cmd, *lockedBuffer, string) {
 	t.Helper()
+	return startedTo(t, c, nil, ranks, args...)
+}
+
+// startedTo is started with mpirun's stdout going to stdout.
+func startedTo(t *testing.T, c *testbed.Cluster, stdout *os.File, ranks int, args ...string) (*exec.Cmd, *lockedBuffer, string) {
+	t.Helper()
 	marks := filepath.Join(t.TempDir(), "marks")
 	if err := os.Mkdir(marks, 0o755); err != nil {
 		t.Fatal(err)
@@ -25,6 +31,9 @@ func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec
 	cmd.Env = append(os.Environ(), append(c.Env(), "MARKS="+marks)...)
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
