@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/user"
 	"strconv"
-	"syscall"
 )
 
 // nodeName returns the name of node i (1-based) of n, zero-padded to at
@@ -54,9 +53,9 @@ func nodeAddr(first, i int) (netip.Addr, error) {
 const claimPort = 65534
 
 // claimBlocks finds the first run of free blocks that holds nodes
-// addresses and claims each by binding its claim address. The sockets are
-// bound without SO_REUSEADDR, so a second bind fails, in any process,
-// until they are closed; the caller closes them when the cluster stops.
+// addresses and claims each by binding its claim address (bindOnly), which
+// holds it against every other cluster, in any process, until the caller
+// closes the claims when the cluster stops.
 func claimBlocks(nodes int) (first int, claims []io.Closer, err error) {
 	need := (nodes + addrsPerB1 - 1) / addrsPerB1
 	for first = 1; first+need-1 <= lastBlock; first++ {
@@ -79,16 +78,11 @@ func claimBlocks(nodes int) (first int, claims []io.Closer, err error) {
 }
 
 func claim(block int) (io.Closer, error) {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := bindOnly([4]byte{127, byte(block), 255, 254}, claimPort)
 	if err != nil {
 		return nil, err
 	}
-	addr := &syscall.SockaddrInet4{Port: claimPort, Addr: [4]byte{127, byte(block), 255, 254}}
-	if err := syscall.Bind(fd, addr); err != nil {
-		syscall.Close(fd)
-		return nil, err
-	}
-	return fdCloser(fd), nil
+	return fd, nil
 }
 
 // currentUser is the login name that nodes accept and ssh_config names.

@@ -94,25 +94,35 @@ func (c *Cluster) serverConfig(k *keys, wrongHostKey bool) *ssh.ServerConfig {
 // reservePort binds a socket to ip:0 without listening: connecting to it
 // gets ECONNREFUSED, and no other socket can take the port meanwhile.
 func (c *Cluster) reservePort(ip netip.Addr) (int, error) {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := bindOnly(ip.As4(), 0)
 	if err != nil {
-		return 0, fmt.Errorf("testbed: reserve port: %w", err)
-	}
-	cl := fdCloser(fd)
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: ip.As4()}); err != nil {
-		cl.Close()
 		return 0, fmt.Errorf("testbed: reserve port on %s: %w", ip, err)
 	}
-	sa, err := syscall.Getsockname(fd)
+	sa, err := syscall.Getsockname(int(fd))
 	if err != nil {
-		cl.Close()
+		fd.Close()
 		return 0, fmt.Errorf("testbed: reserve port on %s: %w", ip, err)
 	}
-	if !c.addCloser(cl) {
-		cl.Close()
+	if !c.addCloser(fd) {
+		fd.Close()
 		return 0, errors.New("testbed: closed while starting")
 	}
 	return sa.(*syscall.SockaddrInet4).Port, nil
+}
+
+// bindOnly binds a TCP socket to ip:port and does not listen. Without
+// SO_REUSEADDR (which net.Listen sets), no other socket can bind the same
+// address and port until it is closed, in this process or another.
+func bindOnly(ip [4]byte, port int) (fdCloser, error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: ip, Port: port}); err != nil {
+		syscall.Close(fd)
+		return 0, err
+	}
+	return fdCloser(fd), nil
 }
 
 type fdCloser int

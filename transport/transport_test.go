@@ -585,20 +585,8 @@ func TestDialNotAListener(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			raw, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer raw.Close()
-			go func() {
-				c, err := raw.Accept()
-				if err != nil {
-					return
-				}
-				tt.serve(c)
-				c.Close()
-			}()
-			c, err := Dial(timeout(t), raw.Addr().String(), secret(t), Options{HandshakeTimeout: 300 * time.Millisecond})
+			addr := fakePeer(t, tt.serve)
+			c, err := Dial(timeout(t), addr, secret(t), Options{HandshakeTimeout: 300 * time.Millisecond})
 			if err == nil {
 				c.Close()
 				t.Fatal("Dial succeeded against a server that is no prsh daemon")
@@ -611,19 +599,7 @@ func TestDialNotAListener(t *testing.T) {
 // peer that accepted and then went quiet, long before the handshake's own
 // deadline.
 func TestDialCancelled(t *testing.T) {
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	go func() {
-		c, err := raw.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		io.Copy(io.Discard, c)
-	}()
+	addr := fakePeer(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 	ctx, cancel := context.WithCancel(context.Background())
 	type result struct {
 		c   *Conn
@@ -631,7 +607,7 @@ func TestDialCancelled(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		c, err := Dial(ctx, raw.Addr().String(), secret(t), Options{HandshakeTimeout: time.Hour})
+		c, err := Dial(ctx, addr, secret(t), Options{HandshakeTimeout: time.Hour})
 		done <- result{c, err}
 	}()
 	time.Sleep(50 * time.Millisecond) // let it reach the handshake; not required
@@ -648,6 +624,26 @@ func TestDialCancelled(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("a cancelled Dial stayed in the handshake")
 	}
+}
+
+// fakePeer serves one connection with serve, then closes it; the listener
+// closes when the test ends.
+func fakePeer(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		serve(c)
+	}()
+	return ln.Addr().String()
 }
 
 func waitFor(t *testing.T, cond func() bool, format string, args ...any) {
