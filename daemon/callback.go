@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"prsh/daemon/protocol"
 	"prsh/iof"
 	"prsh/spawn/launch"
 	"prsh/transport"
@@ -22,7 +23,7 @@ const welcomeTimeout = 30 * time.Second
 
 // callBack connects a new orted to its spawn parent, announces its id and
 // contact address, opens its output stream and waits for the Welcome.
-func (d *Daemon) callBack() (Welcome, error) {
+func (d *Daemon) callBack() (protocol.Welcome, error) {
 	ctx, cancel := context.WithTimeout(d.ctx, welcomeTimeout)
 	defer cancel()
 	orphaned := d.orphaned
@@ -35,21 +36,20 @@ func (d *Daemon) callBack() (Welcome, error) {
 	}()
 	conn, err := d.dialParent(ctx)
 	if err != nil {
-		return Welcome{}, fmt.Errorf("%s: cannot call back parent at %s: %w", d.cfg.Node, d.cfg.ParentAddr, err)
+		return protocol.Welcome{}, fmt.Errorf("%s: cannot call back parent at %s: %w", d.cfg.Node, d.cfg.ParentAddr, err)
 	}
 	ctrl, err := openStream(conn, streamControl)
 	if err == nil {
-		kind, payload := mustEncode(Hello{ID: d.cfg.ID, Addr: d.addr})
-		err = transport.WriteFrame(ctrl, kind, payload)
+		err = writeMessage(ctrl, protocol.Hello{ID: d.cfg.ID, Addr: d.addr})
 	}
 	if err != nil {
 		conn.Close()
-		return Welcome{}, fmt.Errorf("%s: calling back parent: %w", d.cfg.Node, err)
+		return protocol.Welcome{}, fmt.Errorf("%s: calling back parent: %w", d.cfg.Node, err)
 	}
 	out, err := openStream(conn, streamOutput)
 	if err != nil {
 		conn.Close()
-		return Welcome{}, fmt.Errorf("%s: opening the output stream: %w", d.cfg.Node, err)
+		return protocol.Welcome{}, fmt.Errorf("%s: opening the output stream: %w", d.cfg.Node, err)
 	}
 	// An orted orphaned while it waits gives up at once.
 	stopWatch := context.AfterFunc(ctx, func() { conn.Close() })
@@ -59,11 +59,11 @@ func (d *Daemon) callBack() (Welcome, error) {
 	}
 	if err != nil {
 		conn.Close()
-		return Welcome{}, fmt.Errorf("%s: waiting for the job from parent: %w", d.cfg.Node, err)
+		return protocol.Welcome{}, fmt.Errorf("%s: waiting for the job from parent: %w", d.cfg.Node, err)
 	}
 	d.upStream = out
 	d.sink = iof.NewSender(out)
-	d.parent = newLink(-1, conn, ctrl)
+	d.parent = d.newLink(welcome.Parent, conn, ctrl)
 	return welcome, nil
 }
 
@@ -88,33 +88,22 @@ func (d *Daemon) dialParent(ctx context.Context) (*transport.Conn, error) {
 func readWelcome(ctrl interface {
 	io.Reader
 	SetReadDeadline(time.Time) error
-}) (Welcome, error) {
+}) (protocol.Welcome, error) {
 	ctrl.SetReadDeadline(time.Now().Add(welcomeTimeout))
 	defer ctrl.SetReadDeadline(time.Time{})
 	kind, payload, err := transport.ReadFrame(ctrl, transport.MaxFrame)
 	if err != nil {
-		return Welcome{}, err
+		return protocol.Welcome{}, err
 	}
-	if kind != kindWelcome {
-		return Welcome{}, fmt.Errorf("expected the job, got message kind %d", kind)
-	}
-	return decodeAs[Welcome](payload)
-}
-
-// adoptParent registers the parent link once the parent's id is known.
-func (d *Daemon) adoptParent(parent int) {
-	d.parent.peer = parent
-	d.links[d.parent.peer] = d.parent
-	go d.readLoop(d.parent)
-	go d.acceptStreams(d.parent)
-}
-
-func mustEncode(msg any) (byte, []byte) {
-	kind, payload, err := encode(msg)
+	msg, err := protocol.Decode(kind, payload)
 	if err != nil {
-		panic(err) // only for message types defined in this package
+		return protocol.Welcome{}, err
 	}
-	return kind, payload
+	welcome, ok := msg.(protocol.Welcome)
+	if !ok {
+		return protocol.Welcome{}, fmt.Errorf("expected the job, got %T", msg)
+	}
+	return welcome, nil
 }
 
 func (d *Daemon) transportOptions() transport.Options {
@@ -122,7 +111,7 @@ func (d *Daemon) transportOptions() transport.Options {
 }
 
 // agentFor builds the launch agent an orted uses for its own children.
-func agentFor(job JobSpec, log hclog.Logger) (launch.Agent, error) {
+func agentFor(job protocol.JobSpec, log hclog.Logger) (launch.Agent, error) {
 	if job.LaunchAgent != "" {
 		return launch.NewCommand(job.LaunchAgent)
 	}
@@ -137,9 +126,10 @@ func agentFor(job JobSpec, log hclog.Logger) (launch.Agent, error) {
 // ortedArgv is the command that starts a child's orted. The secret is not
 // in it: it goes on the child's stdin.
 func (d *Daemon) ortedArgv(id int, host string) []string {
-	argv := []string{d.job.OrtedPath, "--parent", d.addr, "--id", strconv.Itoa(id), "--node", host}
-	if d.job.LogLevel != "" {
-		argv = append(argv, "--log-level", d.job.LogLevel)
+	job := d.machine.Job()
+	argv := []string{job.OrtedPath, "--parent", d.addr, "--id", strconv.Itoa(id), "--node", host}
+	if job.LogLevel != "" {
+		argv = append(argv, "--log-level", job.LogLevel)
 	}
 	return argv
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 
+	"prsh/daemon/protocol"
 	"prsh/iof"
 	"prsh/transport"
 )
@@ -20,6 +21,7 @@ const (
 // written by the link's own goroutine, so the event loop never blocks on a
 // slow peer.
 type link struct {
+	id   protocol.LinkID
 	peer int
 	conn *transport.Conn
 	ctrl net.Conn
@@ -30,15 +32,18 @@ type link struct {
 	closed bool
 }
 
-func newLink(peer int, conn *transport.Conn, ctrl net.Conn) *link {
-	l := &link{peer: peer, conn: conn, ctrl: ctrl, wake: make(chan struct{}, 1)}
+// newLink registers a connection under a fresh id and starts its writer.
+func (d *Daemon) newLink(peer int, conn *transport.Conn, ctrl net.Conn) *link {
+	d.lastLink++
+	l := &link{id: d.lastLink, peer: peer, conn: conn, ctrl: ctrl, wake: make(chan struct{}, 1)}
+	d.links[l.id] = l
 	go l.writeLoop()
 	return l
 }
 
 // send queues a message; it never blocks.
-func (l *link) send(msg any) error {
-	kind, payload, err := encode(msg)
+func (l *link) send(msg protocol.Message) error {
+	kind, payload, err := protocol.Encode(msg)
 	if err != nil {
 		return err
 	}
@@ -84,23 +89,29 @@ func (l *link) close() {
 	l.conn.Close()
 }
 
+// serve reads the link's control messages and the streams its peer opens.
+func (d *Daemon) serve(l *link) {
+	go d.readLoop(l)
+	go d.acceptStreams(l)
+}
+
 // readLoop delivers the peer's control messages to the event loop until
 // the stream ends, then reports the link down.
 func (d *Daemon) readLoop(l *link) {
 	for {
 		kind, payload, err := transport.ReadFrame(l.ctrl, transport.MaxFrame)
 		if err != nil {
-			d.post(func() { d.linkDown(l, err) })
+			d.post(linkEnded{l, err})
 			return
 		}
-		msg, err := decode(kind, payload)
+		msg, err := protocol.Decode(kind, payload)
 		if err != nil {
 			d.log.Warn("dropping daemon: bad message", "daemon", l.peer, "error", err)
 			l.conn.Close()
-			d.post(func() { d.linkDown(l, err) })
+			d.post(linkEnded{l, err})
 			return
 		}
-		d.post(func() { d.handle(l, msg) })
+		d.post(received{l, msg})
 	}
 }
 
@@ -119,11 +130,11 @@ func (d *Daemon) acceptStreams(l *link) {
 		}
 		switch {
 		case tag[0] == streamOutput:
-			d.post(func() { d.outputOpened(l.peer) })
+			d.post(outputOpened{l})
 			go func() {
 				err := iof.Relay(d.sink, s)
 				s.Close()
-				d.post(func() { d.outputClosed(l.peer, err) })
+				d.post(outputClosed{l, err})
 			}()
 		case tag[0] == streamInput && l == d.parent:
 			go func() {
@@ -149,21 +160,4 @@ func openStream(c *transport.Conn, kind byte) (net.Conn, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-func (d *Daemon) outputOpened(peer int) {
-	if c, ok := d.children[peer]; ok {
-		c.outputs++
-	}
-}
-
-func (d *Daemon) outputClosed(peer int, err error) {
-	if err != nil {
-		d.log.Debug("output stream broke", "daemon", peer, "error", err)
-	}
-	if c, ok := d.children[peer]; ok {
-		c.outputs--
-		c.outputSeen = true
-	}
-	d.maybeFinish()
 }

@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"syscall"
 
-	"prsh/errmgr"
+	"prsh/daemon/protocol"
+	"prsh/errmgr/proc"
 	"prsh/iof"
 )
 
@@ -23,39 +24,26 @@ type rank struct {
 }
 
 // startRanks starts this daemon's share of the ranks.
-func (d *Daemon) startRanks(app Launch) {
-	var mine []int
-	for r, daemon := range app.RankNode {
-		if daemon == d.cfg.ID {
-			mine = append(mine, r)
+func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
+	d.app = app
+	d.fanout.SetRanks(app.RankNode)
+	for local, id := range mine {
+		r := &rank{id: id}
+		d.ranks[id] = r
+		cmd, err := d.command(app, id, local, len(mine))
+		if err == nil {
+			err = d.spawnRank(r, cmd)
 		}
-	}
-	for local, r := range mine {
-		if d.ending {
-			break
+		if err != nil {
+			r.reaped, r.groupGone = true, true
+			d.next = append(d.next, protocol.RankNotStarted{Rank: id, Status: proc.ExecStatus(err), Err: err.Error()})
 		}
-		d.startRank(app, r, local, len(mine))
-	}
-	d.reach(Started)
-	d.checkExited()
-}
-
-func (d *Daemon) startRank(app Launch, id, local, localSize int) {
-	r := &rank{id: id}
-	d.ranks[id] = r
-	cmd, err := d.command(app, id, local, localSize)
-	if err == nil {
-		err = d.spawnRank(r, cmd)
-	}
-	if err != nil {
-		r.reaped = true
-		d.fail(d.failure(errmgr.ExecStatus(err), "rank %d: %v", id, err))
 	}
 }
 
 // command builds the rank's process: argv[0] looked up in the daemon's
 // PATH, or relative to the working directory when it has a slash.
-func (d *Daemon) command(app Launch, id, local, localSize int) (*exec.Cmd, error) {
+func (d *Daemon) command(app protocol.Launch, id, local, localSize int) (*exec.Cmd, error) {
 	if len(app.Argv) == 0 {
 		return nil, errors.New("no command to run")
 	}
@@ -68,16 +56,16 @@ func (d *Daemon) command(app Launch, id, local, localSize int) (*exec.Cmd, error
 		path = filepath.Join(wdir, path)
 	}
 	if path, err = exec.LookPath(path); err != nil {
-		return nil, fmt.Errorf("cannot run %s: %w", app.Argv[0], errmgr.UnwrapExec(err))
+		return nil, fmt.Errorf("cannot run %s: %w", app.Argv[0], proc.UnwrapExec(err))
 	}
 	cmd := &exec.Cmd{Path: path, Args: app.Argv, Dir: wdir}
 	cmd.Env = append(append(os.Environ(), app.Env...), d.rankEnv(app, id, local, localSize)...)
 	// Each rank runs in its own process group, so a signal reaches what it
 	// started too, under a guard that ends the group if this daemon dies.
-	return errmgr.GuardCommand(cmd)
+	return proc.GuardCommand(cmd)
 }
 
-func workingDir(app Launch) (string, error) {
+func workingDir(app protocol.Launch) (string, error) {
 	if app.Wdir != "" {
 		if st, err := os.Stat(app.Wdir); err == nil && st.IsDir() {
 			return app.Wdir, nil
@@ -92,7 +80,7 @@ func workingDir(app Launch) (string, error) {
 	return "/", nil
 }
 
-func (d *Daemon) rankEnv(app Launch, id, local, localSize int) []string {
+func (d *Daemon) rankEnv(app protocol.Launch, id, local, localSize int) []string {
 	set := func(k string, v int) string { return k + "=" + strconv.Itoa(v) }
 	size := len(app.RankNode)
 	return []string{
@@ -153,8 +141,7 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	d.pump(r, iof.Stderr, errR)
 	go func() {
 		cmd.Wait()
-		status := errmgr.GuardedStatus(report, cmd.ProcessState)
-		d.post(func() { d.rankExited(r, status) })
+		d.post(rankReaped{r, proc.GuardedStatus(report, cmd.ProcessState)})
 	}()
 	return nil
 }
@@ -165,35 +152,21 @@ func (d *Daemon) pump(r *rank, stream iof.Stream, pipe *os.File) {
 			d.log.Debug("output lost", "rank", r.id, "error", err)
 		}
 		pipe.Close()
-		d.post(func() { r.openPipes--; d.maybeFinish() })
+		d.post(pipeClosed{r})
 	}()
 }
 
-func (d *Daemon) rankExited(r *rank, ws syscall.WaitStatus) {
+// rankReaped notes whether the rank's group is empty (its number may then
+// be reused) and tells the machine how the rank ended.
+func (d *Daemon) rankReaped(r *rank, ws syscall.WaitStatus) {
 	r.reaped = true
-	r.signalGroup(0) // notes an empty group, whose id may be reused
-	if status := errmgr.ExitStatus(ws); status != 0 && !d.ending {
-		d.fail(d.failure(status, "rank %d %s", r.id, errmgr.Describe(ws)))
-	}
-	d.checkExited()
-	d.maybeFinish()
+	r.signalGroup(0)
+	d.step(protocol.RankExited{Rank: r.id, Status: proc.ExitStatus(ws), How: proc.Describe(ws)})
 }
 
-func (d *Daemon) checkExited() {
-	if !d.launchGot || d.progress[Exited].local {
-		return
-	}
-	for _, r := range d.ranks {
-		if !r.reaped {
-			return
-		}
-	}
-	d.reach(Exited)
-}
-
-// killRanks signals every local rank's process group: a reaped rank's too,
-// since what it left behind must go as well.
-func (d *Daemon) killRanks(sig syscall.Signal) {
+// signalRanks signals every local rank's process group: a reaped rank's
+// too, since what it left behind must go as well.
+func (d *Daemon) signalRanks(sig syscall.Signal) {
 	for _, r := range d.ranks {
 		r.signalGroup(sig)
 	}
@@ -214,7 +187,7 @@ func (r *rank) signalGroup(sig syscall.Signal) {
 // stdinFor gives the rank a pipe for its stdin when mpirun's stdin is for
 // it, and returns the pipe's write end; other ranks read /dev/null.
 func (d *Daemon) stdinFor(r *rank, cmd *exec.Cmd) (*os.File, error) {
-	if d.app.StdinRank != StdinAll && d.app.StdinRank != r.id {
+	if d.app.StdinRank != protocol.StdinAll && d.app.StdinRank != r.id {
 		return nil, nil
 	}
 	pr, pw, err := os.Pipe()

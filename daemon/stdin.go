@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 
+	"prsh/daemon/protocol"
 	"prsh/iof"
 )
 
@@ -12,7 +13,7 @@ import (
 // mpirun reads nothing (it runs in the background of a terminal), the
 // ranks' input still ends: they get EOF, not a pipe that never closes.
 func (d *Daemon) forwardStdin() {
-	if d.app.StdinRank == StdinNone {
+	if d.app.StdinRank == protocol.StdinNone {
 		return
 	}
 	var input io.Reader = strings.NewReader("")
@@ -20,7 +21,7 @@ func (d *Daemon) forwardStdin() {
 		input = d.cfg.Stdin
 	}
 	target := d.app.StdinRank
-	if target == StdinAll {
+	if target == protocol.StdinAll {
 		target = iof.AllRanks
 	}
 	go func() {

@@ -1,7 +1,7 @@
-// Package errmgr decides what a failure means for the job and keeps it
-// contained: the abort policy (pure), how a process's end reads to the
-// user and to the shell, and the guard that keeps a rank from outliving
-// its daemon.
+// Package errmgr decides what a failure means for the job: the abort
+// policy and the exit statuses it gives. It is pure; errmgr/proc holds the
+// process side (how a process's end reads to the user and to the shell,
+// and the guard that keeps a rank from outliving its daemon).
 package errmgr
 
 // Exit statuses of mpirun besides the ranks' own.

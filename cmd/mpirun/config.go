@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"prsh/daemon"
+	"prsh/daemon/protocol"
 	"prsh/job"
 	"prsh/routed"
 	"prsh/spawn"
@@ -142,20 +143,20 @@ func hostList(c *cli.Context) ([]job.Host, error) {
 	return []job.Host{{Name: "localhost", Slots: 1}}, nil
 }
 
-func jobSpec(c *cli.Context, m *job.Map) (daemon.JobSpec, error) {
+func jobSpec(c *cli.Context, m *job.Map) (protocol.JobSpec, error) {
 	degree := c.Int("spawn-degree")
 	if degree < 0 {
-		return daemon.JobSpec{}, usageError{fmt.Errorf("--spawn-degree must be 0 or more, not %d", degree)}
+		return protocol.JobSpec{}, usageError{fmt.Errorf("--spawn-degree must be 0 or more, not %d", degree)}
 	}
 	if _, err := routed.New(c.String("routed"), len(m.Nodes)+1, max(degree, 1)); err != nil {
-		return daemon.JobSpec{}, usageError{err}
+		return protocol.JobSpec{}, usageError{err}
 	}
 	if err := checkBounds(c); err != nil {
-		return daemon.JobSpec{}, usageError{err}
+		return protocol.JobSpec{}, usageError{err}
 	}
 	orted, err := ortedPath(c)
 	if err != nil {
-		return daemon.JobSpec{}, err
+		return protocol.JobSpec{}, err
 	}
 	self, _ := os.Hostname()
 	hosts := []string{self}
@@ -164,9 +165,9 @@ func jobSpec(c *cli.Context, m *job.Map) (daemon.JobSpec, error) {
 	}
 	skip, err := onUnreachable(c.String("on-unreachable"))
 	if err != nil {
-		return daemon.JobSpec{}, usageError{err}
+		return protocol.JobSpec{}, usageError{err}
 	}
-	return daemon.JobSpec{
+	return protocol.JobSpec{
 		Daemons: len(m.Nodes) + 1, SpawnDegree: degree, SkipUnreachable: skip,
 		Routed: c.String("routed"), RoutedRadix: c.Int("routed-radix"),
 		OrtedPath: orted, LogLevel: logLevel(c),
@@ -234,7 +235,7 @@ func logger(c *cli.Context) hclog.Logger {
 
 // agent picks the launch agent: an external command if asked, a plain
 // fork when the only node is this host, native ssh otherwise.
-func agent(c *cli.Context, m *job.Map, spec daemon.JobSpec, log hclog.Logger) (launch.Agent, error) {
+func agent(c *cli.Context, m *job.Map, spec protocol.JobSpec, log hclog.Logger) (launch.Agent, error) {
 	if spec.LaunchAgent != "" {
 		a, err := launch.NewCommand(spec.LaunchAgent)
 		if err != nil {
@@ -292,16 +293,16 @@ func nodes(m *job.Map) []spawn.Node {
 
 // application is the launch message: the command, its environment and
 // where every rank runs.
-func application(c *cli.Context, m *job.Map) (daemon.Launch, error) {
+func application(c *cli.Context, m *job.Map) (protocol.Launch, error) {
 	env, err := exports(c.StringSlice("x"))
 	if err != nil {
-		return daemon.Launch{}, usageError{err}
+		return protocol.Launch{}, usageError{err}
 	}
 	target, err := stdinRank(c.String("stdin"), m.Size())
 	if err != nil {
-		return daemon.Launch{}, usageError{err}
+		return protocol.Launch{}, usageError{err}
 	}
-	app := daemon.Launch{
+	app := protocol.Launch{
 		Argv: c.Args().Slice(), Env: env, RankNode: make([]int, m.Size()),
 		StdinRank: target, MergeStderr: c.Bool("merge-stderr-to-stdout"),
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
-	"prsh/daemon"
+	"prsh/daemon/protocol"
 	"prsh/iof"
 )
 
@@ -27,9 +27,9 @@ func outputOptions(c *cli.Context) iof.Options {
 func stdinRank(value string, size int) (int, error) {
 	switch value {
 	case "all":
-		return daemon.StdinAll, nil
+		return protocol.StdinAll, nil
 	case "none":
-		return daemon.StdinNone, nil
+		return protocol.StdinNone, nil
 	}
 	r, err := strconv.Atoi(value)
 	if err != nil || r < 0 || r >= size {
@@ -42,7 +42,7 @@ func stdinRank(value string, size int) (int, error) {
 // when mpirun runs in the background of a terminal, where reading would
 // stop it with SIGTTIN and steal the shell's typeahead.
 func stdinSource(target int) io.Reader {
-	if target == daemon.StdinNone || inBackground() {
+	if target == protocol.StdinNone || inBackground() {
 		return nil
 	}
 	return os.Stdin

@@ -24,6 +24,7 @@ import (
 
 	"prsh/daemon"
 	"prsh/errmgr"
+	"prsh/errmgr/proc"
 	"prsh/internal/profile"
 	"prsh/transport"
 )
@@ -33,8 +34,8 @@ import (
 // cli's package initialisation (its man-page generator) made every start
 // several times slower.
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == errmgr.GuardArg {
-		errmgr.RunGuard(os.Args[2:])
+	if len(os.Args) > 1 && os.Args[1] == proc.GuardArg {
+		proc.RunGuard(os.Args[2:])
 	}
 	flags := flag.NewFlagSet("orted", flag.ContinueOnError)
 	flags.Usage = func() {

@@ -1,4 +1,7 @@
-package errmgr
+// Package proc is the process side of errmgr: how a process's end reads
+// to the user and to the shell, and the guard that keeps a rank from
+// outliving its daemon.
+package proc
 
 import (
 	"errors"
@@ -10,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"prsh/errmgr"
 )
 
 // UnwrapExec keeps the cause of a failed lookup, without the wrappers
@@ -35,7 +40,7 @@ func ExecStatus(err error) int {
 	case errors.Is(err, os.ErrPermission):
 		return 126
 	}
-	return StatusFailed
+	return errmgr.StatusFailed
 }
 
 // ExitStatus is the shell's view: the exit code, or 128+N for signal N.

@@ -1,4 +1,4 @@
-package errmgr
+package proc
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+
+	"prsh/errmgr"
 )
 
 // GuardArg as argv[1] makes orted a rank's guard instead of a daemon.
@@ -44,7 +46,7 @@ func RunGuard(args []string) {
 	signal.Notify(signals) // every signal: the rank acts on them, not us
 	if len(args) < 2 {
 		fmt.Fprintln(os.Stderr, "orted: guard: no command")
-		os.Exit(StatusFailed)
+		os.Exit(errmgr.StatusFailed)
 	}
 	rank := &exec.Cmd{Path: args[0], Args: args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if err := rank.Start(); err != nil {

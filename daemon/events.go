@@ -1,0 +1,212 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"prsh/daemon/protocol"
+	"prsh/spawn/launch"
+	"prsh/transport"
+)
+
+// The driver's own events: what a goroutine saw, with the handles (a
+// link, a process) that the machine never holds. handle turns each into
+// a protocol event once the handle is stored.
+type (
+	accepted struct {
+		conn *transport.Conn
+		ctrl net.Conn
+		peer int
+	}
+	dialled struct {
+		peer int
+		conn *transport.Conn
+		ctrl net.Conn
+		err  error
+	}
+	spawned struct {
+		id   int
+		proc launch.Process
+		err  error
+	}
+	received struct {
+		link *link
+		msg  protocol.Message
+	}
+	linkEnded struct {
+		link *link
+		err  error
+	}
+	outputOpened struct{ link *link }
+	outputClosed struct {
+		link *link
+		err  error
+	}
+	rankReaped struct {
+		rank   *rank
+		status syscall.WaitStatus
+	}
+	pipeClosed  struct{ rank *rank }
+	timerExpired struct {
+		timer protocol.Timer
+		t     *timer
+	}
+)
+
+// handle takes one event from the loop's queue.
+func (d *Daemon) handle(ev any) {
+	switch e := ev.(type) {
+	case protocol.Event:
+		d.step(e)
+	case accepted:
+		d.linkUp(d.newLink(e.peer, e.conn, e.ctrl))
+	case dialled:
+		if e.err != nil {
+			d.step(protocol.DialFailed{Peer: e.peer, Err: e.err.Error()})
+			return
+		}
+		d.linkUp(d.newLink(e.peer, e.conn, e.ctrl))
+	case spawned:
+		d.spawned(e)
+	case received:
+		d.step(protocol.Received{Link: e.link.id, Msg: e.msg})
+	case linkEnded:
+		delete(d.links, e.link.id)
+		d.step(protocol.LinkDown{Link: e.link.id, Err: e.err.Error()})
+	case outputOpened:
+		d.step(protocol.OutputOpened{Link: e.link.id})
+	case outputClosed:
+		if e.err != nil {
+			d.log.Debug("output stream broke", "daemon", e.link.peer, "error", e.err)
+		}
+		d.step(protocol.OutputClosed{Link: e.link.id})
+	case rankReaped:
+		d.rankReaped(e.rank, e.status)
+	case pipeClosed:
+		if e.rank.openPipes--; e.rank.openPipes == 0 {
+			d.step(protocol.RankDrained{Rank: e.rank.id})
+		}
+	case timerExpired:
+		if d.timers[e.timer] == e.t { // not cancelled or set again since
+			delete(d.timers, e.timer)
+			d.step(protocol.TimerFired{Timer: e.timer})
+		}
+	default:
+		d.log.Error("unknown event", "type", fmt.Sprintf("%T", ev))
+	}
+}
+
+// linkUp tells the machine about a new link, then serves it unless the
+// machine closed it at once.
+func (d *Daemon) linkUp(l *link) {
+	d.step(protocol.LinkUp{Link: l.id, Peer: l.peer})
+	if _, open := d.links[l.id]; open {
+		d.serve(l)
+	}
+}
+
+func (d *Daemon) spawned(e spawned) {
+	if e.err != nil {
+		d.step(protocol.SpawnFailed{ID: e.id, Err: launchFailure(e.err)})
+		return
+	}
+	d.procs[e.id] = e.proc
+	go func() {
+		err := e.proc.Wait()
+		d.post(protocol.DaemonExited{ID: e.id, Err: orOK(err).Error()})
+	}()
+	d.step(protocol.SpawnStarted{ID: e.id})
+}
+
+// carry does what the machine asked, in order. Nothing here blocks: slow
+// work goes to goroutines that post their results back.
+func (d *Daemon) carry(acts []protocol.Action) {
+	for _, a := range acts {
+		switch a := a.(type) {
+		case protocol.Send:
+			if l, ok := d.links[a.Link]; ok {
+				if err := l.send(a.Msg); err != nil {
+					d.log.Debug("send", "daemon", l.peer, "error", err)
+				}
+			}
+		case protocol.Dial:
+			d.dial(a.Peer, a.Addr)
+		case protocol.CloseLink:
+			if l, ok := d.links[a.Link]; ok {
+				delete(d.links, a.Link)
+				l.close()
+			}
+		case protocol.Spawn:
+			d.spawn(a.Node)
+		case protocol.StopDaemon:
+			if p, ok := d.procs[a.ID]; ok {
+				go p.Close()
+			}
+		case protocol.ForwardInput:
+			if l, ok := d.links[a.Link]; ok {
+				d.fanout.AddChild(a.Child, func() (io.WriteCloser, error) { return openStream(l.conn, streamInput) })
+			}
+		case protocol.StartRanks:
+			d.startRanks(a.App, a.Ranks)
+		case protocol.SignalRanks:
+			d.signalRanks(syscall.Signal(a.Sig))
+		case protocol.SetTimer:
+			d.setTimer(a.Timer, time.Duration(a.MS)*time.Millisecond)
+		case protocol.CancelTimer:
+			if t, ok := d.timers[a.Timer]; ok {
+				t.Stop()
+				delete(d.timers, a.Timer)
+			}
+		case protocol.Print:
+			fmt.Fprintln(d.cfg.Stderr, a.Line)
+		case protocol.Warn:
+			d.log.Warn(a.Line)
+		case protocol.Reached:
+			d.reached[a.Kind], d.reachedAt[a.Kind] = true, time.Since(d.cfg.Start)
+		case protocol.ForwardStdin:
+			d.forwardStdin()
+		case protocol.StopSelf:
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		case protocol.Exit:
+			d.finish(a)
+		default:
+			d.log.Error("unknown action", "type", fmt.Sprintf("%T", a))
+		}
+	}
+}
+
+// timer is one machine timer; the event it posts names it, so that one
+// cancelled or set again after it fired is recognised and ignored.
+type timer struct{ *time.Timer }
+
+func (d *Daemon) setTimer(id protocol.Timer, after time.Duration) {
+	if old, ok := d.timers[id]; ok {
+		old.Stop()
+	}
+	t := &timer{}
+	t.Timer = time.AfterFunc(after, func() { d.post(timerExpired{id, t}) })
+	d.timers[id] = t
+}
+
+// launchFailure words an error from Launch. An orted that ends before its
+// launch payload is written fails Launch with its exit status; that is the
+// same event as an exit after the write, so it reads the same.
+func launchFailure(err error) string {
+	var xe *launch.ExitError
+	if errors.As(err, &xe) {
+		return fmt.Sprintf("orted exited before calling back: %v", err)
+	}
+	return err.Error()
+}
+
+func orOK(err error) error {
+	if err == nil {
+		return errors.New("exit status 0")
+	}
+	return err
+}

@@ -1,0 +1,49 @@
+package protocol
+
+// reduction is one reduce-up over the spawn tree: it is ready once this
+// daemon's own part is in and every participating child's has come. The
+// milestones, the signal acknowledgements and (next) the PMI fence are
+// each one.
+//
+// The rule for a child that fails midway: it is dropped and never waited
+// for. Its failure travels up on its own (the job aborts), or, with
+// --on-unreachable skip, its children are adopted and join in its place.
+type reduction struct {
+	local   bool
+	waiting map[int]bool // children whose part has not come
+	done    bool
+}
+
+func newReduction(children []int) *reduction {
+	r := &reduction{waiting: make(map[int]bool, len(children))}
+	for _, c := range children {
+		r.waiting[c] = true
+	}
+	return r
+}
+
+// join adds a child that must take part (an adopted grandchild).
+func (r *reduction) join(child int) {
+	if !r.done {
+		r.waiting[child] = true
+	}
+}
+
+// drop stops waiting for a child that failed.
+func (r *reduction) drop(child int) { delete(r.waiting, child) }
+
+// add records a child's part.
+func (r *reduction) add(child int) { delete(r.waiting, child) }
+
+// takes says whether child's part is still expected.
+func (r *reduction) takes(child int) bool { return r.waiting[child] }
+
+// ready reports, once, that every part is in: the caller passes the
+// result up (or, at mpirun, acts on it).
+func (r *reduction) ready() bool {
+	if r.done || !r.local || len(r.waiting) > 0 {
+		return false
+	}
+	r.done = true
+	return true
+}

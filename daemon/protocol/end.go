@@ -1,0 +1,308 @@
+package protocol
+
+import (
+	"slices"
+
+	"prsh/errmgr"
+)
+
+// startRanks starts this daemon's share of the ranks.
+func (m *Machine) startRanks() {
+	var mine []int
+	for r, d := range m.app.RankNode {
+		if d == m.self {
+			mine = append(mine, r)
+			m.ranks[r] = &rank{}
+		}
+	}
+	m.emit(StartRanks{App: m.app, Ranks: mine})
+	m.reach(Started)
+	m.checkExited()
+}
+
+func (m *Machine) rankNotStarted(e RankNotStarted) {
+	r, ok := m.ranks[e.Rank]
+	if !ok {
+		return
+	}
+	r.reaped, r.drained = true, true
+	m.fail(m.failure(e.Status, "rank %d: %s", e.Rank, e.Err))
+	m.checkExited()
+	m.maybeFinish()
+}
+
+func (m *Machine) rankExited(e RankExited) {
+	r, ok := m.ranks[e.Rank]
+	if !ok || r.reaped {
+		return
+	}
+	r.reaped = true
+	if e.Status != 0 && !m.ending {
+		m.fail(m.failure(e.Status, "rank %d %s", e.Rank, e.How))
+	}
+	m.checkExited()
+	m.maybeFinish()
+}
+
+func (m *Machine) checkExited() {
+	if !m.launched || m.milestones[Exited].local {
+		return
+	}
+	for _, r := range m.ranks {
+		if !r.reaped {
+			return
+		}
+	}
+	m.reach(Exited)
+}
+
+// fail reports a failure to mpirun, which ends the job on the first one.
+func (m *Machine) fail(f Failure) {
+	if !m.isRoot() {
+		if !m.ending {
+			m.sendUp(f)
+		}
+		return
+	}
+	if !m.policy.Fail(f.Status) {
+		return
+	}
+	m.emit(Print{"mpirun: " + f.Msg})
+	m.teardown(true)
+}
+
+// report passes a skipped node up to mpirun, which warns the user and
+// leaves the node out of the job map.
+func (m *Machine) report(s Skipped) {
+	if !m.isRoot() {
+		m.sendUp(s)
+		return
+	}
+	m.skipped[s.ID] = true
+	m.emit(Print{"mpirun: warning: " + s.Msg + " (left out: --on-unreachable skip)"})
+}
+
+// dropChild stops every reduction from waiting for a child that failed.
+func (m *Machine) dropChild(id int) {
+	for _, r := range m.milestones {
+		r.drop(id)
+	}
+	for seq, r := range m.acks {
+		r.drop(id)
+		m.checkAck(seq)
+	}
+}
+
+func (m *Machine) reach(kind int) {
+	m.milestones[kind].local = true
+	m.checkMilestone(kind)
+}
+
+func (m *Machine) checkMilestones() {
+	for k := range m.milestones {
+		m.checkMilestone(k)
+	}
+}
+
+// checkMilestone reports a milestone up the spawn tree once this daemon
+// and every live direct child have reached it; at mpirun it moves the job
+// on.
+func (m *Machine) checkMilestone(kind int) {
+	if !m.milestones[kind].ready() {
+		return
+	}
+	if !m.isRoot() {
+		m.sendUp(Milestone{Kind: kind})
+		return
+	}
+	m.emit(Reached{kind})
+	switch {
+	case kind == Spawned && m.job.SkipUnreachable:
+		m.launchSurvivors()
+	case kind == Started:
+		m.emit(ForwardStdin{})
+	case kind == Exited && m.policy.Finish():
+		m.teardown(false)
+	}
+}
+
+// signal delivers a signal to every rank in this subtree: down the spawn
+// tree, then to the local ranks' process groups. With Ack, the subtree
+// answers once every daemon in it has delivered it.
+func (m *Machine) signal(s Signal) {
+	var sentTo []int
+	for _, c := range m.sortedChildren() {
+		if c.connected && !c.linkDown {
+			m.emit(Send{c.link, s})
+			sentTo = append(sentTo, c.id)
+		}
+	}
+	m.emit(SignalRanks{s.Sig})
+	if s.Ack {
+		r := newReduction(sentTo)
+		r.local = true
+		m.acks[s.Seq] = r
+		m.checkAck(s.Seq)
+	}
+}
+
+func (m *Machine) acked(child, seq int) {
+	if r, ok := m.acks[seq]; ok && r.takes(child) {
+		r.add(child)
+		m.checkAck(seq)
+	}
+}
+
+func (m *Machine) checkAck(seq int) {
+	if !m.acks[seq].ready() {
+		return
+	}
+	delete(m.acks, seq)
+	if m.isRoot() {
+		m.stopSelf()
+		return
+	}
+	m.sendUp(SignalAck{Seq: seq})
+}
+
+// interrupt handles a signal delivered to mpirun.
+func (m *Machine) interrupt(sig int, name string) {
+	switch sig {
+	case SIGINT, SIGTERM, SIGHUP:
+		if m.ending {
+			m.killEverything()
+			return
+		}
+		m.fail(Failure{Msg: "caught SIG" + name + ", terminating the job", Status: 128 + sig})
+	case SIGTSTP:
+		// Stop the ranks, and mpirun itself once they are stopped.
+		m.stopPending = true
+		m.signalSeq++
+		m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: m.signalSeq})
+		m.emit(SetTimer{Timer{Kind: StopTimer}, StopWaitMS})
+	default:
+		m.signalSeq++
+		m.signal(Signal{Sig: sig, Seq: m.signalSeq})
+	}
+}
+
+// stopSelf stops mpirun after its ranks, as Ctrl-Z asks; fg or bg sends it
+// SIGCONT, which it passes on to the ranks.
+func (m *Machine) stopSelf() {
+	if m.ending || !m.stopPending {
+		return
+	}
+	m.stopPending = false
+	m.emit(CancelTimer{Timer{Kind: StopTimer}})
+	m.emit(StopSelf{})
+}
+
+func (m *Machine) timerFired(t Timer) {
+	switch t.Kind {
+	case CallbackTimer:
+		m.callbackExpired(t.ID)
+	case GraceTimer:
+		m.emit(SignalRanks{SIGKILL})
+	case DrainTimer:
+		m.giveUp()
+	case JobTimer:
+		m.fail(Failure{Msg: "the job ran past --timeout " + formatMS(m.cfg.TimeoutMS) + ", terminating it", Status: errmgr.StatusTimeout})
+	case StopTimer:
+		m.stopSelf()
+	}
+}
+
+// teardown ends the job in this daemon's subtree: pass it on, stop the
+// ranks, then wait for everything to drain (maybeFinish).
+func (m *Machine) teardown(kill bool) {
+	if m.ending {
+		return
+	}
+	m.ending = true
+	m.passTeardown(kill)
+	if kill {
+		m.emit(SignalRanks{SIGTERM})
+		m.emit(SetTimer{Timer{Kind: GraceTimer}, m.job.KillGraceMS})
+	} else {
+		m.emit(SignalRanks{SIGKILL}) // what the ranks left behind
+	}
+	if m.isRoot() {
+		m.emit(SetTimer{Timer{Kind: DrainTimer}, DrainMS})
+	}
+	m.maybeFinish()
+}
+
+// passTeardown tells each connected child to end; a child that never
+// connected has its session closed.
+func (m *Machine) passTeardown(kill bool) {
+	for _, c := range m.sortedChildren() {
+		switch {
+		case c.connected && !c.linkDown:
+			m.emit(Send{c.link, Teardown{Kill: kill}})
+		case c.started && !c.procDone:
+			m.emit(StopDaemon{c.id})
+		}
+	}
+}
+
+// maybeFinish exits once the job is over here: ranks reaped, their output
+// and the children's output passed on, children gone.
+func (m *Machine) maybeFinish() {
+	if !m.ending || m.finished {
+		return
+	}
+	for _, r := range m.ranks {
+		if !r.reaped || !r.drained {
+			return
+		}
+	}
+	for _, c := range m.children {
+		if !c.drained() {
+			return
+		}
+	}
+	m.exit(Exit{Status: m.policy.Status()})
+}
+
+func (m *Machine) exit(e Exit) {
+	m.finished = true
+	m.emit(e)
+}
+
+// giveUp ends mpirun when some daemons did not finish in time.
+func (m *Machine) giveUp() {
+	late := []string{}
+	for _, c := range m.children {
+		if !c.drained() {
+			late = append(late, c.host)
+		}
+	}
+	slices.Sort(late)
+	status := m.policy.Status()
+	if status == 0 {
+		status = errmgr.StatusFailed
+	}
+	m.exit(Exit{Status: status, Abandon: true, Late: late})
+}
+
+// lifelineLost ends an orted whose parent is gone: nothing may outlive it.
+func (m *Machine) lifelineLost(why string) {
+	m.warn("exiting: %s", why)
+	m.emit(SignalRanks{SIGKILL})
+	m.ending = true
+	m.exit(Exit{Status: 1})
+}
+
+// killEverything answers a second interrupt: no more grace.
+func (m *Machine) killEverything() {
+	for _, c := range m.sortedChildren() {
+		if c.connected && !c.linkDown {
+			m.emit(Send{c.link, Teardown{Kill: true}})
+		}
+		if c.started && !c.procDone {
+			m.emit(StopDaemon{c.id})
+		}
+	}
+	m.emit(SignalRanks{SIGKILL})
+	m.exit(Exit{Status: m.policy.Status(), Abandon: true})
+}

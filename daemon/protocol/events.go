@@ -1,0 +1,228 @@
+package protocol
+
+import "prsh/spawn"
+
+// LinkID names one connection to another daemon; the driver picks it.
+// There may be two links to the same peer for a moment (both dialled at
+// once); the machine sends on one.
+type LinkID int
+
+// Event is something the driver saw: Step takes one at a time.
+type Event interface{ event() }
+
+// LinkUp: a connection to Peer is ready, either accepted (its Hello read)
+// or dialled after a Dial.
+type LinkUp struct {
+	Link LinkID
+	Peer int
+}
+
+// LinkDown: the connection ended; Err says how.
+type LinkDown struct {
+	Link LinkID
+	Err  string
+}
+
+// Received: a message arrived on a link.
+type Received struct {
+	Link LinkID
+	Msg  Message
+}
+
+// DialFailed: a Dial did not get through.
+type DialFailed struct {
+	Peer int
+	Err  string
+}
+
+// SpawnStarted: the launch agent started the orted of child ID, which
+// should now call back.
+type SpawnStarted struct{ ID int }
+
+// SpawnFailed: the launch agent could not start child ID; Err is worded
+// for the user.
+type SpawnFailed struct {
+	ID  int
+	Err string
+}
+
+// DaemonExited: the launch agent's process for child ID ended (for a
+// healthy child, only once the job is over); Err is how ("exit status 0").
+type DaemonExited struct {
+	ID  int
+	Err string
+}
+
+// OutputOpened and OutputClosed: a child opened or finished the stream
+// that carries its subtree's output.
+type OutputOpened struct{ Link LinkID }
+type OutputClosed struct{ Link LinkID }
+
+// RankNotStarted: a rank of a StartRanks could not start; Status is what
+// a shell would say (127 not found, 126 not executable).
+type RankNotStarted struct {
+	Rank   int
+	Status int
+	Err    string
+}
+
+// RankExited: a local rank was reaped. Status is the shell's view (128+N
+// for signal N); How words it for the user ("exited with status 3").
+type RankExited struct {
+	Rank   int
+	Status int
+	How    string
+}
+
+// RankDrained: everything a rank wrote has been read and passed on.
+type RankDrained struct{ Rank int }
+
+// TimerFired: a timer set with SetTimer expired.
+type TimerFired struct{ Timer Timer }
+
+// Interrupt: mpirun received signal Sig (its name without SIG: "INT").
+type Interrupt struct {
+	Sig  int
+	Name string
+}
+
+// Orphaned: an orted's lifeline ended: the session of its parent is gone.
+type Orphaned struct{ Why string }
+
+func (LinkUp) event()         {}
+func (LinkDown) event()       {}
+func (Received) event()       {}
+func (DialFailed) event()     {}
+func (SpawnStarted) event()   {}
+func (SpawnFailed) event()    {}
+func (DaemonExited) event()   {}
+func (OutputOpened) event()   {}
+func (OutputClosed) event()   {}
+func (RankNotStarted) event() {}
+func (RankExited) event()     {}
+func (RankDrained) event()    {}
+func (TimerFired) event()     {}
+func (Interrupt) event()      {}
+func (Orphaned) event()       {}
+
+// Action is what the machine asks its driver to do, in order.
+type Action interface{ action() }
+
+// Send queues Msg on a link; it never blocks the machine.
+type Send struct {
+	Link LinkID
+	Msg  Message
+}
+
+// Dial connects to a daemon at Addr; the result is LinkUp or DialFailed.
+type Dial struct {
+	Peer int
+	Addr string
+}
+
+// CloseLink closes a link that is not wanted.
+type CloseLink struct{ Link LinkID }
+
+// Spawn starts the orted of Node through the launch agent; the result is
+// SpawnStarted or SpawnFailed, then LinkUp when it calls back.
+type Spawn struct{ Node spawn.Node }
+
+// StopDaemon ends the launch agent's process for child ID (its ssh
+// session), for a child that will never take part.
+type StopDaemon struct{ ID int }
+
+// ForwardInput: a spawn child connected on Link; the part of mpirun's
+// stdin for ranks in its subtree goes to it from now on.
+type ForwardInput struct {
+	Child int
+	Link  LinkID
+}
+
+// StartRanks starts this daemon's ranks of App (possibly none: App still
+// tells where every rank lives, for stdin). Each ends with RankNotStarted,
+// or RankExited and RankDrained.
+type StartRanks struct {
+	App   Launch
+	Ranks []int
+}
+
+// SignalRanks sends Sig to the process group of every local rank, reaped
+// or not: what a rank left behind in its group gets it too.
+type SignalRanks struct{ Sig int }
+
+// SetTimer starts (or restarts) Timer, to fire after MS milliseconds.
+type SetTimer struct {
+	Timer Timer
+	MS    int64
+}
+
+// CancelTimer stops Timer if it has not fired.
+type CancelTimer struct{ Timer Timer }
+
+// Print writes one line to mpirun's stderr, for the user.
+type Print struct{ Line string }
+
+// Warn logs a line at this daemon (not for the user's terminal).
+type Warn struct{ Line string }
+
+// Reached: mpirun saw the whole job reach a milestone.
+type Reached struct{ Kind int }
+
+// ForwardStdin: mpirun starts passing its stdin to the ranks.
+type ForwardStdin struct{}
+
+// StopSelf: mpirun stops itself (SIGSTOP), its ranks being stopped.
+type StopSelf struct{}
+
+// Exit ends the daemon with Status once its output is flushed. With
+// Abandon, mpirun waits only a moment for a reader that does not read;
+// Late names the nodes it gave up waiting for.
+type Exit struct {
+	Status  int
+	Abandon bool
+	Late    []string
+}
+
+func (Send) action()         {}
+func (Dial) action()         {}
+func (CloseLink) action()    {}
+func (Spawn) action()        {}
+func (StopDaemon) action()   {}
+func (ForwardInput) action() {}
+func (StartRanks) action()   {}
+func (SignalRanks) action()  {}
+func (SetTimer) action()     {}
+func (CancelTimer) action()  {}
+func (Print) action()        {}
+func (Warn) action()         {}
+func (Reached) action()      {}
+func (ForwardStdin) action() {}
+func (StopSelf) action()     {}
+func (Exit) action()         {}
+
+// Timer names a timer: its kind, and the child it is for (callback).
+type Timer struct {
+	Kind TimerKind
+	ID   int
+}
+
+// TimerKind says what a timer is for.
+type TimerKind int
+
+const (
+	CallbackTimer TimerKind = iota // a spawned child must call back before it
+	GraceTimer                     // SIGTERM given; SIGKILL when it fires
+	DrainTimer                     // mpirun: daemons must finish before it
+	JobTimer                       // mpirun: --timeout
+	StopTimer                      // mpirun: Ctrl-Z; stop even if acks are missing
+)
+
+// Linux signal numbers the machine uses itself.
+const (
+	SIGHUP  = 1
+	SIGINT  = 2
+	SIGKILL = 9
+	SIGTERM = 15
+	SIGSTOP = 19
+	SIGTSTP = 20
+)

@@ -1,0 +1,298 @@
+// Package protocol is the daemon's protocol as one deterministic machine:
+// what mpirun (daemon 0) and every orted do, with no I/O inside. Typed
+// events come in (a message on a link, a link up or down, a spawn's
+// result, a timer, a rank's end, a signal), actions go out (send, dial,
+// spawn, start or signal ranks, set a timer, print, exit). Time enters
+// only as timer events; there are no goroutines, sockets, clocks or
+// random numbers here.
+//
+// It composes phase 1 (spawn.Phase1), phase 2 (routed.Allgather), the
+// router and the phase-3 launch broadcast, and owns the milestones, the
+// signal acknowledgements, the failure policy and the teardown. The
+// daemon package drives it with sockets, processes and clocks; a
+// simulator drives the very same machine on a virtual clock.
+package protocol
+
+import (
+	"fmt"
+	"slices"
+
+	"prsh/errmgr"
+	"prsh/routed"
+	"prsh/spawn"
+	"prsh/topo"
+)
+
+// Timings of mpirun's end, in milliseconds.
+const (
+	// DrainMS bounds how long mpirun waits, after deciding the job's end,
+	// for every daemon to flush its output and exit. Daemons still running
+	// after it lose their lifeline when mpirun exits, and exit too.
+	DrainMS = 15_000
+	// StopWaitMS bounds how long Ctrl-Z waits for the ranks to be stopped
+	// before it stops mpirun anyway.
+	StopWaitMS = 2_000
+	// DefaultCallbackMS is how long a spawned orted may take to call back
+	// when the job does not say.
+	DefaultCallbackMS = 30_000
+)
+
+// Config starts a machine.
+type Config struct {
+	ID   int
+	Node string // this daemon's node name
+	Addr string // this daemon's contact address
+	Job  JobSpec
+	// Parent is the daemon that spawned this one (its spawn parent, or
+	// the grandparent that adopted it), on ParentLink; -1 for mpirun.
+	Parent     int
+	ParentLink LinkID
+	Nodes      []spawn.Node // the subtree this daemon spawns
+
+	// mpirun only.
+	App       Launch
+	TimeoutMS int64 // --timeout; 0 = never
+	// Remap places the ranks again without the skipped daemons (by id),
+	// for --on-unreachable skip; it returns the daemon of each rank.
+	Remap func(skipped map[int]bool) ([]int, error)
+}
+
+// Machine is one daemon's protocol state.
+type Machine struct {
+	cfg       Config
+	self      int
+	job       JobSpec
+	spawnTree topo.Tree
+	routing   routed.Topology
+	phase1    *spawn.Phase1
+	gather    *routed.Allgather
+	router    *routed.Router[Message]
+
+	links    map[int]LinkID // the link messages to a peer go on
+	linkPeer map[LinkID]int // every open link's peer
+	dialing  map[int][]Message
+	children map[int]*child
+
+	launched bool
+	app      Launch
+	ranks    map[int]*rank
+	skipped  map[int]bool // mpirun: daemons left out
+
+	milestones  [NumMilestones]*reduction
+	acks        map[int]*reduction // by Signal.Seq
+	signalSeq   int
+	stopPending bool // Ctrl-Z: stop mpirun once the ranks are stopped
+
+	ending   bool
+	finished bool
+	policy   errmgr.Policy // mpirun: how the job ends
+
+	out []Action
+}
+
+// child is a direct child in the spawn tree, from its spawn to its exit.
+type child struct {
+	id         int
+	host       string
+	started    bool // the launch agent's process runs
+	connected  bool
+	link       LinkID
+	failed     bool
+	why        string // what failed, worded for the user
+	procDone   bool
+	linkDown   bool
+	outputs    int  // output streams open
+	outputSeen bool // an output stream was opened and closed
+}
+
+// drained says the child is gone and everything it sent has been passed on.
+func (c *child) drained() bool {
+	return c.procDone && c.outputs == 0 && (c.outputSeen || !c.connected || c.linkDown)
+}
+
+// rank is one local rank as the protocol sees it.
+type rank struct{ reaped, drained bool }
+
+// New builds the machine of one daemon.
+func New(cfg Config) (*Machine, error) {
+	job := cfg.Job
+	radix := job.RoutedRadix
+	if radix <= 0 {
+		radix = job.SpawnDegree
+	}
+	if radix <= 0 {
+		radix = routed.DefaultRadix
+	}
+	rt, err := routed.New(job.Routed, job.Daemons, radix)
+	if err != nil {
+		return nil, err
+	}
+	m := &Machine{
+		cfg: cfg, self: cfg.ID, job: job, routing: rt, spawnTree: rt.Tree(),
+		links: map[int]LinkID{}, linkPeer: map[LinkID]int{}, dialing: map[int][]Message{},
+		children: map[int]*child{}, ranks: map[int]*rank{}, skipped: map[int]bool{},
+		acks: map[int]*reduction{},
+	}
+	if job.SpawnDegree > 0 {
+		m.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
+	}
+	m.phase1 = spawn.NewPhase1(m.self, m.spawnTree)
+	if job.SkipUnreachable {
+		m.phase1.AdoptOrphans()
+	}
+	m.gather = routed.NewAllgather(m.self, cfg.Addr, cfg.Parent, m.spawnTree.Children(m.self), job.Daemons)
+	m.router = routed.NewRouter[Message](m.self, rt, m.reachable)
+	for k := range m.milestones {
+		m.milestones[k] = newReduction(m.spawnTree.Children(m.self))
+	}
+	if cfg.Parent >= 0 {
+		m.links[cfg.Parent] = cfg.ParentLink
+		m.linkPeer[cfg.ParentLink] = cfg.Parent
+	}
+	return m, nil
+}
+
+func (m *Machine) isRoot() bool { return m.self == 0 }
+
+// Start begins phases 1 and 2 (and, at mpirun, the launch, which overlaps
+// them).
+func (m *Machine) Start() []Action {
+	if m.isRoot() && m.cfg.TimeoutMS > 0 {
+		m.emit(SetTimer{Timer{Kind: JobTimer}, m.cfg.TimeoutMS})
+	}
+	acts, err := m.phase1.Start(m.cfg.Nodes)
+	if err != nil {
+		m.fail(m.failure(errmgr.StatusFailed, "%v", err))
+	} else {
+		m.do(acts)
+	}
+	m.sendAddrs(m.gather.Start())
+	m.checkAddressed()
+	if m.isRoot() && !m.job.SkipUnreachable {
+		m.receiveLaunch(m.cfg.App)
+	}
+	return m.flush()
+}
+
+// Step takes one event and returns what to do about it.
+func (m *Machine) Step(ev Event) []Action {
+	if m.finished {
+		return nil
+	}
+	switch e := ev.(type) {
+	case LinkUp:
+		m.linkUp(e.Link, e.Peer)
+	case LinkDown:
+		m.linkDown(e.Link, e.Err)
+	case Received:
+		if peer, ok := m.linkPeer[e.Link]; ok {
+			m.handle(e.Link, peer, e.Msg)
+		}
+	case DialFailed:
+		m.dialFailed(e.Peer, e.Err)
+	case SpawnStarted:
+		m.spawnStarted(e.ID)
+	case SpawnFailed:
+		m.spawnFailedToStart(e.ID, e.Err)
+	case DaemonExited:
+		m.daemonExited(e.ID, e.Err)
+	case OutputOpened:
+		m.outputOpened(e.Link)
+	case OutputClosed:
+		m.outputClosed(e.Link)
+	case RankNotStarted:
+		m.rankNotStarted(e)
+	case RankExited:
+		m.rankExited(e)
+	case RankDrained:
+		if r, ok := m.ranks[e.Rank]; ok {
+			r.drained = true
+		}
+		m.maybeFinish()
+	case TimerFired:
+		m.timerFired(e.Timer)
+	case Interrupt:
+		m.interrupt(e.Sig, e.Name)
+	case Orphaned:
+		m.lifelineLost(e.Why)
+	default:
+		m.warn("unknown event %T", ev)
+	}
+	return m.flush()
+}
+
+func (m *Machine) emit(a Action) { m.out = append(m.out, a) }
+
+func (m *Machine) flush() []Action {
+	out := m.out
+	m.out = nil
+	return out
+}
+
+func (m *Machine) warn(format string, args ...any) {
+	m.emit(Warn{fmt.Sprintf(format, args...)})
+}
+
+// Finished says the machine has exited.
+func (m *Machine) Finished() bool { return m.finished }
+
+// Phase1Done says this daemon's direct children have all connected or
+// been given up on.
+func (m *Machine) Phase1Done() bool { return m.phase1.Done() }
+
+// Known is the number of daemons whose address this daemon knows.
+func (m *Machine) Known() int { return m.gather.Known() }
+
+// Lookup is phase 2's view of a daemon's address.
+func (m *Machine) Lookup(id int) (string, bool) { return m.gather.Lookup(id) }
+
+// Launched says the launch message reached this daemon.
+func (m *Machine) Launched() bool { return m.launched }
+
+// Held is the number of messages waiting for an address or a link.
+func (m *Machine) Held() int { return m.router.Held() }
+
+func (m *Machine) hostOf(id int) string {
+	if id >= 0 && id < len(m.job.Hosts) {
+		return m.job.Hosts[id]
+	}
+	return fmt.Sprintf("daemon %d", id)
+}
+
+// failure words a failure at this daemon's node.
+func (m *Machine) failure(status int, format string, args ...any) Failure {
+	return failureAt(m.cfg.Node, status, format, args...)
+}
+
+func failureAt(node string, status int, format string, args ...any) Failure {
+	return Failure{Msg: node + ": " + fmt.Sprintf(format, args...), Status: status}
+}
+
+func (m *Machine) sendTo(peer int, msg Message) {
+	if l, ok := m.links[peer]; ok {
+		m.emit(Send{l, msg})
+	}
+}
+
+func (m *Machine) sendUp(msg Message) { m.sendTo(m.cfg.Parent, msg) }
+
+// sortedChildren lists the children in id order, so that the actions of
+// a step do not depend on map order.
+func (m *Machine) sortedChildren() []*child {
+	ids := make([]int, 0, len(m.children))
+	for id := range m.children {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]*child, len(ids))
+	for i, id := range ids {
+		out[i] = m.children[id]
+	}
+	return out
+}
+
+// SpawnParent is id's parent in the spawn tree.
+func (m *Machine) SpawnParent(id int) int { return m.spawnTree.Parent(id) }
+
+// Job is what every daemon knows of the job.
+func (m *Machine) Job() JobSpec { return m.job }

@@ -1,0 +1,181 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"prsh/routed"
+	"prsh/spawn"
+)
+
+// Message is a control message between two daemons. It travels as the
+// JSON payload of a transport frame whose kind byte says its type; launch
+// data is small next to what the ranks exchange later, and JSON keeps the
+// wire readable. PROTOCOL.md beside this file says who sends each and when.
+type Message interface{ message() }
+
+// kinds is the one table of message kinds: the index is the frame's kind
+// byte. Encoding and decoding follow from it; a new message is one line
+// here and a type below.
+var kinds = [...]Message{
+	1:  Hello{},
+	2:  Welcome{},
+	3:  Addrs{},
+	4:  Launch{},
+	5:  Failure{},
+	6:  Milestone{},
+	7:  Teardown{},
+	8:  Signal{},
+	9:  SignalAck{},
+	10: Skipped{},
+}
+
+var kindOfType = func() map[reflect.Type]byte {
+	m := map[reflect.Type]byte{}
+	for k, msg := range kinds {
+		if msg != nil {
+			m[reflect.TypeOf(msg)] = byte(k)
+		}
+	}
+	return m
+}()
+
+// KindOf is the frame kind of msg's type.
+func KindOf(msg Message) (byte, bool) {
+	k, ok := kindOfType[reflect.TypeOf(msg)]
+	return k, ok
+}
+
+// Encode turns msg into a frame's kind and payload.
+func Encode(msg Message) (byte, []byte, error) {
+	kind, ok := KindOf(msg)
+	if !ok {
+		return 0, nil, fmt.Errorf("no wire kind for %T", msg)
+	}
+	b, err := json.Marshal(msg)
+	return kind, b, err
+}
+
+// Decode reads a frame's kind and payload back into a message.
+func Decode(kind byte, payload []byte) (Message, error) {
+	if int(kind) >= len(kinds) || kinds[kind] == nil {
+		return nil, fmt.Errorf("unknown message kind %d", kind)
+	}
+	v := reflect.New(reflect.TypeOf(kinds[kind]))
+	if err := json.Unmarshal(payload, v.Interface()); err != nil {
+		return nil, fmt.Errorf("message kind %d: %w", kind, err)
+	}
+	return v.Elem().Interface().(Message), nil
+}
+
+// Hello is the first message on a connection: who is calling.
+type Hello struct {
+	ID   int
+	Addr string
+}
+
+// Welcome hands a newly connected child the job and its subtree.
+type Welcome struct {
+	Job    JobSpec
+	Nodes  []spawn.Node // the child's descendants, which it spawns in turn
+	Parent int          // the id of the daemon sending it
+}
+
+// JobSpec is what every daemon needs to know about the job's daemons.
+type JobSpec struct {
+	Daemons      int    // n + 1: mpirun and one orted per node
+	SpawnDegree  int    // δ; 0 = the routing topology's tree
+	Routed       string // routing topology name
+	RoutedRadix  int
+	OrtedPath    string
+	LogLevel     string
+	SSHTimeoutMS int64 // connect timeout of the native ssh agent
+	CallbackMS   int64 // how long a spawned daemon may take to call back
+	KillGraceMS  int64 // between SIGTERM and SIGKILL when the job is stopped
+	MaxSessions  int
+	LaunchAgent  string // external launch command template; "" = native ssh
+	SSHConfig    string
+	Hosts        []string // node name of each daemon id, [0] = mpirun's
+	// SkipUnreachable leaves out nodes that cannot be spawned and adopts
+	// their subtrees, instead of aborting (--on-unreachable skip).
+	SkipUnreachable bool
+}
+
+// Addrs carries contact addresses for phase 2.
+type Addrs struct {
+	Entries []routed.Entry
+}
+
+// Launch is the application launch, broadcast over the routing topology.
+type Launch struct {
+	Argv     []string
+	Env      []string // set on top of each daemon's environment
+	Wdir     string   // "" = the daemon's home directory
+	WdirSet  bool     // the user asked for Wdir: a missing one is an error
+	RankNode []int    // daemon id of each rank
+	// StdinRank is the rank that gets mpirun's stdin, StdinAll or
+	// StdinNone.
+	StdinRank   int
+	MergeStderr bool // the ranks' stderr goes to their stdout pipe
+}
+
+// Stdin targets besides a rank number.
+const (
+	StdinNone = -1
+	StdinAll  = -2
+)
+
+// Failure reports something that ends the job, worded for the user.
+type Failure struct {
+	Msg    string // one line, naming the node and rank
+	Status int    // the exit status mpirun should take
+}
+
+// Milestone says the sender's whole subtree reached Kind.
+type Milestone struct{ Kind int }
+
+// Skipped tells mpirun a node was left out, and why.
+type Skipped struct {
+	ID  int
+	Msg string
+}
+
+// Teardown ends the job: kill the ranks, flush, exit.
+type Teardown struct{ Kill bool }
+
+// Signal asks every daemon to deliver Sig to its ranks. With Ack, each
+// subtree answers with a SignalAck of the same Seq once the signal is
+// delivered in it.
+type Signal struct {
+	Sig int
+	Ack bool
+	Seq int
+}
+
+// SignalAck says the Signal numbered Seq was delivered in the sender's
+// subtree.
+type SignalAck struct{ Seq int }
+
+func (Hello) message()     {}
+func (Welcome) message()   {}
+func (Addrs) message()     {}
+func (Launch) message()    {}
+func (Failure) message()   {}
+func (Milestone) message() {}
+func (Teardown) message()  {}
+func (Signal) message()    {}
+func (SignalAck) message() {}
+func (Skipped) message()   {}
+
+// Milestone kinds, reported by a subtree once reached everywhere in it.
+const (
+	Spawned   = iota // every daemon connected (phase 1)
+	Addressed        // every daemon knows every address (phase 2)
+	Started          // every rank started
+	Exited           // every rank exited
+	NumMilestones
+)
+
+// MilestoneNames say what each milestone means, for --report-launch-times.
+var MilestoneNames = [NumMilestones]string{"phase 1 (daemons spawned)", "phase 2 (addresses exchanged)", "ranks started", "ranks exited"}

@@ -1,0 +1,365 @@
+package protocol
+
+import (
+	"prsh/errmgr"
+	"prsh/routed"
+	"prsh/spawn"
+)
+
+// do carries out phase 1's actions.
+func (m *Machine) do(acts []spawn.Action) {
+	for _, a := range acts {
+		switch a := a.(type) {
+		case spawn.SpawnNode:
+			m.spawnChild(a.Node.ID, a.Node.Host)
+		case spawn.SendSubtree:
+			m.sendTo(a.To, Welcome{Job: m.job, Nodes: a.Nodes, Parent: m.self})
+		case spawn.Complete:
+			m.reach(Spawned)
+		case spawn.Skip:
+			m.skip(a.Node.ID)
+		}
+	}
+}
+
+func (m *Machine) spawnChild(id int, host string) {
+	m.children[id] = &child{id: id, host: host}
+	for _, r := range m.milestones {
+		r.join(id)
+	}
+	m.emit(Spawn{spawn.Node{ID: id, Host: host}})
+}
+
+func (m *Machine) spawnStarted(id int) {
+	c, ok := m.children[id]
+	if !ok || c.started {
+		return
+	}
+	c.started = true
+	if m.ending {
+		m.emit(StopDaemon{id})
+		return
+	}
+	m.emit(SetTimer{Timer{CallbackTimer, id}, m.callbackMS()})
+}
+
+func (m *Machine) callbackMS() int64 {
+	if m.job.CallbackMS > 0 {
+		return m.job.CallbackMS
+	}
+	return DefaultCallbackMS
+}
+
+func (m *Machine) callbackExpired(id int) {
+	c, ok := m.children[id]
+	if !ok || c.connected || c.failed || c.procDone {
+		return
+	}
+	m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %s (it was told to call %s)", formatMS(m.callbackMS()), m.cfg.Addr))
+	m.emit(StopDaemon{id})
+}
+
+func (m *Machine) spawnFailedToStart(id int, err string) {
+	c, ok := m.children[id]
+	if !ok {
+		return
+	}
+	c.procDone = true
+	m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "%s", err))
+	m.maybeFinish()
+}
+
+// spawnFailed handles a child that never came up: the job is aborted, or
+// with --on-unreachable skip the child is left out and its children are
+// adopted.
+func (m *Machine) spawnFailed(c *child, f Failure) {
+	if c.failed {
+		return
+	}
+	c.failed, c.why = true, f.Msg
+	m.dropChild(c.id)
+	acts := m.phase1.Failed(c.id)
+	if !m.job.SkipUnreachable {
+		m.fail(f)
+	}
+	m.do(acts)
+	m.checkMilestones()
+}
+
+// skip replaces a skipped child by its children in phase 2 and tells
+// mpirun.
+func (m *Machine) skip(id int) {
+	m.report(Skipped{ID: id, Msg: m.children[id].why})
+	sends, fresh, err := m.gather.Skip(id, m.spawnTree.Children(id))
+	if err != nil {
+		m.warn("phase 2: %v", err)
+		return
+	}
+	m.afterGather(sends, fresh)
+}
+
+func (m *Machine) daemonExited(id int, err string) {
+	c, ok := m.children[id]
+	if !ok {
+		return
+	}
+	c.procDone = true
+	m.emit(CancelTimer{Timer{CallbackTimer, id}})
+	if !m.ending && !c.failed {
+		if !c.connected {
+			m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "orted exited before calling back: %s", err))
+		} else {
+			c.failed = true
+			m.dropChild(id)
+			m.fail(failureAt(c.host, errmgr.StatusFailed, "orted exited unexpectedly: %s", err))
+		}
+	}
+	m.maybeFinish()
+}
+
+// linkUp registers a link: a spawn child calling back, a daemon we
+// dialled, or a routing neighbour that dialled us.
+func (m *Machine) linkUp(l LinkID, peer int) {
+	if c, ok := m.children[peer]; ok && !c.connected {
+		m.childConnected(c, l)
+		return
+	}
+	if peer < 0 || peer >= m.job.Daemons || peer == m.self {
+		m.warn("dropping connection with a bad daemon id %d", peer)
+		m.emit(CloseLink{l})
+		return
+	}
+	m.linkPeer[l] = peer
+	if _, ok := m.links[peer]; !ok {
+		m.links[peer] = l
+	}
+	queued := m.dialing[peer]
+	delete(m.dialing, peer)
+	for _, msg := range queued {
+		m.emit(Send{m.links[peer], msg})
+	}
+	m.deliver(m.router.Learned(peer))
+}
+
+func (m *Machine) childConnected(c *child, l LinkID) {
+	if c.failed || m.ending {
+		m.emit(CloseLink{l})
+		return
+	}
+	acts, err := m.phase1.Connected(c.id)
+	if err != nil {
+		m.warn("unexpected call back from daemon %d: %v", c.id, err)
+		m.emit(CloseLink{l})
+		return
+	}
+	m.emit(CancelTimer{Timer{CallbackTimer, c.id}})
+	c.connected, c.link = true, l
+	m.links[c.id], m.linkPeer[l] = l, c.id
+	m.emit(ForwardInput{Child: c.id, Link: l})
+	m.do(acts) // the Welcome goes first on the link
+	// A launch held for this child goes now, not once its whole subtree
+	// has reported its addresses.
+	m.deliver(m.router.Learned(c.id))
+}
+
+// dialFailed ends the job: a daemon that cannot reach a routing
+// neighbour cannot pass the launch on.
+func (m *Machine) dialFailed(peer int, err string) {
+	addr, _ := m.gather.Lookup(peer)
+	delete(m.dialing, peer)
+	m.fail(m.failure(errmgr.StatusFailed, "cannot reach the orted of %s at %s: %s", m.hostOf(peer), addr, err))
+}
+
+// linkDown handles a link that ended.
+func (m *Machine) linkDown(l LinkID, err string) {
+	peer, ok := m.linkPeer[l]
+	if !ok {
+		return
+	}
+	delete(m.linkPeer, l)
+	if m.links[peer] == l {
+		delete(m.links, peer)
+	}
+	if peer == m.cfg.Parent && l == m.cfg.ParentLink {
+		m.lifelineLost("lost the link to its parent")
+		return
+	}
+	c, ok := m.children[peer]
+	if !ok || c.link != l {
+		return
+	}
+	c.linkDown = true
+	if !m.ending && !c.failed {
+		c.failed = true
+		m.dropChild(c.id)
+		m.fail(failureAt(c.host, errmgr.StatusFailed, "lost the link to its orted: %s", err))
+	}
+	m.maybeFinish()
+}
+
+func (m *Machine) outputOpened(l LinkID) {
+	if c := m.childOn(l); c != nil {
+		c.outputs++
+	}
+}
+
+func (m *Machine) outputClosed(l LinkID) {
+	if c := m.childOn(l); c != nil && c.outputs > 0 {
+		c.outputs--
+		c.outputSeen = true
+	}
+	m.maybeFinish()
+}
+
+// childOn is the connected child whose link l is, or nil.
+func (m *Machine) childOn(l LinkID) *child {
+	for _, c := range m.children {
+		if c.connected && c.link == l {
+			return c
+		}
+	}
+	return nil
+}
+
+// isChild says peer is a connected child.
+func (m *Machine) isChild(peer int) bool {
+	c, ok := m.children[peer]
+	return ok && c.connected
+}
+
+// handle dispatches a message from a neighbour.
+func (m *Machine) handle(l LinkID, peer int, msg Message) {
+	fromParent := peer == m.cfg.Parent && l == m.cfg.ParentLink
+	switch msg := msg.(type) {
+	case Addrs:
+		m.gotAddrs(peer, msg.Entries)
+	case Launch:
+		m.receiveLaunch(msg)
+	case Failure:
+		if m.isChild(peer) {
+			m.fail(msg)
+		}
+	case Milestone:
+		if m.isChild(peer) && msg.Kind >= 0 && msg.Kind < NumMilestones {
+			m.milestones[msg.Kind].add(peer)
+			m.checkMilestone(msg.Kind)
+		}
+	case Teardown:
+		if fromParent {
+			m.teardown(msg.Kill)
+		}
+	case Signal:
+		if fromParent {
+			m.signal(msg)
+		}
+	case SignalAck:
+		if m.isChild(peer) {
+			m.acked(peer, msg.Seq)
+		}
+	case Skipped:
+		if m.isChild(peer) {
+			m.report(msg)
+		}
+	default:
+		m.warn("unexpected message %T from daemon %d", msg, peer)
+	}
+}
+
+func (m *Machine) gotAddrs(from int, entries []routed.Entry) {
+	sends, fresh, err := m.gather.Receive(from, entries)
+	if err != nil {
+		m.warn("phase 2: %v", err)
+		return
+	}
+	m.afterGather(sends, fresh)
+}
+
+// afterGather sends what phase 2 asks for and releases the messages that
+// were waiting for the addresses just learned.
+func (m *Machine) afterGather(sends []routed.Send, fresh []routed.Entry) {
+	m.sendAddrs(sends)
+	if m.router.Held() > 0 {
+		ids := make([]int, len(fresh))
+		for i, e := range fresh {
+			ids[i] = e.ID
+		}
+		m.deliver(m.router.Learned(ids...))
+	}
+	m.checkAddressed()
+}
+
+func (m *Machine) sendAddrs(sends []routed.Send) {
+	for _, s := range sends {
+		m.sendTo(s.To, Addrs{Entries: s.Entries})
+	}
+}
+
+func (m *Machine) checkAddressed() {
+	if m.gather.Complete() && !m.milestones[Addressed].local {
+		m.reach(Addressed)
+	}
+}
+
+// reachable says whether a message to id can go out now: a link exists or
+// phase 2 told us its address.
+func (m *Machine) reachable(id int) bool {
+	if _, ok := m.links[id]; ok {
+		return true
+	}
+	_, ok := m.gather.Lookup(id)
+	return ok
+}
+
+// receiveLaunch is phase 3: pass the launch on along the routing
+// topology, then start the local ranks.
+func (m *Machine) receiveLaunch(app Launch) {
+	if m.launched {
+		return
+	}
+	m.launched, m.app = true, app
+	for _, c := range m.routing.Fanout(m.self) {
+		m.deliver(m.router.Neighbour(c, app))
+	}
+	m.startRanks()
+}
+
+// launchSurvivors starts the application on the nodes that came up, once
+// phase 1 is over everywhere (mpirun --on-unreachable skip).
+func (m *Machine) launchSurvivors() {
+	app := m.cfg.App
+	if len(m.skipped) > 0 {
+		rankNode, err := m.cfg.Remap(m.skipped)
+		if err != nil {
+			m.fail(Failure{Msg: err.Error(), Status: errmgr.StatusFailed})
+			return
+		}
+		app.RankNode = rankNode
+	}
+	m.receiveLaunch(app)
+}
+
+// deliver sends what the router released. A broadcast for a skipped
+// daemon (an address tombstone) goes to the daemons it would have passed
+// it to; a daemon with an address but no link yet is dialled.
+func (m *Machine) deliver(ds []routed.Delivery[Message]) {
+	for _, d := range ds {
+		if l, ok := m.links[d.Via]; ok {
+			m.emit(Send{l, d.Msg})
+		} else if addr, _ := m.gather.Lookup(d.Via); addr == "" {
+			for _, next := range m.routing.Fanout(d.Via) {
+				m.deliver(m.router.Neighbour(next, d.Msg))
+			}
+		} else {
+			m.dial(d.Via, addr, d.Msg)
+		}
+	}
+}
+
+// dial connects to a routing neighbour that has no link yet; what was
+// routed to it goes once the link is up.
+func (m *Machine) dial(peer int, addr string, msg Message) {
+	m.dialing[peer] = append(m.dialing[peer], msg)
+	if len(m.dialing[peer]) == 1 {
+		m.emit(Dial{Peer: peer, Addr: addr})
+	}
+}
