@@ -51,7 +51,7 @@ type (
 		rank   *rank
 		status syscall.WaitStatus
 	}
-	pipeClosed  struct{ rank *rank }
+	pipeClosed   struct{ rank *rank }
 	timerExpired struct {
 		timer protocol.Timer
 		t     *timer

@@ -1,0 +1,120 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"prsh/daemon/protocol"
+	"prsh/routed"
+	"prsh/spawn"
+)
+
+// Describe words an action for a trace, short enough to read a launch
+// like a story; peer turns a link into the daemon at its other end.
+// Warnings are left out ("" is returned).
+func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
+	switch a := a.(type) {
+	case protocol.Send:
+		return fmt.Sprintf("-> d%d %s", peer(a.Link), Message(a.Msg))
+	case protocol.Dial:
+		return fmt.Sprintf("dial d%d", a.Peer)
+	case protocol.CloseLink:
+		return fmt.Sprintf("close link to d%d", peer(a.Link))
+	case protocol.Spawn:
+		return fmt.Sprintf("spawn d%d on %s", a.Node.ID, a.Node.Host)
+	case protocol.StopDaemon:
+		return fmt.Sprintf("stop the session of d%d", a.ID)
+	case protocol.ForwardInput:
+		return ""
+	case protocol.StartRanks:
+		return fmt.Sprintf("start ranks %v", a.Ranks)
+	case protocol.SignalRanks:
+		return fmt.Sprintf("signal ranks %d", a.Sig)
+	case protocol.SetTimer:
+		return fmt.Sprintf("set %s timer %dms", timerName(a.Timer), a.MS)
+	case protocol.CancelTimer:
+		return ""
+	case protocol.Print:
+		return "print " + a.Line
+	case protocol.Warn:
+		return ""
+	case protocol.Reached:
+		return "reached " + protocol.MilestoneNames[a.Kind]
+	case protocol.ForwardStdin:
+		return "forward stdin"
+	case protocol.StopSelf:
+		return "stop self"
+	case protocol.Exit:
+		s := fmt.Sprintf("exit %d", a.Status)
+		if a.Abandon {
+			s += " abandoning"
+		}
+		if a.Late != nil {
+			s += fmt.Sprintf(" late=%v", a.Late)
+		}
+		return s
+	}
+	return fmt.Sprintf("%T", a)
+}
+
+// Message words a message for a trace.
+func Message(m protocol.Message) string {
+	switch m := m.(type) {
+	case protocol.Welcome:
+		return fmt.Sprintf("Welcome nodes=%s", nodeIDs(m.Nodes))
+	case protocol.Addrs:
+		return fmt.Sprintf("Addrs %s", entryIDs(m.Entries))
+	case protocol.Launch:
+		return fmt.Sprintf("Launch %v", m.RankNode)
+	case protocol.Failure:
+		return fmt.Sprintf("Failure %d %q", m.Status, m.Msg)
+	case protocol.Milestone:
+		return "Milestone " + protocol.MilestoneNames[m.Kind]
+	case protocol.Teardown:
+		return fmt.Sprintf("Teardown kill=%v", m.Kill)
+	case protocol.Signal:
+		return fmt.Sprintf("Signal %d ack=%v", m.Sig, m.Ack)
+	case protocol.SignalAck:
+		return "SignalAck"
+	case protocol.Skipped:
+		return fmt.Sprintf("Skipped d%d", m.ID)
+	}
+	return fmt.Sprintf("%T", m)
+}
+
+func nodeIDs(ns []spawn.Node) string {
+	ids := make([]string, len(ns))
+	for i, n := range ns {
+		ids[i] = fmt.Sprint(n.ID)
+	}
+	return "[" + strings.Join(ids, " ") + "]"
+}
+
+// entryIDs lists the ids of address entries; a tombstone (a skipped
+// daemon, no address) is marked with a cross.
+func entryIDs(es []routed.Entry) string {
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = fmt.Sprint(e.ID)
+		if e.Addr == "" {
+			ids[i] += "✗"
+		}
+	}
+	return "[" + strings.Join(ids, " ") + "]"
+}
+
+func timerName(t protocol.Timer) string {
+	switch t.Kind {
+	case protocol.CallbackTimer:
+		return fmt.Sprintf("callback(d%d)", t.ID)
+	case protocol.GraceTimer:
+		return "kill-grace"
+	case protocol.DrainTimer:
+		return "drain"
+	case protocol.JobTimer:
+		return "job-timeout"
+	case protocol.StopTimer:
+		return "stop-wait"
+	}
+	return fmt.Sprint(t.Kind)
+}

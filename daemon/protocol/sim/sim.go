@@ -1,0 +1,516 @@
+// Package sim runs the daemons' protocol machine for a whole cluster in
+// one process, on a virtual clock: a discrete-event driver of the very
+// machine that mpirun and every orted run. Spawns, callbacks, links,
+// messages, timers and ranks are events on a queue ordered by virtual
+// time (milliseconds); nothing here sleeps, reads a socket or starts a
+// process. Tests use it for golden protocol traces and the paper's
+// bounds; it is also the core of a simulator of large launches.
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"maps"
+	"slices"
+
+	"prsh/daemon/protocol"
+	"prsh/spawn"
+)
+
+// Options describe a simulated cluster and its costs.
+type Options struct {
+	Job   protocol.JobSpec // Daemons and Hosts are filled in when zero
+	Nodes int
+	App   protocol.Launch
+	// TimeoutMS is mpirun's --timeout.
+	TimeoutMS int64
+	Remap     func(skipped map[int]bool) ([]int, error)
+
+	// Delay is the time a message takes from one daemon to another; nil
+	// means 1 ms. Messages on one link stay in order whatever it returns.
+	Delay func(from, to int) int64
+	// SpawnMS is the time from a Spawn to its result (the ssh session);
+	// StartMS the time from there to the new orted's callback.
+	SpawnMS, StartMS int64
+	// RankMS is how long a rank runs before it exits with RankStatus[rank]
+	// (0 by default); a negative RankMS runs the ranks until signalled.
+	RankMS     int64
+	RankStatus map[int]int
+	// Faults by daemon id.
+	Faults map[int]Fault
+	// Trace receives one line per action and injected event; nil = none.
+	Trace func(line string)
+	// OnSend sees every message as it is sent.
+	OnSend func(at int64, from, to int, msg protocol.Message)
+}
+
+// Fault is what goes wrong with one node.
+type Fault struct {
+	Refuse     string // the spawn fails with this error
+	NoCallback bool   // the orted starts but never calls back
+	DieAt      int64  // the orted dies at this time (0 = never)
+}
+
+// Sim is one simulated run.
+type Sim struct {
+	opt     Options
+	now     int64
+	seq     int64
+	queue   events
+	d       []*daemon
+	lastArr map[[2]int]int64 // per directed link end pair: the last arrival
+	nextEnd int
+	ends    map[endKey]end // a link end → the other end
+	Stderr  []string       // what mpirun printed
+	Status  int            // mpirun's exit status, once it exited
+	Done    bool
+	Steps   int
+}
+
+type endKey struct {
+	daemon int
+	link   protocol.LinkID
+}
+
+type end struct {
+	daemon int
+	link   protocol.LinkID
+}
+
+type daemon struct {
+	id       int
+	m        *protocol.Machine
+	created  bool // its process exists
+	dead     bool // died or exited
+	lastLink protocol.LinkID
+	parent   endKey // the link to the spawn parent, once welcomed
+	timers   map[protocol.Timer]int64
+	ranks    map[int]*rankState // local ranks still running
+	spawner  int                // who spawned it
+	upLink   endKey             // the parent's end of the callback link
+}
+
+type rankState struct{ stopped bool }
+
+// New prepares a cluster of opt.Nodes nodes plus mpirun.
+func New(opt Options) *Sim {
+	if opt.Job.Daemons == 0 {
+		opt.Job.Daemons = opt.Nodes + 1
+	}
+	if opt.Job.Hosts == nil {
+		opt.Job.Hosts = Hosts(opt.Nodes)
+	}
+	if opt.Job.Routed == "" {
+		opt.Job.Routed = "radix"
+	}
+	if opt.Delay == nil {
+		opt.Delay = func(int, int) int64 { return 1 }
+	}
+	s := &Sim{opt: opt, lastArr: map[[2]int]int64{}, ends: map[endKey]end{}, Status: -1}
+	for id := 0; id <= opt.Nodes; id++ {
+		s.d = append(s.d, &daemon{id: id, timers: map[protocol.Timer]int64{}, ranks: map[int]*rankState{}, spawner: -1})
+	}
+	return s
+}
+
+// Hosts names n nodes node001… (index 0 is mpirun's host).
+func Hosts(n int) []string {
+	h := []string{"mpirun"}
+	for i := 1; i <= n; i++ {
+		h = append(h, fmt.Sprintf("node%03d", i))
+	}
+	return h
+}
+
+// Addr is the contact address of daemon id.
+func Addr(id int) string { return fmt.Sprintf("tcp://10.0.%d.%d:4000", id>>8, id&255) }
+
+// Machine is daemon id's machine (nil until it was welcomed).
+func (s *Sim) Machine(id int) *protocol.Machine { return s.d[id].m }
+
+// Now is the virtual time in milliseconds.
+func (s *Sim) Now() int64 { return s.now }
+
+// Start builds mpirun's machine and starts it.
+func (s *Sim) Start() error {
+	nodes := make([]spawn.Node, s.opt.Nodes)
+	for i := range nodes {
+		nodes[i] = spawn.Node{ID: i + 1, Host: s.opt.Job.Hosts[i+1]}
+	}
+	m, err := protocol.New(protocol.Config{
+		ID: 0, Node: "mpirun", Addr: Addr(0), Job: s.opt.Job, Parent: -1, Nodes: nodes,
+		App: s.opt.App, TimeoutMS: s.opt.TimeoutMS, Remap: s.opt.Remap,
+	})
+	if err != nil {
+		return err
+	}
+	d := s.d[0]
+	d.m, d.created = m, true
+	s.carry(d, m.Start())
+	return nil
+}
+
+// At schedules f at virtual time t (a scenario's injected event).
+func (s *Sim) At(t int64, f func()) { s.push(t, f) }
+
+// Interrupt delivers signal sig (named name) to mpirun now.
+func (s *Sim) Interrupt(sig int, name string) {
+	s.tracef("d0 <- interrupt SIG%s", name)
+	s.step(s.d[0], protocol.Interrupt{Sig: sig, Name: name})
+}
+
+// Kill makes daemon id die now, as a SIGKILLed orted does.
+func (s *Sim) Kill(id int) {
+	d := s.d[id]
+	if d.dead || !d.created {
+		return
+	}
+	s.tracef("d%d dies", id)
+	s.die(d, "signal: killed")
+}
+
+// Run processes events until the queue is empty, mpirun exited, or
+// virtual time passes until (0 = no bound). It returns an error for a
+// run that never ends.
+func (s *Sim) Run(until int64) error {
+	for len(s.queue) > 0 && !s.Done {
+		e := heap.Pop(&s.queue).(*item)
+		if until > 0 && e.at > until {
+			heap.Push(&s.queue, e)
+			s.now = until
+			return nil
+		}
+		s.now = e.at
+		s.Steps++
+		e.f()
+	}
+	return nil
+}
+
+func (s *Sim) push(at int64, f func()) {
+	s.seq++
+	heap.Push(&s.queue, &item{at: at, seq: s.seq, f: f})
+}
+
+func (s *Sim) tracef(format string, args ...any) {
+	if s.opt.Trace != nil {
+		s.opt.Trace(fmt.Sprintf("%6d ", s.now) + fmt.Sprintf(format, args...))
+	}
+}
+
+// step feeds one event to a live daemon's machine.
+func (s *Sim) step(d *daemon, ev protocol.Event) {
+	if d.dead || d.m == nil {
+		return
+	}
+	s.carry(d, d.m.Step(ev))
+}
+
+// later feeds ev to daemon id at time t.
+func (s *Sim) later(t int64, id int, ev protocol.Event) {
+	s.push(t, func() { s.step(s.d[id], ev) })
+}
+
+// connect makes a link between a and b and returns a's end and b's end.
+func (s *Sim) connect(a, b int) (protocol.LinkID, protocol.LinkID) {
+	da, db := s.d[a], s.d[b]
+	da.lastLink++
+	db.lastLink++
+	la, lb := da.lastLink, db.lastLink
+	s.ends[endKey{a, la}] = end{b, lb}
+	s.ends[endKey{b, lb}] = end{a, la}
+	return la, lb
+}
+
+// transmit carries msg over link l of daemon from, in order, after the
+// link's delay.
+func (s *Sim) transmit(from int, l protocol.LinkID, msg protocol.Message) {
+	to, ok := s.ends[endKey{from, l}]
+	if !ok {
+		return // closed
+	}
+	if s.opt.OnSend != nil {
+		s.opt.OnSend(s.now, from, to.daemon, msg)
+	}
+	key := [2]int{from, to.daemon}
+	at := max(s.now+s.opt.Delay(from, to.daemon), s.lastArr[key])
+	s.lastArr[key] = at
+	s.push(at, func() { s.arrive(to, msg) })
+}
+
+// arrive hands a message to its receiver; the first message on a new
+// orted's callback link is its Welcome, which creates its machine.
+func (s *Sim) arrive(to end, msg protocol.Message) {
+	d := s.d[to.daemon]
+	if d.dead {
+		return
+	}
+	if _, open := s.ends[endKey{to.daemon, to.link}]; !open {
+		return
+	}
+	if d.m == nil {
+		w, ok := msg.(protocol.Welcome)
+		if !ok {
+			return
+		}
+		s.welcome(d, to.link, w)
+		return
+	}
+	s.step(d, protocol.Received{Link: to.link, Msg: msg})
+}
+
+func (s *Sim) welcome(d *daemon, l protocol.LinkID, w protocol.Welcome) {
+	m, err := protocol.New(protocol.Config{
+		ID: d.id, Node: s.opt.Job.Hosts[d.id], Addr: Addr(d.id), Job: w.Job,
+		Parent: w.Parent, ParentLink: l, Nodes: w.Nodes,
+	})
+	if err != nil {
+		s.tracef("d%d: %v", d.id, err)
+		return
+	}
+	d.m, d.parent = m, endKey{d.id, l}
+	s.carry(d, m.Start())
+}
+
+// closeEnd closes one end of a link: the other end sees it go down.
+func (s *Sim) closeEnd(id int, l protocol.LinkID, why string) {
+	other, ok := s.ends[endKey{id, l}]
+	if !ok {
+		return
+	}
+	delete(s.ends, endKey{id, l})
+	delete(s.ends, endKey{other.daemon, other.link})
+	at := max(s.now+s.opt.Delay(id, other.daemon), s.lastArr[[2]int{id, other.daemon}])
+	s.later(at, other.daemon, protocol.LinkDown{Link: other.link, Err: why})
+}
+
+// die ends daemon d: its links close, its ranks die with it (their guard
+// sees to that), its launch process ends, the children it spawned lose
+// their lifeline.
+func (s *Sim) die(d *daemon, how string) {
+	d.dead = true
+	d.ranks = nil
+	var mine []protocol.LinkID
+	for k := range s.ends {
+		if k.daemon == d.id {
+			mine = append(mine, k.link)
+		}
+	}
+	slices.Sort(mine)
+	for _, l := range mine {
+		s.closeEnd(d.id, l, "EOF")
+	}
+	if p := d.spawner; p >= 0 {
+		if d.upLink.daemon == p {
+			s.later(s.now+1, p, protocol.OutputClosed{Link: d.upLink.link})
+		}
+		s.later(s.now+1, p, protocol.DaemonExited{ID: d.id, Err: how})
+	}
+	for _, c := range s.d {
+		if c.spawner == d.id && c.created && !c.dead {
+			s.later(s.now+1, c.id, protocol.Orphaned{Why: "its parent's session ended"})
+		}
+	}
+	if d.id == 0 {
+		s.Done = true
+	}
+}
+
+func (s *Sim) carry(d *daemon, acts []protocol.Action) {
+	for _, a := range acts {
+		s.trace(d, a)
+		s.do(d, a)
+	}
+}
+
+func (s *Sim) do(d *daemon, a protocol.Action) {
+	switch a := a.(type) {
+	case protocol.Send:
+		s.transmit(d.id, a.Link, a.Msg)
+	case protocol.Dial:
+		s.dial(d, a.Peer)
+	case protocol.CloseLink:
+		s.closeEnd(d.id, a.Link, "EOF")
+	case protocol.Spawn:
+		s.spawn(d, a.Node.ID)
+	case protocol.StopDaemon:
+		if c := s.d[a.ID]; c.created && !c.dead {
+			s.push(s.now+1, func() { s.die(c, "signal: hangup") })
+		}
+	case protocol.StartRanks:
+		s.startRanks(d, a.Ranks)
+	case protocol.SignalRanks:
+		s.signalRanks(d, a.Sig)
+	case protocol.SetTimer:
+		s.setTimer(d, a.Timer, a.MS)
+	case protocol.CancelTimer:
+		delete(d.timers, a.Timer)
+	case protocol.Print:
+		s.Stderr = append(s.Stderr, a.Line)
+	case protocol.Exit:
+		s.exit(d, a.Status)
+	}
+}
+
+func (s *Sim) spawn(p *daemon, id int) {
+	c, f := s.d[id], s.opt.Faults[id]
+	s.push(s.now+s.opt.SpawnMS, func() {
+		if p.dead {
+			return
+		}
+		if f.Refuse != "" {
+			s.step(p, protocol.SpawnFailed{ID: id, Err: f.Refuse})
+			return
+		}
+		c.created, c.spawner = true, p.id
+		if f.DieAt > 0 {
+			s.push(max(f.DieAt, s.now), func() { s.Kill(id) })
+		}
+		s.step(p, protocol.SpawnStarted{ID: id})
+		if !f.NoCallback {
+			s.push(s.now+s.opt.StartMS, func() { s.callBack(p, c) })
+		}
+	})
+}
+
+// callBack connects a new orted to its parent: its Hello (LinkUp at the
+// parent) and its output stream.
+func (s *Sim) callBack(p, c *daemon) {
+	if c.dead || p.dead {
+		return
+	}
+	lp, _ := s.connect(p.id, c.id)
+	c.upLink = endKey{p.id, lp}
+	s.step(p, protocol.LinkUp{Link: lp, Peer: c.id})
+	s.step(p, protocol.OutputOpened{Link: lp})
+}
+
+func (s *Sim) dial(d *daemon, peer int) {
+	at := s.now + s.opt.Delay(d.id, peer)
+	s.push(at, func() {
+		if d.dead {
+			return
+		}
+		if pd := s.d[peer]; pd.dead || pd.m == nil {
+			s.step(d, protocol.DialFailed{Peer: peer, Err: "connection refused"})
+			return
+		}
+		la, lb := s.connect(d.id, peer)
+		s.step(s.d[peer], protocol.LinkUp{Link: lb, Peer: d.id})
+		s.step(d, protocol.LinkUp{Link: la, Peer: peer})
+	})
+}
+
+func (s *Sim) startRanks(d *daemon, ranks []int) {
+	for _, r := range ranks {
+		d.ranks[r] = &rankState{}
+		if s.opt.RankMS >= 0 {
+			status := s.opt.RankStatus[r]
+			s.push(s.now+s.opt.RankMS, func() { s.rankEnds(d, r, status, fmt.Sprintf("exited with status %d", status)) })
+		}
+	}
+}
+
+func (s *Sim) rankEnds(d *daemon, r, status int, how string) {
+	if d.dead || d.ranks[r] == nil {
+		return
+	}
+	delete(d.ranks, r)
+	s.step(d, protocol.RankExited{Rank: r, Status: status, How: how})
+	s.step(d, protocol.RankDrained{Rank: r})
+}
+
+// signalRanks: KILL and TERM end a rank a moment later, STOP and CONT
+// stop and resume it, anything else it ignores.
+func (s *Sim) signalRanks(d *daemon, sig int) {
+	for _, r := range slices.Sorted(maps.Keys(d.ranks)) {
+		st := d.ranks[r]
+		switch sig {
+		case protocol.SIGKILL, protocol.SIGTERM:
+			s.push(s.now+1, func() { s.rankEnds(d, r, 128+sig, fmt.Sprintf("was killed by signal %d", sig)) })
+		case protocol.SIGSTOP:
+			st.stopped = true
+		case 18: // SIGCONT
+			st.stopped = false
+		}
+	}
+}
+
+func (s *Sim) setTimer(d *daemon, t protocol.Timer, ms int64) {
+	s.seq++
+	gen := s.seq
+	d.timers[t] = gen
+	s.push(s.now+ms, func() {
+		if d.timers[t] != gen {
+			return // cancelled or set again
+		}
+		delete(d.timers, t)
+		s.step(d, protocol.TimerFired{Timer: t})
+	})
+}
+
+// exit ends a daemon as the machine decided; mpirun's exit ends the run.
+func (s *Sim) exit(d *daemon, status int) {
+	if d.id == 0 {
+		s.Status, s.Done = status, true
+		return
+	}
+	how := "exit status 0"
+	if status != 0 {
+		how = fmt.Sprintf("exit status %d", status)
+	}
+	s.die(d, how)
+}
+
+// Stopped lists the ranks stopped by a signal, for scenario checks.
+func (s *Sim) Stopped() []int {
+	var out []int
+	for _, d := range s.d {
+		for r, st := range d.ranks {
+			if st.stopped {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// Running lists the orteds still alive.
+func (s *Sim) Running() []string {
+	var out []string
+	for _, d := range s.d[1:] {
+		if d.created && !d.dead {
+			out = append(out, s.opt.Job.Hosts[d.id])
+		}
+	}
+	return out
+}
+
+func (s *Sim) trace(d *daemon, a protocol.Action) {
+	if s.opt.Trace == nil {
+		return
+	}
+	if line := Describe(a, func(l protocol.LinkID) int { return s.ends[endKey{d.id, l}].daemon }); line != "" {
+		s.tracef("d%d %s", d.id, line)
+	}
+}
+
+type item struct {
+	at, seq int64
+	f       func()
+}
+
+type events []*item
+
+func (q events) Len() int { return len(q) }
+func (q events) Less(i, j int) bool {
+	return q[i].at < q[j].at || q[i].at == q[j].at && q[i].seq < q[j].seq
+}
+func (q events) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *events) Push(x any)   { *q = append(*q, x.(*item)) }
+func (q *events) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
