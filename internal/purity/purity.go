@@ -1,18 +1,26 @@
 // Package purity is a test helper: it checks that a package meant to be a
-// pure state machine (no sockets, no processes, no goroutines, no clocks)
-// stays one, by looking at what it imports.
+// pure state machine stays one. Pure packages are deterministic state
+// machines that a simulator drives on a virtual clock, so they must not use
+// sockets, processes, goroutines, clocks or randomness; this is checked by
+// looking at what they import and at their go statements.
 package purity
 
 import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 )
 
 // Forbidden lists the packages a pure package must not import; their
-// subpackages (os/exec, net/http, sync/atomic, …) are forbidden too.
-var Forbidden = []string{"net", "os", "syscall", "sync", "time"}
+// subpackages (os/exec, net/http, sync/atomic, math/rand/v2, …) are forbidden
+// too. Randomness, like time, must come from the simulator; math itself is fine.
+var Forbidden = []string{"math/rand", "net", "os", "syscall", "sync", "time"}
 
 // IsForbidden reports whether importing path breaks purity.
 func IsForbidden(path string) bool {
@@ -24,18 +32,23 @@ func IsForbidden(path string) bool {
 	return false
 }
 
-// Check fails t if pkg imports a forbidden package, directly or through any
-// non-standard package it depends on. Test files are not looked at (go list
-// -deps without -test), so tests may use whatever they like.
+// ListFormat is the go list -f template whose output Violations parses. The
+// file names come last, one per field, so that no separator can clash.
+const ListFormat = "{{.ImportPath}}\t{{.Standard}}\t{{join .Imports \" \"}}\t{{.Dir}}{{range .GoFiles}}\t{{.}}{{end}}"
+
+// Check fails t if pkg, or any non-standard package it depends on, imports a
+// forbidden package or contains a go statement. Test files are not looked at
+// (go list -deps without -test, and only GoFiles), so tests may use whatever
+// they like.
 //
 // The standard library is trusted and not walked into: fmt imports os and
 // sync, strings imports sync, yet fmt.Errorf and strings.Join do no I/O.
 // Walking into it would forbid fmt and strings, which is not the point;
-// what must not rot is our own code reaching for the network, the clock or
-// a goroutine.
+// what must not rot is our own code reaching for the network, the clock,
+// randomness or a goroutine.
 func Check(t testing.TB, pkg string) {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}\t{{.Standard}}\t{{join .Imports \" \"}}", pkg)
+	cmd := exec.Command("go", "list", "-deps", "-f", ListFormat, pkg)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
@@ -49,28 +62,30 @@ func Check(t testing.TB, pkg string) {
 	}
 }
 
-// Violations parses the output of
-//
-//	go list -deps -f '{{.ImportPath}}\t{{.Standard}}\t{{join .Imports " "}}' pkg
-//
-// and lists, for every non-standard package in it, each forbidden import,
-// with the chain of imports that leads to it from pkg.
+// Violations parses the output of go list -deps -f ListFormat pkg and lists,
+// for pkg and every non-standard package it reaches, each forbidden import
+// and each go statement in its files (read from disk), with the chain of
+// imports that leads there from pkg.
 func Violations(golist, pkg string) ([]string, error) {
-	imports := map[string][]string{} // non-standard packages only
+	type info struct {
+		imports, files []string
+		dir            string
+	}
+	pkgs := map[string]info{} // non-standard packages only
 	for _, line := range strings.Split(golist, "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
 		fields := strings.Split(line, "\t")
-		if len(fields) != 3 {
+		if len(fields) < 4 {
 			return nil, &parseError{line}
 		}
 		if fields[1] == "true" {
 			continue
 		}
-		imports[fields[0]] = strings.Fields(fields[2])
+		pkgs[fields[0]] = info{strings.Fields(fields[2]), fields[4:], fields[3]}
 	}
-	if _, ok := imports[pkg]; !ok {
+	if _, ok := pkgs[pkg]; !ok {
 		return nil, &parseError{"package " + pkg + " missing from go list output"}
 	}
 	// Breadth-first from pkg, so that each chain reported is a shortest one.
@@ -80,7 +95,16 @@ func Violations(golist, pkg string) ([]string, error) {
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		for _, imp := range imports[p] {
+		for _, f := range pkgs[p].files {
+			lines, err := GoStatements(filepath.Join(pkgs[p].dir, f), nil)
+			if err != nil {
+				return nil, err
+			}
+			for _, l := range lines {
+				out = append(out, fmt.Sprintf("%s: %s:%d: go statement", chain(via, p), f, l))
+			}
+		}
+		for _, imp := range pkgs[p].imports {
 			if IsForbidden(imp) {
 				out = append(out, chain(via, p)+" imports "+imp)
 				continue
@@ -88,7 +112,7 @@ func Violations(golist, pkg string) ([]string, error) {
 			if _, seen := via[imp]; seen {
 				continue
 			}
-			if _, ours := imports[imp]; ours {
+			if _, ours := pkgs[imp]; ours {
 				via[imp] = p
 				queue = append(queue, imp)
 			}
@@ -96,6 +120,24 @@ func Violations(golist, pkg string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// GoStatements returns the lines of the go statements in a Go source file;
+// src is as for parser.ParseFile (nil reads filename from disk).
+func GoStatements(filename string, src any) ([]int, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, filename, src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	var lines []int
+	ast.Inspect(f, func(n ast.Node) bool {
+		if g, ok := n.(*ast.GoStmt); ok {
+			lines = append(lines, fset.Position(g.Pos()).Line)
+		}
+		return true
+	})
+	return lines, nil
 }
 
 func chain(via map[string]string, p string) string {
