@@ -177,9 +177,9 @@ func (m *Machine) interrupt(sig int, name string) {
 	case SIGTSTP:
 		// Stop the ranks, and mpirun itself once they are stopped.
 		m.stopPending = true
+		m.emit(SetTimer{Timer{Kind: StopTimer}, StopWaitMS})
 		m.signalSeq++
 		m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: m.signalSeq})
-		m.emit(SetTimer{Timer{Kind: StopTimer}, StopWaitMS})
 	default:
 		m.signalSeq++
 		m.signal(Signal{Sig: sig, Seq: m.signalSeq})

@@ -112,6 +112,7 @@ func (m *Machine) daemonExited(id int, err string) {
 			c.failed = true
 			m.dropChild(id)
 			m.fail(failureAt(c.host, errmgr.StatusFailed, "orted exited unexpectedly: %s", err))
+			m.checkMilestones()
 		}
 	}
 	m.maybeFinish()
@@ -193,6 +194,7 @@ func (m *Machine) linkDown(l LinkID, err string) {
 		c.failed = true
 		m.dropChild(c.id)
 		m.fail(failureAt(c.host, errmgr.StatusFailed, "lost the link to its orted: %s", err))
+		m.checkMilestones()
 	}
 	m.maybeFinish()
 }
