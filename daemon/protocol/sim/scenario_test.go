@@ -147,7 +147,7 @@ func play(script string) (string, error) {
 		return "", err
 	}
 	s.Run(10 * 60 * 1000)
-	fmt.Fprintf(&out, "-- mpirun exit status %d at %dms\n", s.Status, s.Now())
+	fmt.Fprintf(&out, "-- mpirun exit status %d at %dms\n", s.Status, s.ExitAt)
 	for _, l := range s.Stderr {
 		fmt.Fprintf(&out, "-- stderr: %s\n", l)
 	}

@@ -63,7 +63,8 @@ type Sim struct {
 	ends    map[endKey]end // a link end → the other end
 	Stderr  []string       // what mpirun printed
 	Status  int            // mpirun's exit status, once it exited
-	Done    bool
+	ExitAt  int64          // when mpirun exited
+	Done    bool           // mpirun exited
 	Steps   int
 }
 
@@ -169,11 +170,10 @@ func (s *Sim) Kill(id int) {
 	s.die(d, "signal: killed")
 }
 
-// Run processes events until the queue is empty, mpirun exited, or
-// virtual time passes until (0 = no bound). It returns an error for a
-// run that never ends.
+// Run processes events until the queue is empty or virtual time passes
+// until (0 = no bound).
 func (s *Sim) Run(until int64) error {
-	for len(s.queue) > 0 && !s.Done {
+	for len(s.queue) > 0 {
 		e := heap.Pop(&s.queue).(*item)
 		if until > 0 && e.at > until {
 			heap.Push(&s.queue, e)
@@ -311,9 +311,6 @@ func (s *Sim) die(d *daemon, how string) {
 			s.later(s.now+1, c.id, protocol.Orphaned{Why: "its parent's session ended"})
 		}
 	}
-	if d.id == 0 {
-		s.Done = true
-	}
 }
 
 func (s *Sim) carry(d *daemon, acts []protocol.Action) {
@@ -449,10 +446,12 @@ func (s *Sim) setTimer(d *daemon, t protocol.Timer, ms int64) {
 	})
 }
 
-// exit ends a daemon as the machine decided; mpirun's exit ends the run.
+// exit ends a daemon as the machine decided. When mpirun exits the run
+// goes on until the orteds have noticed (their lifelines end).
 func (s *Sim) exit(d *daemon, status int) {
 	if d.id == 0 {
-		s.Status, s.Done = status, true
+		s.Status, s.ExitAt, s.Done = status, s.now, true
+		s.die(d, "")
 		return
 	}
 	how := "exit status 0"
