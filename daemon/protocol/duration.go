@@ -9,6 +9,9 @@ func formatMS(ms int64) string {
 	if ms < 0 {
 		return "-" + formatMS(-ms)
 	}
+	if ms == 0 {
+		return "0s"
+	}
 	if ms < 1000 {
 		return strconv.FormatInt(ms, 10) + "ms"
 	}

@@ -1,0 +1,91 @@
+package protocol
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// formatMS words durations exactly as time.Duration does, for every
+// millisecond count a user is likely to write and a spread of others.
+func TestFormatMSMatchesDuration(t *testing.T) {
+	var cases []int64
+	for ms := int64(0); ms < 5000; ms++ {
+		cases = append(cases, ms)
+	}
+	for ms := int64(1); ms < 1<<40; ms = ms*3 + 7 {
+		cases = append(cases, ms)
+	}
+	cases = append(cases, 60_000, 3_600_000, 90_500, -1500)
+	for _, ms := range cases {
+		if got, want := formatMS(ms), (time.Duration(ms) * time.Millisecond).String(); got != want {
+			t.Fatalf("formatMS(%d) = %q, want %q", ms, got, want)
+		}
+	}
+}
+
+// Every message type has one kind, and Decode(Encode(m)) gives m back.
+func TestMessageTable(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	for kind, msg := range kinds {
+		if msg == nil {
+			continue
+		}
+		typ := reflect.TypeOf(msg)
+		if seen[typ] {
+			t.Fatalf("%v has two kinds", typ)
+		}
+		seen[typ] = true
+		if k, ok := KindOf(msg); !ok || int(k) != kind {
+			t.Fatalf("KindOf(%v) = %d, %v; want %d", typ, k, ok, kind)
+		}
+	}
+	for _, msg := range []Message{
+		Hello{ID: 2, Addr: "tcp://127.0.0.1:1"},
+		Launch{Argv: []string{"a", "b c"}, RankNode: []int{1, 1, 2}, StdinRank: StdinAll, MergeStderr: true},
+		Signal{Sig: 19, Ack: true, Seq: 7},
+		SignalAck{Seq: 7},
+	} {
+		kind, payload, err := Encode(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Decode(kind, payload)
+		if err != nil || !reflect.DeepEqual(back, msg) {
+			t.Fatalf("%#v came back as %#v (%v)", msg, back, err)
+		}
+	}
+	if _, err := Decode(0, []byte("{}")); err == nil {
+		t.Fatal("kind 0 decoded")
+	}
+	if _, err := Decode(byte(len(kinds)), []byte("{}")); err == nil {
+		t.Fatal("a kind past the table decoded")
+	}
+}
+
+// A reduction is ready once, when its own part and every child's are in;
+// a child that fails is not waited for, and an adopted one is.
+func TestReduction(t *testing.T) {
+	r := newReduction([]int{1, 2})
+	r.local = true
+	if r.ready() {
+		t.Fatal("ready with two children missing")
+	}
+	r.add(1)
+	r.join(5) // adopted in place of a failed child
+	r.drop(2)
+	if r.ready() {
+		t.Fatal("ready while the adopted child is missing")
+	}
+	if !r.takes(5) || r.takes(1) {
+		t.Fatal("takes: wrong children expected")
+	}
+	r.add(5)
+	if !r.ready() || r.ready() {
+		t.Fatal("want ready exactly once")
+	}
+	r.join(6)
+	if r.takes(6) {
+		t.Fatal("a finished reduction took a new child")
+	}
+}
