@@ -113,7 +113,7 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	if err != nil {
 		return err
 	}
-	cmd.ExtraFiles = []*os.File{reportW}
+	cmd.ExtraFiles = append([]*os.File{reportW}, cmd.ExtraFiles...) // the guard's status first
 	stdin, err := d.stdinFor(r, cmd)
 	if err == nil {
 		err = cmd.Start()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"prsh/errmgr"
@@ -26,32 +27,45 @@ const GuardArg = "__rank-guard"
 // (the Go runtime turns a re-raised SIGSEGV into a crash of its own).
 const guardStatusFD = 3
 
-// GuardCommand wraps a rank's command in a guard.
+// GuardCommand wraps a rank's command in a guard. The rank's ExtraFiles
+// (its PMI socket) pass through the guard: the guard gets them after its
+// status descriptor and hands them to the rank from descriptor 3 on, so
+// the rank sees them where it would without a guard. The caller puts the
+// status pipe's write end first in the guard's ExtraFiles.
 func GuardCommand(rank *exec.Cmd) (*exec.Cmd, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find orted to guard the rank: %w", err)
 	}
-	args := append([]string{self, GuardArg, rank.Path}, rank.Args...)
-	cmd := &exec.Cmd{Path: self, Args: args, Dir: rank.Dir, Env: rank.Env}
+	args := append([]string{self, GuardArg, strconv.Itoa(len(rank.ExtraFiles)), rank.Path}, rank.Args...)
+	cmd := &exec.Cmd{Path: self, Args: args, Dir: rank.Dir, Env: rank.Env, ExtraFiles: rank.ExtraFiles}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	return cmd, nil
 }
 
-// RunGuard is the guard's main: args are the rank's path and argv. It
-// never returns.
+// RunGuard is the guard's main: args are the number of descriptors to
+// pass on, the rank's path and argv. It never returns.
 func RunGuard(args []string) {
 	parent := os.Getppid()
 	signals := make(chan os.Signal, 16)
 	signal.Notify(signals) // every signal: the rank acts on them, not us
-	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "orted: guard: no command")
+	extra, err := strconv.Atoi(firstOr(args, ""))
+	if err != nil || extra < 0 || len(args) < 3 {
+		fmt.Fprintln(os.Stderr, "orted: guard: usage: COUNT PATH ARGV...")
 		os.Exit(errmgr.StatusFailed)
 	}
-	rank := &exec.Cmd{Path: args[0], Args: args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	rank := &exec.Cmd{Path: args[1], Args: args[2:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	for i := range extra {
+		rank.ExtraFiles = append(rank.ExtraFiles, os.NewFile(uintptr(guardStatusFD+1+i), "passed"))
+	}
+	// The status pipe is the guard's alone: no rank may hold it open.
+	syscall.CloseOnExec(guardStatusFD)
 	if err := rank.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "orted: cannot run %s: %v\n", args[1], UnwrapExec(err))
+		fmt.Fprintf(os.Stderr, "orted: cannot run %s: %v\n", args[2], UnwrapExec(err))
 		os.Exit(ExecStatus(err))
+	}
+	for _, f := range rank.ExtraFiles {
+		f.Close()
 	}
 	if os.Getppid() != parent { // the daemon died before we were watching
 		syscall.Kill(0, syscall.SIGKILL)
@@ -68,6 +82,13 @@ func RunGuard(args []string) {
 			}
 		}
 	}
+}
+
+func firstOr(args []string, or string) string {
+	if len(args) == 0 {
+		return or
+	}
+	return args[0]
 }
 
 // exitAs reports how the rank ended and exits with the shell's view of it.
