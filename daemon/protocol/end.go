@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"maps"
 	"slices"
 
 	"prsh/errmgr"
@@ -37,11 +38,28 @@ func (m *Machine) rankExited(e RankExited) {
 		return
 	}
 	r.reaped = true
-	if e.Status != 0 && !m.ending {
+	switch {
+	case m.ending:
+	case e.Status != 0:
 		m.fail(m.failure(e.Status, "rank %d %s", e.Rank, e.How))
+	case r.pmi && !r.finalized:
+		m.fail(m.failure(errmgr.StatusFailed, "rank %d exited with status 0 without finalizing MPI (PMI)", e.Rank))
 	}
+	m.checkFences()
 	m.checkExited()
 	m.maybeFinish()
+}
+
+// aborted ends the job as a rank asked (MPI_Abort), with its status.
+func (m *Machine) aborted(e Aborted) {
+	if _, ok := m.ranks[e.Rank]; !ok {
+		return
+	}
+	line := m.failure(e.Status, "rank %d called MPI_Abort with status %d", e.Rank, e.Status)
+	if e.Msg != "" {
+		line.Msg += ": " + e.Msg
+	}
+	m.fail(line)
 }
 
 func (m *Machine) checkExited() {
@@ -87,10 +105,11 @@ func (m *Machine) dropChild(id int) {
 	for _, r := range m.milestones {
 		r.drop(id)
 	}
-	for seq, r := range m.acks {
-		r.drop(id)
+	for _, seq := range slices.Sorted(maps.Keys(m.acks)) {
+		m.acks[seq].drop(id)
 		m.checkAck(seq)
 	}
+	m.dropFences(id)
 }
 
 func (m *Machine) reach(kind int) {

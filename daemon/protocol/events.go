@@ -1,6 +1,9 @@
 package protocol
 
-import "prsh/spawn"
+import (
+	"prsh/modex"
+	"prsh/spawn"
+)
 
 // LinkID names one connection to another daemon; the driver picks it.
 // There may be two links to the same peer for a moment (both dialled at
@@ -77,6 +80,25 @@ type RankExited struct {
 // RankDrained: everything a rank wrote has been read and passed on.
 type RankDrained struct{ Rank int }
 
+// PMIInit and PMIFinalize: a local rank initialised or finalised PMI. A
+// rank that initialised must finalise before it exits.
+type PMIInit struct{ Rank int }
+type PMIFinalize struct{ Rank int }
+
+// FenceEntered: a local rank entered its next fence, with what it put
+// since its last one.
+type FenceEntered struct {
+	Rank int
+	Puts []modex.KV
+}
+
+// Aborted: a local rank asked to abort the job (MPI_Abort).
+type Aborted struct {
+	Rank   int
+	Status int
+	Msg    string
+}
+
 // TimerFired: a timer set with SetTimer expired.
 type TimerFired struct{ Timer Timer }
 
@@ -102,6 +124,10 @@ func (RankNotStarted) event() {}
 func (RankExited) event()     {}
 func (RankDrained) event()    {}
 func (TimerFired) event()     {}
+func (PMIInit) event()        {}
+func (PMIFinalize) event()    {}
+func (FenceEntered) event()   {}
+func (Aborted) event()        {}
 func (Interrupt) event()      {}
 func (Orphaned) event()       {}
 
@@ -174,6 +200,13 @@ type ForwardStdin struct{}
 // StopSelf: mpirun stops itself (SIGSTOP), its ranks being stopped.
 type StopSelf struct{}
 
+// FenceDone: fence Seq is complete; the local ranks in it go on, and
+// answer their gets from View.
+type FenceDone struct {
+	Seq  int
+	View modex.View
+}
+
 // Exit ends the daemon with Status once its output is flushed. With
 // Abandon, mpirun waits only a moment for a reader that does not read;
 // Late names the nodes it gave up waiting for.
@@ -199,6 +232,7 @@ func (Reached) action()      {}
 func (ForwardStdin) action() {}
 func (StopSelf) action()     {}
 func (Exit) action()         {}
+func (FenceDone) action()    {}
 
 // Timer names a timer: its kind, and the child it is for (callback).
 type Timer struct {

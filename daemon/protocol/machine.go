@@ -18,6 +18,7 @@ import (
 	"slices"
 
 	"prsh/errmgr"
+	"prsh/modex"
 	"prsh/routed"
 	"prsh/spawn"
 	"prsh/topo"
@@ -83,6 +84,11 @@ type Machine struct {
 	signalSeq   int
 	stopPending bool // Ctrl-Z: stop mpirun once the ranks are stopped
 
+	fences   map[int]*fence // by sequence number, the open ones
+	carriers []int          // children whose subtree holds ranks
+	early    []earlyFence
+	view     modex.View // what the fences committed so far
+
 	ending   bool
 	finished bool
 	policy   errmgr.Policy // mpirun: how the job ends
@@ -111,7 +117,11 @@ func (c *child) drained() bool {
 }
 
 // rank is one local rank as the protocol sees it.
-type rank struct{ reaped, drained bool }
+type rank struct {
+	reaped, drained bool
+	pmi, finalized  bool // it initialised PMI; it finalised it
+	fences          int  // fences it entered
+}
 
 // New builds the machine of one daemon.
 func New(cfg Config) (*Machine, error) {
@@ -131,7 +141,7 @@ func New(cfg Config) (*Machine, error) {
 		cfg: cfg, self: cfg.ID, job: job, routing: rt, spawnTree: rt.Tree(),
 		links: map[int]LinkID{}, linkPeer: map[LinkID]int{}, dialing: map[int][]Message{},
 		children: map[int]*child{}, ranks: map[int]*rank{}, skipped: map[int]bool{},
-		acks: map[int]*reduction{},
+		acks: map[int]*reduction{}, fences: map[int]*fence{},
 	}
 	if job.SpawnDegree > 0 {
 		m.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
@@ -211,6 +221,19 @@ func (m *Machine) Step(ev Event) []Action {
 		m.maybeFinish()
 	case TimerFired:
 		m.timerFired(e.Timer)
+	case PMIInit:
+		if r, ok := m.ranks[e.Rank]; ok {
+			r.pmi = true
+		}
+	case PMIFinalize:
+		if r, ok := m.ranks[e.Rank]; ok {
+			r.finalized = true
+			m.checkFences()
+		}
+	case FenceEntered:
+		m.fenceEntered(e.Rank, e.Puts)
+	case Aborted:
+		m.aborted(e)
 	case Interrupt:
 		m.interrupt(e.Sig, e.Name)
 	case Orphaned:

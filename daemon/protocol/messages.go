@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"prsh/modex"
 	"prsh/routed"
 	"prsh/spawn"
 )
@@ -29,6 +30,8 @@ var kinds = [...]Message{
 	8:  Signal{},
 	9:  SignalAck{},
 	10: Skipped{},
+	11: FenceUp{},
+	12: FenceDown{},
 }
 
 var kindOfType = func() map[reflect.Type]byte {
@@ -157,6 +160,20 @@ type Signal struct {
 // subtree.
 type SignalAck struct{ Seq int }
 
+// FenceUp carries a subtree's puts for fence Seq up the spawn tree, once
+// every rank in the subtree entered it.
+type FenceUp struct {
+	Seq int
+	KVs []modex.KV
+}
+
+// FenceDown carries everything fence Seq committed, job-wide, down the
+// spawn tree: the fence is complete.
+type FenceDown struct {
+	Seq int
+	KVs []modex.KV
+}
+
 func (Hello) message()     {}
 func (Welcome) message()   {}
 func (Addrs) message()     {}
@@ -167,6 +184,8 @@ func (Teardown) message()  {}
 func (Signal) message()    {}
 func (SignalAck) message() {}
 func (Skipped) message()   {}
+func (FenceUp) message()   {}
+func (FenceDown) message() {}
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.
 const (

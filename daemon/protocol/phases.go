@@ -262,6 +262,14 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 		if m.isChild(peer) {
 			m.report(msg)
 		}
+	case FenceUp:
+		if m.isChild(peer) {
+			m.fenceUp(peer, msg)
+		}
+	case FenceDown:
+		if fromParent {
+			m.fenceDown(msg.Seq, msg.KVs)
+		}
 	default:
 		m.warn("unexpected message %T from daemon %d", msg, peer)
 	}
@@ -323,6 +331,7 @@ func (m *Machine) receiveLaunch(app Launch) {
 		m.deliver(m.router.Neighbour(c, app))
 	}
 	m.startRanks()
+	m.replayEarlyFences()
 }
 
 // launchSurvivors starts the application on the nodes that came up, once

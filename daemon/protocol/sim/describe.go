@@ -44,6 +44,8 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 		return "forward stdin"
 	case protocol.StopSelf:
 		return "stop self"
+	case protocol.FenceDone:
+		return fmt.Sprintf("fence %d done: %d keys", a.Seq, a.View.Len())
 	case protocol.Exit:
 		s := fmt.Sprintf("exit %d", a.Status)
 		if a.Abandon {
@@ -78,6 +80,10 @@ func Message(m protocol.Message) string {
 		return "SignalAck"
 	case protocol.Skipped:
 		return fmt.Sprintf("Skipped d%d", m.ID)
+	case protocol.FenceUp:
+		return fmt.Sprintf("FenceUp %d: %d keys", m.Seq, len(m.KVs))
+	case protocol.FenceDown:
+		return fmt.Sprintf("FenceDown %d: %d keys", m.Seq, len(m.KVs))
 	}
 	return fmt.Sprintf("%T", m)
 }

@@ -24,6 +24,7 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //
 //	cluster nodes=N degree=δ routed=radix|binomial|direct [skip] [ranks=R]
 //	        [rank-ms=T|forever] [timeout=MS] [grace=MS] [callback=MS]
+//	        [fences=K]          each rank runs K PMI fences, then finalises
 //	rank R exits S              rank R exits with status S
 //	refuse N "why"              node N's spawn fails
 //	no-callback N               node N's orted never calls back
@@ -94,6 +95,7 @@ func play(script string) (string, error) {
 				opt.Job.KillGraceMS = int64(kv.int("grace"))
 			}
 			opt.Job.CallbackMS = int64(kv.int("callback"))
+			opt.Fences = kv.int("fences")
 		case "rank":
 			r, _ := strconv.Atoi(f[1])
 			s, _ := strconv.Atoi(f[3])
@@ -152,6 +154,9 @@ func play(script string) (string, error) {
 		fmt.Fprintf(&out, "-- stderr: %s\n", l)
 	}
 	fmt.Fprintf(&out, "-- left running: %v\n", s.Running())
+	for _, e := range s.Errors {
+		fmt.Fprintf(&out, "-- error: %s\n", e)
+	}
 	return out.String(), nil
 }
 

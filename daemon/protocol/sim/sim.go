@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"prsh/daemon/protocol"
+	"prsh/modex"
 	"prsh/spawn"
 )
 
@@ -36,6 +37,9 @@ type Options struct {
 	// (0 by default); a negative RankMS runs the ranks until signalled.
 	RankMS     int64
 	RankStatus map[int]int
+	// Fences is how many PMI fences each rank runs after it starts (each
+	// with one put of its own), before it finalises and runs RankMS.
+	Fences int
 	// Faults by daemon id.
 	Faults map[int]Fault
 	// Trace receives one line per action and injected event; nil = none.
@@ -65,6 +69,7 @@ type Sim struct {
 	Status  int            // mpirun's exit status, once it exited
 	ExitAt  int64          // when mpirun exited
 	Done    bool           // mpirun exited
+	Errors  []string       // what the sim found wrong in the machine's actions
 	Steps   int
 }
 
@@ -91,7 +96,10 @@ type daemon struct {
 	upLink   endKey             // the parent's end of the callback link
 }
 
-type rankState struct{ stopped bool }
+type rankState struct {
+	stopped bool
+	fences  int // fences entered
+}
 
 // New prepares a cluster of opt.Nodes nodes plus mpirun.
 func New(opt Options) *Sim {
@@ -336,6 +344,8 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 		}
 	case protocol.StartRanks:
 		s.startRanks(d, a.Ranks)
+	case protocol.FenceDone:
+		s.fenceDone(d, a)
 	case protocol.SignalRanks:
 		s.signalRanks(d, a.Sig)
 	case protocol.SetTimer:
@@ -401,10 +411,55 @@ func (s *Sim) dial(d *daemon, peer int) {
 func (s *Sim) startRanks(d *daemon, ranks []int) {
 	for _, r := range ranks {
 		d.ranks[r] = &rankState{}
-		if s.opt.RankMS >= 0 {
-			status := s.opt.RankStatus[r]
-			s.push(s.now+s.opt.RankMS, func() { s.rankEnds(d, r, status, fmt.Sprintf("exited with status %d", status)) })
+		if s.opt.Fences > 0 {
+			s.push(s.now+1, func() {
+				s.step(d, protocol.PMIInit{Rank: r})
+				s.enterFence(d, r)
+			})
+			continue
 		}
+		s.runRank(d, r)
+	}
+}
+
+// runRank lets a rank run for RankMS, then exit.
+func (s *Sim) runRank(d *daemon, r int) {
+	if s.opt.RankMS < 0 {
+		return
+	}
+	status := s.opt.RankStatus[r]
+	s.push(s.now+s.opt.RankMS, func() { s.rankEnds(d, r, status, fmt.Sprintf("exited with status %d", status)) })
+}
+
+// enterFence makes rank r enter its next fence with one key of its own.
+func (s *Sim) enterFence(d *daemon, r int) {
+	st := d.ranks[r]
+	if st == nil {
+		return
+	}
+	st.fences++
+	kv := modex.KV{Key: fmt.Sprintf("card-%d-%d", r, st.fences), Value: fmt.Sprintf("v%d", r)}
+	s.step(d, protocol.FenceEntered{Rank: r, Puts: []modex.KV{kv}})
+}
+
+// fenceDone checks that the fence committed every rank's key, then lets
+// each local rank go on: to its next fence, or to finalise and run.
+func (s *Sim) fenceDone(d *daemon, a protocol.FenceDone) {
+	if a.View.Len() != a.Seq*len(s.opt.App.RankNode) {
+		s.Errors = append(s.Errors, fmt.Sprintf("d%d: after fence %d the view holds %d keys, want %d", d.id, a.Seq, a.View.Len(), a.Seq*len(s.opt.App.RankNode)))
+	}
+	for _, r := range slices.Sorted(maps.Keys(d.ranks)) {
+		if d.ranks[r].fences != a.Seq {
+			continue
+		}
+		s.push(s.now+1, func() {
+			if a.Seq < s.opt.Fences {
+				s.enterFence(d, r)
+				return
+			}
+			s.step(d, protocol.PMIFinalize{Rank: r})
+			s.runRank(d, r)
+		})
 	}
 }
 
