@@ -80,6 +80,9 @@ type Daemon struct {
 	ranks    map[int]*rank
 	app      protocol.Launch
 
+	fenceWaiters []*pmiService // local ranks in the current fence
+	nodeAttrs    nodeAttrs
+
 	sink     iof.Sink
 	terminal *iof.Terminal
 	upStream io.Closer

@@ -87,6 +87,8 @@ func (d *Daemon) handle(ev any) {
 		d.step(protocol.OutputClosed{Link: e.link.id})
 	case rankReaped:
 		d.rankReaped(e.rank, e.status)
+	case fenceWait:
+		d.fenceEntered(e)
 	case pipeClosed:
 		if e.rank.openPipes--; e.rank.openPipes == 0 {
 			d.step(protocol.RankDrained{Rank: e.rank.id})
@@ -172,6 +174,8 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			d.forwardStdin()
 		case protocol.StopSelf:
 			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		case protocol.FenceDone:
+			d.fenceDone(a.View)
 		case protocol.Exit:
 			d.finish(a)
 		default:

@@ -30,9 +30,21 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	for local, id := range mine {
 		r := &rank{id: id}
 		d.ranks[id] = r
-		cmd, err := d.command(app, id, local, len(mine))
+		conn, pmiEnd, err := pmiSocket()
+		var cmd *exec.Cmd
+		if err == nil {
+			cmd, err = d.command(app, id, local, len(mine), pmiEnd)
+		}
 		if err == nil {
 			err = d.spawnRank(r, cmd)
+		}
+		if pmiEnd != nil {
+			pmiEnd.Close() // the rank has its copy
+		}
+		if err == nil {
+			d.servePMI(conn, id)
+		} else if conn != nil {
+			conn.Close()
 		}
 		if err != nil {
 			r.reaped, r.groupGone = true, true
@@ -43,7 +55,7 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 
 // command builds the rank's process: argv[0] looked up in the daemon's
 // PATH, or relative to the working directory when it has a slash.
-func (d *Daemon) command(app protocol.Launch, id, local, localSize int) (*exec.Cmd, error) {
+func (d *Daemon) command(app protocol.Launch, id, local, localSize int, pmiEnd *os.File) (*exec.Cmd, error) {
 	if len(app.Argv) == 0 {
 		return nil, errors.New("no command to run")
 	}
@@ -58,8 +70,9 @@ func (d *Daemon) command(app protocol.Launch, id, local, localSize int) (*exec.C
 	if path, err = exec.LookPath(path); err != nil {
 		return nil, fmt.Errorf("cannot run %s: %w", app.Argv[0], proc.UnwrapExec(err))
 	}
-	cmd := &exec.Cmd{Path: path, Args: app.Argv, Dir: wdir}
+	cmd := &exec.Cmd{Path: path, Args: app.Argv, Dir: wdir, ExtraFiles: []*os.File{pmiEnd}}
 	cmd.Env = append(append(os.Environ(), app.Env...), d.rankEnv(app, id, local, localSize)...)
+	cmd.Env = append(cmd.Env, pmiEnv(d.machine.Job(), app, id)...)
 	// Each rank runs in its own process group, so a signal reaches what it
 	// started too, under a guard that ends the group if this daemon dies.
 	return proc.GuardCommand(cmd)

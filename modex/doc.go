@@ -1,6 +1,12 @@
-// Package modex will hold the ranks' exchange: the key-value store, the
-// fence as a collective over the routing tree, allgather and ring, and the
-// PMI-1 and PMI-2 wire servers each orted runs for its local ranks
-// (../shared/docs/pmi-wire.md). It is the next step after the launch core;
-// nothing here is used yet.
+// Package modex holds the pure side of the ranks' exchange (modex): what
+// every daemon computes the same way, with no I/O, clocks or goroutines
+// (its purity test keeps it so). Today that is the job's key-value space
+// as of one fence (View, which the fence over the daemon tree extends) and
+// the PMI_process_mapping string MPICH reads to learn which ranks share a
+// node (ProcessMapping).
+//
+// The PMI-1 and PMI-2 wire servers that each orted runs for its local ranks
+// are the driver part beside it, in modex/pmi: they turn the clients' bytes
+// into calls on a Backend that the daemon implements with these pieces
+// (see ../shared/docs/pmi-wire.md).
 package modex

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/urfave/cli/v2"
@@ -168,6 +169,7 @@ func jobSpec(c *cli.Context, m *job.Map) (protocol.JobSpec, error) {
 		return protocol.JobSpec{}, usageError{err}
 	}
 	return protocol.JobSpec{
+		ID:      fmt.Sprintf("prsh_%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000_000),
 		Daemons: len(m.Nodes) + 1, SpawnDegree: degree, SkipUnreachable: skip,
 		Routed: c.String("routed"), RoutedRadix: c.Int("routed-radix"),
 		OrtedPath: orted, LogLevel: logLevel(c),

@@ -80,13 +80,12 @@ type RankExited struct {
 // RankDrained: everything a rank wrote has been read and passed on.
 type RankDrained struct{ Rank int }
 
-// PMIInit and PMIFinalize: a local rank initialised or finalised PMI. A
-// rank that initialised must finalise before it exits.
-type PMIInit struct{ Rank int }
+// PMIFinalize: a local rank finalised PMI.
 type PMIFinalize struct{ Rank int }
 
 // FenceEntered: a local rank entered its next fence, with what it put
-// since its last one.
+// since its last one. A rank that fenced uses PMI: it must finalise it
+// before it exits.
 type FenceEntered struct {
 	Rank int
 	Puts []modex.KV
@@ -124,7 +123,6 @@ func (RankNotStarted) event() {}
 func (RankExited) event()     {}
 func (RankDrained) event()    {}
 func (TimerFired) event()     {}
-func (PMIInit) event()        {}
 func (PMIFinalize) event()    {}
 func (FenceEntered) event()   {}
 func (Aborted) event()        {}

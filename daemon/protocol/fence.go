@@ -62,7 +62,7 @@ func (m *Machine) fenceEntered(rank int, puts []modex.KV) {
 	if !ok || r.reaped {
 		return
 	}
-	r.fences++
+	r.fences, r.pmi = r.fences+1, true
 	f := m.fenceAt(r.fences)
 	f.kvs = append(f.kvs, puts...)
 	m.checkFence(r.fences)

@@ -119,7 +119,7 @@ func (c *child) drained() bool {
 // rank is one local rank as the protocol sees it.
 type rank struct {
 	reaped, drained bool
-	pmi, finalized  bool // it initialised PMI; it finalised it
+	pmi, finalized  bool // it used PMI (it fenced); it finalised it
 	fences          int  // fences it entered
 }
 
@@ -221,10 +221,6 @@ func (m *Machine) Step(ev Event) []Action {
 		m.maybeFinish()
 	case TimerFired:
 		m.timerFired(e.Timer)
-	case PMIInit:
-		if r, ok := m.ranks[e.Rank]; ok {
-			r.pmi = true
-		}
 	case PMIFinalize:
 		if r, ok := m.ranks[e.Rank]; ok {
 			r.finalized = true

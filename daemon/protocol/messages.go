@@ -100,6 +100,7 @@ type JobSpec struct {
 	LaunchAgent  string // external launch command template; "" = native ssh
 	SSHConfig    string
 	Hosts        []string // node name of each daemon id, [0] = mpirun's
+	ID           string   // names the job (its PMI key-value space); unique per run
 	// SkipUnreachable leaves out nodes that cannot be spawned and adopts
 	// their subtrees, instead of aborting (--on-unreachable skip).
 	SkipUnreachable bool

@@ -8,7 +8,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"maps"
 	"slices"
@@ -182,22 +181,25 @@ func (s *Sim) Kill(id int) {
 // until (0 = no bound).
 func (s *Sim) Run(until int64) error {
 	for len(s.queue) > 0 {
-		e := heap.Pop(&s.queue).(*item)
-		if until > 0 && e.at > until {
-			heap.Push(&s.queue, e)
+		if until > 0 && s.queue[0].at > until {
 			s.now = until
 			return nil
 		}
+		e := s.queue.pop()
 		s.now = e.at
 		s.Steps++
-		e.f()
+		if e.f != nil {
+			e.f()
+		} else {
+			s.arrive(e.to, e.msg)
+		}
 	}
 	return nil
 }
 
 func (s *Sim) push(at int64, f func()) {
 	s.seq++
-	heap.Push(&s.queue, &item{at: at, seq: s.seq, f: f})
+	s.queue.push(item{at: at, seq: s.seq, f: f})
 }
 
 func (s *Sim) tracef(format string, args ...any) {
@@ -243,7 +245,8 @@ func (s *Sim) transmit(from int, l protocol.LinkID, msg protocol.Message) {
 	key := [2]int{from, to.daemon}
 	at := max(s.now+s.opt.Delay(from, to.daemon), s.lastArr[key])
 	s.lastArr[key] = at
-	s.push(at, func() { s.arrive(to, msg) })
+	s.seq++
+	s.queue.push(item{at: at, seq: s.seq, to: to, msg: msg})
 }
 
 // arrive hands a message to its receiver; the first message on a new
@@ -298,14 +301,9 @@ func (s *Sim) closeEnd(id int, l protocol.LinkID, why string) {
 func (s *Sim) die(d *daemon, how string) {
 	d.dead = true
 	d.ranks = nil
-	var mine []protocol.LinkID
-	for k := range s.ends {
-		if k.daemon == d.id {
-			mine = append(mine, k.link)
-		}
-	}
-	slices.Sort(mine)
-	for _, l := range mine {
+	// Link ids are handed out in order from 1: close its open ends in
+	// order, without a walk over every link of the cluster.
+	for l := protocol.LinkID(1); l <= d.lastLink; l++ {
 		s.closeEnd(d.id, l, "EOF")
 	}
 	if p := d.spawner; p >= 0 {
@@ -412,10 +410,7 @@ func (s *Sim) startRanks(d *daemon, ranks []int) {
 	for _, r := range ranks {
 		d.ranks[r] = &rankState{}
 		if s.opt.Fences > 0 {
-			s.push(s.now+1, func() {
-				s.step(d, protocol.PMIInit{Rank: r})
-				s.enterFence(d, r)
-			})
+			s.push(s.now+1, func() { s.enterFence(d, r) })
 			continue
 		}
 		s.runRank(d, r)
@@ -549,22 +544,54 @@ func (s *Sim) trace(d *daemon, a protocol.Action) {
 	}
 }
 
+// item is an event: f, or when f is nil the arrival of msg at to.
+// Messages, the bulk of the events, need no closure of their own.
 type item struct {
 	at, seq int64
 	f       func()
+	to      end
+	msg     protocol.Message
 }
 
-type events []*item
+// events is a binary min-heap of items by (at, seq), held by value.
+type events []item
 
-func (q events) Len() int { return len(q) }
-func (q events) Less(i, j int) bool {
+func (q events) less(i, j int) bool {
 	return q[i].at < q[j].at || q[i].at == q[j].at && q[i].seq < q[j].seq
 }
-func (q events) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *events) Push(x any)   { *q = append(*q, x.(*item)) }
-func (q *events) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
+
+func (q *events) push(x item) {
+	*q = append(*q, x)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *events) pop() item {
+	h := *q
+	top, last := h[0], len(h)-1
+	h[0], h[last] = h[last], item{} // let the collector have what it held
+	h = h[:last]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= len(h) {
+			break
+		}
+		if c+1 < len(h) && h.less(c+1, c) {
+			c++
+		}
+		if !h.less(c, i) {
+			break
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+	*q = h
+	return top
 }

@@ -1,0 +1,182 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"prsh/daemon/protocol"
+	"prsh/modex"
+	"prsh/modex/pmi"
+)
+
+// pmiFD is where a rank finds its PMI socket: the first descriptor after
+// stdio, passed through the rank's guard.
+const pmiFD = 3
+
+// pmiSocket makes the socket pair of one rank's PMI connection: the
+// daemon's end, and the rank's, which only that rank inherits.
+func pmiSocket() (daemonEnd net.Conn, rankEnd *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("PMI socket: %w", err)
+	}
+	mine := os.NewFile(uintptr(fds[0]), "pmi")
+	defer mine.Close() // FileConn dups it
+	conn, err := net.FileConn(mine)
+	if err != nil {
+		unix.Close(fds[1])
+		return nil, nil, fmt.Errorf("PMI socket: %w", err)
+	}
+	return conn, os.NewFile(uintptr(fds[1]), "pmi-rank"), nil
+}
+
+// pmiEnv tells a rank's PMI client where its server is and who it is.
+func pmiEnv(job protocol.JobSpec, app protocol.Launch, rank int) []string {
+	return []string{
+		"PMI_FD=" + strconv.Itoa(pmiFD), "PMI_RANK=" + strconv.Itoa(rank),
+		"PMI_SIZE=" + strconv.Itoa(len(app.RankNode)), "PMI_JOBID=" + job.ID,
+	}
+}
+
+// servePMI serves one rank's PMI connection until the rank closes it or
+// the daemon ends.
+func (d *Daemon) servePMI(conn net.Conn, rank int) {
+	s := &pmiService{d: d, rank: rank, done: make(chan modex.View, 1)}
+	job := d.machine.Job()
+	s.info = pmi.JobInfo{
+		Rank: rank, Size: len(d.app.RankNode), KVSName: job.ID,
+		UniverseSize: len(d.app.RankNode), ProcessMapping: modex.ProcessMapping(d.app.RankNode),
+	}
+	go func() {
+		defer conn.Close()
+		err := pmi.Serve(d.ctx, conn, s, d.log.Named("pmi").With("rank", rank))
+		switch {
+		case errors.Is(err, pmi.ErrProtocol):
+			d.log.Warn("PMI connection", "rank", rank, "error", err)
+		case err != nil:
+			// A rank gone early or aborting: the machine hears of it from
+			// the rank's exit or its abort.
+			d.log.Debug("PMI connection", "rank", rank, "error", err)
+		}
+	}()
+}
+
+// pmiService is one rank's side of the modex: the pmi.Backend its wire
+// server calls, from that server's goroutine. A fence goes to the event
+// loop and waits for its answer; gets are answered from the view the
+// last fence gave, without the loop.
+type pmiService struct {
+	d    *Daemon
+	rank int
+	info pmi.JobInfo
+	puts []modex.KV
+	view modex.View
+	done chan modex.View // the loop's answer to this rank's fence
+}
+
+// fenceWait is the driver event of a rank that entered a fence.
+type fenceWait struct {
+	service *pmiService
+	puts    []modex.KV
+}
+
+func (s *pmiService) Info() pmi.JobInfo { return s.info }
+
+func (s *pmiService) Put(key, value string) error {
+	s.puts = append(s.puts, modex.KV{Key: key, Value: value})
+	return nil
+}
+
+func (s *pmiService) Fence(ctx context.Context) error {
+	if !s.d.post(fenceWait{s, s.puts}) {
+		return errors.New("the daemon is ending")
+	}
+	s.puts = nil
+	select {
+	case s.view = <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *pmiService) Get(key string) (string, bool) { return s.view.Get(key) }
+
+func (s *pmiService) PutNodeAttr(key, value string) { s.d.nodeAttrs.put(key, value) }
+
+func (s *pmiService) NodeAttr(ctx context.Context, key string, wait bool) (string, bool) {
+	return s.d.nodeAttrs.get(ctx, key, wait)
+}
+
+func (s *pmiService) Ring(ctx context.Context, count int, left, right string) (pmi.Ring, error) {
+	return pmi.Ring{}, errors.New("PMIX_Ring is not served yet")
+}
+
+func (s *pmiService) Abort(status int, msg string) {
+	s.d.post(protocol.Aborted{Rank: s.rank, Status: status, Msg: msg})
+}
+
+func (s *pmiService) Finalize() { s.d.post(protocol.PMIFinalize{Rank: s.rank}) }
+
+// fenceEntered notes who waits for the fence, then tells the machine.
+func (d *Daemon) fenceEntered(w fenceWait) {
+	d.fenceWaiters = append(d.fenceWaiters, w.service)
+	d.step(protocol.FenceEntered{Rank: w.service.rank, Puts: w.puts})
+}
+
+// fenceDone releases every local rank waiting in the fence: a rank is in
+// one fence at a time, and enters the next only once released.
+func (d *Daemon) fenceDone(view modex.View) {
+	for _, s := range d.fenceWaiters {
+		s.done <- view
+	}
+	d.fenceWaiters = nil
+}
+
+// nodeAttrs are the node-local attributes of PMI-2 (one store per
+// daemon): a get may wait for a later put by another rank of the node.
+type nodeAttrs struct {
+	mu      sync.Mutex
+	vals    map[string]string
+	changed chan struct{} // closed and replaced at every put
+}
+
+func (a *nodeAttrs) put(key, value string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.vals == nil {
+		a.vals = map[string]string{}
+	}
+	a.vals[key] = value
+	if a.changed != nil {
+		close(a.changed)
+		a.changed = nil
+	}
+}
+
+func (a *nodeAttrs) get(ctx context.Context, key string, wait bool) (string, bool) {
+	for {
+		a.mu.Lock()
+		v, ok := a.vals[key]
+		if a.changed == nil {
+			a.changed = make(chan struct{})
+		}
+		changed := a.changed
+		a.mu.Unlock()
+		if ok || !wait {
+			return v, ok
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return "", false
+		}
+	}
+}
