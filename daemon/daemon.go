@@ -80,7 +80,8 @@ type Daemon struct {
 	ranks    map[int]*rank
 	app      protocol.Launch
 
-	fenceWaiters []*pmiService // local ranks in the current fence
+	fenceWaiters []*pmiService       // local ranks in the current fence
+	ringWaiters  map[int]*pmiService // local ranks in the current ring, by rank
 	nodeAttrs    nodeAttrs
 
 	sink     iof.Sink
@@ -99,6 +100,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		cfg: cfg, log: cfg.Log, events: make(chan any, 256),
 		links: map[protocol.LinkID]*link{}, procs: map[int]launch.Process{},
 		timers: map[protocol.Timer]*timer{}, ranks: map[int]*rank{}, exit: make(chan int, 1),
+		ringWaiters: map[int]*pmiService{},
 	}
 	if d.log == nil {
 		d.log = hclog.NewNullLogger()

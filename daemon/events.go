@@ -89,6 +89,8 @@ func (d *Daemon) handle(ev any) {
 		d.rankReaped(e.rank, e.status)
 	case fenceWait:
 		d.fenceEntered(e)
+	case ringWait:
+		d.ringEntered(e)
 	case pipeClosed:
 		if e.rank.openPipes--; e.rank.openPipes == 0 {
 			d.step(protocol.RankDrained{Rank: e.rank.id})
@@ -176,6 +178,8 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		case protocol.FenceDone:
 			d.fenceDone(a.View)
+		case protocol.RingDone:
+			d.ringDone(a.Answers)
 		case protocol.Exit:
 			d.finish(a)
 		default:

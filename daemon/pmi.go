@@ -48,7 +48,7 @@ func pmiEnv(job protocol.JobSpec, app protocol.Launch, rank int) []string {
 // servePMI serves one rank's PMI connection until the rank closes it or
 // the daemon ends.
 func (d *Daemon) servePMI(conn net.Conn, rank int) {
-	s := &pmiService{d: d, rank: rank, done: make(chan modex.View, 1)}
+	s := &pmiService{d: d, rank: rank, done: make(chan modex.View, 1), ring: make(chan pmi.Ring, 1)}
 	job := d.machine.Job()
 	s.info = pmi.JobInfo{
 		Rank: rank, Size: len(d.app.RankNode), KVSName: job.ID,
@@ -79,6 +79,13 @@ type pmiService struct {
 	puts []modex.KV
 	view modex.View
 	done chan modex.View // the loop's answer to this rank's fence
+	ring chan pmi.Ring   // the loop's answer to this rank's ring
+}
+
+// ringWait is the driver event of a rank that entered a ring.
+type ringWait struct {
+	service *pmiService
+	entry   protocol.RingEntered
 }
 
 // fenceWait is the driver event of a rank that entered a fence.
@@ -116,7 +123,15 @@ func (s *pmiService) NodeAttr(ctx context.Context, key string, wait bool) (strin
 }
 
 func (s *pmiService) Ring(ctx context.Context, count int, left, right string) (pmi.Ring, error) {
-	return pmi.Ring{}, errors.New("PMIX_Ring is not served yet")
+	if !s.d.post(ringWait{s, protocol.RingEntered{Rank: s.rank, Count: count, Left: left, Right: right}}) {
+		return pmi.Ring{}, errors.New("the daemon is ending")
+	}
+	select {
+	case r := <-s.ring:
+		return r, nil
+	case <-ctx.Done():
+		return pmi.Ring{}, ctx.Err()
+	}
 }
 
 func (s *pmiService) Abort(status int, msg string) {
@@ -138,6 +153,22 @@ func (d *Daemon) fenceDone(view modex.View) {
 		s.done <- view
 	}
 	d.fenceWaiters = nil
+}
+
+// ringEntered notes who waits for the ring, then tells the machine.
+func (d *Daemon) ringEntered(w ringWait) {
+	d.ringWaiters[w.service.rank] = w.service
+	d.step(w.entry)
+}
+
+// ringDone gives each local rank of a finished ring its answer.
+func (d *Daemon) ringDone(answers []protocol.RingEntry) {
+	for _, a := range answers {
+		if s, ok := d.ringWaiters[a.Rank]; ok {
+			delete(d.ringWaiters, a.Rank)
+			s.ring <- pmi.Ring{Count: a.Count, Left: a.Left, Right: a.Right}
+		}
+	}
 }
 
 // nodeAttrs are the node-local attributes of PMI-2 (one store per

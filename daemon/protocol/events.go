@@ -91,6 +91,14 @@ type FenceEntered struct {
 	Puts []modex.KV
 }
 
+// RingEntered: a local rank entered its next PMIX_Ring with its count and
+// its two values.
+type RingEntered struct {
+	Rank        int
+	Count       int
+	Left, Right string
+}
+
 // Aborted: a local rank asked to abort the job (MPI_Abort).
 type Aborted struct {
 	Rank   int
@@ -126,6 +134,7 @@ func (TimerFired) event()     {}
 func (PMIFinalize) event()    {}
 func (FenceEntered) event()   {}
 func (Aborted) event()        {}
+func (RingEntered) event()    {}
 func (Interrupt) event()      {}
 func (Orphaned) event()       {}
 
@@ -205,6 +214,12 @@ type FenceDone struct {
 	View modex.View
 }
 
+// RingDone: ring Seq is complete; each local rank in it gets its answer.
+type RingDone struct {
+	Seq     int
+	Answers []RingEntry
+}
+
 // Exit ends the daemon with Status once its output is flushed. With
 // Abandon, mpirun waits only a moment for a reader that does not read;
 // Late names the nodes it gave up waiting for.
@@ -231,6 +246,7 @@ func (ForwardStdin) action() {}
 func (StopSelf) action()     {}
 func (Exit) action()         {}
 func (FenceDone) action()    {}
+func (RingDone) action()     {}
 
 // Timer names a timer: its kind, and the child it is for (callback).
 type Timer struct {

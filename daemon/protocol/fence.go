@@ -104,7 +104,7 @@ func (m *Machine) checkFence(seq int) {
 	if f == nil {
 		return
 	}
-	f.red.local = m.localRanksIn(seq)
+	f.red.local = m.localRanksDone(seq, func(r *rank) int { return r.fences })
 	if !f.red.ready() {
 		return
 	}
@@ -116,22 +116,26 @@ func (m *Machine) checkFence(seq int) {
 	m.sendUp(FenceUp{Seq: seq, KVs: f.kvs})
 }
 
-// localRanksIn says whether every local rank entered fence seq, or is
-// done with fences: finalised, or gone (a rank that ends without
-// finalising ends the job anyway).
-func (m *Machine) localRanksIn(seq int) bool {
+// localRanksDone says whether every local rank entered collective seq
+// (entered counts those it entered), or is done with PMI: finalised, or
+// gone (a rank that ends without finalising ends the job anyway).
+func (m *Machine) localRanksDone(seq int, entered func(*rank) int) bool {
 	for _, r := range m.ranks {
-		if r.fences < seq && !r.finalized && !r.reaped {
+		if entered(r) < seq && !r.finalized && !r.reaped {
 			return false
 		}
 	}
 	return true
 }
 
-// checkFences looks at every open fence again, after a local rank left.
+// checkFences looks at every open fence and ring again, after a local
+// rank left or a child was dropped.
 func (m *Machine) checkFences() {
 	for _, seq := range slices.Sorted(maps.Keys(m.fences)) {
 		m.checkFence(seq)
+	}
+	for _, seq := range slices.Sorted(maps.Keys(m.rings)) {
+		m.checkRing(seq)
 	}
 }
 
@@ -147,10 +151,13 @@ func (m *Machine) fenceDown(seq int, kvs []modex.KV) {
 	m.emit(FenceDone{Seq: seq, View: m.view})
 }
 
-// dropFences stops every fence from waiting for a child that failed.
+// dropFences stops every fence and ring from waiting for a child that failed.
 func (m *Machine) dropFences(child int) {
 	for _, f := range m.fences {
 		f.red.drop(child)
+	}
+	for _, r := range m.rings {
+		r.red.drop(child)
 	}
 	m.checkFences()
 }

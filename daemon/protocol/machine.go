@@ -84,10 +84,12 @@ type Machine struct {
 	signalSeq   int
 	stopPending bool // Ctrl-Z: stop mpirun once the ranks are stopped
 
-	fences   map[int]*fence // by sequence number, the open ones
-	carriers []int          // children whose subtree holds ranks
-	early    []earlyFence
-	view     modex.View // what the fences committed so far
+	fences     map[int]*fence // by sequence number, the open ones
+	carriers   []int          // children whose subtree holds ranks
+	early      []earlyFence
+	rings      map[int]*ring // by sequence number, the open ones
+	earlyRings []earlyRing
+	view       modex.View // what the fences committed so far
 
 	ending   bool
 	finished bool
@@ -120,7 +122,7 @@ func (c *child) drained() bool {
 type rank struct {
 	reaped, drained bool
 	pmi, finalized  bool // it used PMI (it fenced); it finalised it
-	fences          int  // fences it entered
+	fences, rings   int  // fences and rings it entered
 }
 
 // New builds the machine of one daemon.
@@ -141,7 +143,7 @@ func New(cfg Config) (*Machine, error) {
 		cfg: cfg, self: cfg.ID, job: job, routing: rt, spawnTree: rt.Tree(),
 		links: map[int]LinkID{}, linkPeer: map[LinkID]int{}, dialing: map[int][]Message{},
 		children: map[int]*child{}, ranks: map[int]*rank{}, skipped: map[int]bool{},
-		acks: map[int]*reduction{}, fences: map[int]*fence{},
+		acks: map[int]*reduction{}, fences: map[int]*fence{}, rings: map[int]*ring{},
 	}
 	if job.SpawnDegree > 0 {
 		m.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
@@ -228,6 +230,8 @@ func (m *Machine) Step(ev Event) []Action {
 		}
 	case FenceEntered:
 		m.fenceEntered(e.Rank, e.Puts)
+	case RingEntered:
+		m.ringEntered(e)
 	case Aborted:
 		m.aborted(e)
 	case Interrupt:

@@ -32,6 +32,8 @@ var kinds = [...]Message{
 	10: Skipped{},
 	11: FenceUp{},
 	12: FenceDown{},
+	13: RingUp{},
+	14: RingDown{},
 }
 
 var kindOfType = func() map[reflect.Type]byte {
@@ -175,6 +177,20 @@ type FenceDown struct {
 	KVs []modex.KV
 }
 
+// RingUp carries a subtree's entries for PMIX_Ring number Seq up the
+// spawn tree, once every rank in the subtree entered it.
+type RingUp struct {
+	Seq     int
+	Entries []RingEntry
+}
+
+// RingDown carries the answers of ring Seq for the ranks below the
+// receiver, down the spawn tree.
+type RingDown struct {
+	Seq     int
+	Entries []RingEntry
+}
+
 func (Hello) message()     {}
 func (Welcome) message()   {}
 func (Addrs) message()     {}
@@ -187,6 +203,8 @@ func (SignalAck) message() {}
 func (Skipped) message()   {}
 func (FenceUp) message()   {}
 func (FenceDown) message() {}
+func (RingUp) message()    {}
+func (RingDown) message()  {}
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.
 const (

@@ -270,6 +270,14 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 		if fromParent {
 			m.fenceDown(msg.Seq, msg.KVs)
 		}
+	case RingUp:
+		if m.isChild(peer) {
+			m.ringUp(peer, msg)
+		}
+	case RingDown:
+		if fromParent {
+			m.ringDown(msg.Seq, msg.Entries)
+		}
 	default:
 		m.warn("unexpected message %T from daemon %d", msg, peer)
 	}
@@ -332,6 +340,7 @@ func (m *Machine) receiveLaunch(app Launch) {
 	}
 	m.startRanks()
 	m.replayEarlyFences()
+	m.replayEarlyRings()
 }
 
 // launchSurvivors starts the application on the nodes that came up, once

@@ -44,6 +44,8 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 		return "forward stdin"
 	case protocol.StopSelf:
 		return "stop self"
+	case protocol.RingDone:
+		return fmt.Sprintf("ring %d done: %d answers", a.Seq, len(a.Answers))
 	case protocol.FenceDone:
 		return fmt.Sprintf("fence %d done: %d keys", a.Seq, a.View.Len())
 	case protocol.Exit:
@@ -84,6 +86,10 @@ func Message(m protocol.Message) string {
 		return fmt.Sprintf("FenceUp %d: %d keys", m.Seq, len(m.KVs))
 	case protocol.FenceDown:
 		return fmt.Sprintf("FenceDown %d: %d keys", m.Seq, len(m.KVs))
+	case protocol.RingUp:
+		return fmt.Sprintf("RingUp %d: %d entries", m.Seq, len(m.Entries))
+	case protocol.RingDown:
+		return fmt.Sprintf("RingDown %d: %d answers", m.Seq, len(m.Entries))
 	}
 	return fmt.Sprintf("%T", m)
 }

@@ -37,8 +37,10 @@ type Options struct {
 	RankMS     int64
 	RankStatus map[int]int
 	// Fences is how many PMI fences each rank runs after it starts (each
-	// with one put of its own), before it finalises and runs RankMS.
+	// with one put of its own), before it finalises and runs RankMS; with
+	// Ring it then runs one PMIX_Ring first.
 	Fences int
+	Ring   bool
 	// Faults by daemon id.
 	Faults map[int]Fault
 	// Trace receives one line per action and injected event; nil = none.
@@ -344,6 +346,8 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 		s.startRanks(d, a.Ranks)
 	case protocol.FenceDone:
 		s.fenceDone(d, a)
+	case protocol.RingDone:
+		s.ringDone(d, a)
 	case protocol.SignalRanks:
 		s.signalRanks(d, a.Sig)
 	case protocol.SetTimer:
@@ -413,6 +417,10 @@ func (s *Sim) startRanks(d *daemon, ranks []int) {
 			s.push(s.now+1, func() { s.enterFence(d, r) })
 			continue
 		}
+		if s.opt.Ring {
+			s.push(s.now+1, func() { s.enterRing(d, r) })
+			continue
+		}
 		s.runRank(d, r)
 	}
 }
@@ -437,6 +445,29 @@ func (s *Sim) enterFence(d *daemon, r int) {
 	s.step(d, protocol.FenceEntered{Rank: r, Puts: []modex.KV{kv}})
 }
 
+func (s *Sim) finalize(d *daemon, r int) {
+	s.step(d, protocol.PMIFinalize{Rank: r})
+	s.runRank(d, r)
+}
+
+// enterRing makes rank r enter a ring with count 1 and the value v<r>.
+func (s *Sim) enterRing(d *daemon, r int) {
+	v := fmt.Sprintf("v%d", r)
+	s.step(d, protocol.RingEntered{Rank: r, Count: 1, Left: v, Right: v})
+}
+
+// ringDone checks each local rank's answer, then lets it finalise.
+func (s *Sim) ringDone(d *daemon, a protocol.RingDone) {
+	np := len(s.opt.App.RankNode)
+	for _, e := range a.Answers {
+		want := protocol.RingEntry{Rank: e.Rank, Count: e.Rank, Left: fmt.Sprintf("v%d", (e.Rank+np-1)%np), Right: fmt.Sprintf("v%d", (e.Rank+1)%np)}
+		if e != want {
+			s.Errors = append(s.Errors, fmt.Sprintf("d%d: ring answer %+v, want %+v", d.id, e, want))
+		}
+		s.push(s.now+1, func() { s.finalize(d, e.Rank) })
+	}
+}
+
 // fenceDone checks that the fence committed every rank's key, then lets
 // each local rank go on: to its next fence, or to finalise and run.
 func (s *Sim) fenceDone(d *daemon, a protocol.FenceDone) {
@@ -448,12 +479,14 @@ func (s *Sim) fenceDone(d *daemon, a protocol.FenceDone) {
 			continue
 		}
 		s.push(s.now+1, func() {
-			if a.Seq < s.opt.Fences {
+			switch {
+			case a.Seq < s.opt.Fences:
 				s.enterFence(d, r)
-				return
+			case s.opt.Ring:
+				s.enterRing(d, r)
+			default:
+				s.finalize(d, r)
 			}
-			s.step(d, protocol.PMIFinalize{Rank: r})
-			s.runRank(d, r)
 		})
 	}
 }
