@@ -45,7 +45,7 @@ func (m *Machine) rankExited(e RankExited) {
 	case r.pmi && !r.finalized:
 		m.fail(m.failure(errmgr.StatusFailed, "rank %d exited with status 0 without finalizing MPI (PMI)", e.Rank))
 	}
-	m.checkFences()
+	m.checkCollectives()
 	m.checkExited()
 	m.maybeFinish()
 }
@@ -109,7 +109,7 @@ func (m *Machine) dropChild(id int) {
 		m.acks[seq].drop(id)
 		m.checkAck(seq)
 	}
-	m.dropFences(id)
+	m.dropFromCollectives(id)
 }
 
 func (m *Machine) reach(kind int) {

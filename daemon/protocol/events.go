@@ -91,6 +91,13 @@ type FenceEntered struct {
 	Puts []modex.KV
 }
 
+// AllgatherEntered: a local rank entered its next allgather with its
+// value.
+type AllgatherEntered struct {
+	Rank  int
+	Value string
+}
+
 // RingEntered: a local rank entered its next PMIX_Ring with its count and
 // its two values.
 type RingEntered struct {
@@ -118,25 +125,26 @@ type Interrupt struct {
 // Orphaned: an orted's lifeline ended: the session of its parent is gone.
 type Orphaned struct{ Why string }
 
-func (LinkUp) event()         {}
-func (LinkDown) event()       {}
-func (Received) event()       {}
-func (DialFailed) event()     {}
-func (SpawnStarted) event()   {}
-func (SpawnFailed) event()    {}
-func (DaemonExited) event()   {}
-func (OutputOpened) event()   {}
-func (OutputClosed) event()   {}
-func (RankNotStarted) event() {}
-func (RankExited) event()     {}
-func (RankDrained) event()    {}
-func (TimerFired) event()     {}
-func (PMIFinalize) event()    {}
-func (FenceEntered) event()   {}
-func (Aborted) event()        {}
-func (RingEntered) event()    {}
-func (Interrupt) event()      {}
-func (Orphaned) event()       {}
+func (LinkUp) event()           {}
+func (LinkDown) event()         {}
+func (Received) event()         {}
+func (DialFailed) event()       {}
+func (SpawnStarted) event()     {}
+func (SpawnFailed) event()      {}
+func (DaemonExited) event()     {}
+func (OutputOpened) event()     {}
+func (OutputClosed) event()     {}
+func (RankNotStarted) event()   {}
+func (RankExited) event()       {}
+func (RankDrained) event()      {}
+func (TimerFired) event()       {}
+func (PMIFinalize) event()      {}
+func (FenceEntered) event()     {}
+func (Aborted) event()          {}
+func (RingEntered) event()      {}
+func (AllgatherEntered) event() {}
+func (Interrupt) event()        {}
+func (Orphaned) event()         {}
 
 // Action is what the machine asks its driver to do, in order.
 type Action interface{ action() }
@@ -214,6 +222,13 @@ type FenceDone struct {
 	View modex.View
 }
 
+// AllgatherDone: allgather Seq is complete: every rank's value, in rank
+// order, for each local rank in it.
+type AllgatherDone struct {
+	Seq    int
+	Values []string
+}
+
 // RingDone: ring Seq is complete; each local rank in it gets its answer.
 type RingDone struct {
 	Seq     int
@@ -229,24 +244,25 @@ type Exit struct {
 	Late    []string
 }
 
-func (Send) action()         {}
-func (Dial) action()         {}
-func (CloseLink) action()    {}
-func (Spawn) action()        {}
-func (StopDaemon) action()   {}
-func (ForwardInput) action() {}
-func (StartRanks) action()   {}
-func (SignalRanks) action()  {}
-func (SetTimer) action()     {}
-func (CancelTimer) action()  {}
-func (Print) action()        {}
-func (Warn) action()         {}
-func (Reached) action()      {}
-func (ForwardStdin) action() {}
-func (StopSelf) action()     {}
-func (Exit) action()         {}
-func (FenceDone) action()    {}
-func (RingDone) action()     {}
+func (Send) action()          {}
+func (Dial) action()          {}
+func (CloseLink) action()     {}
+func (Spawn) action()         {}
+func (StopDaemon) action()    {}
+func (ForwardInput) action()  {}
+func (StartRanks) action()    {}
+func (SignalRanks) action()   {}
+func (SetTimer) action()      {}
+func (CancelTimer) action()   {}
+func (Print) action()         {}
+func (Warn) action()          {}
+func (Reached) action()       {}
+func (ForwardStdin) action()  {}
+func (StopSelf) action()      {}
+func (Exit) action()          {}
+func (FenceDone) action()     {}
+func (RingDone) action()      {}
+func (AllgatherDone) action() {}
 
 // Timer names a timer: its kind, and the child it is for (callback).
 type Timer struct {

@@ -84,11 +84,10 @@ type Machine struct {
 	signalSeq   int
 	stopPending bool // Ctrl-Z: stop mpirun once the ranks are stopped
 
-	fences     map[int]*fence // by sequence number, the open ones
-	carriers   []int          // children whose subtree holds ranks
-	early      []earlyFence
-	rings      map[int]*ring // by sequence number, the open ones
-	earlyRings []earlyRing
+	fences     *gather[modex.KV]
+	allgathers *gather[GatherEntry]
+	rings      *gather[RingEntry]
+	carrying   []int      // children whose subtree holds ranks
 	view       modex.View // what the fences committed so far
 
 	ending   bool
@@ -122,7 +121,8 @@ func (c *child) drained() bool {
 type rank struct {
 	reaped, drained bool
 	pmi, finalized  bool // it used PMI (it fenced); it finalised it
-	fences, rings   int  // fences and rings it entered
+	// PMI collectives it entered, by kind.
+	fences, allgathers, rings int
 }
 
 // New builds the machine of one daemon.
@@ -143,7 +143,10 @@ func New(cfg Config) (*Machine, error) {
 		cfg: cfg, self: cfg.ID, job: job, routing: rt, spawnTree: rt.Tree(),
 		links: map[int]LinkID{}, linkPeer: map[LinkID]int{}, dialing: map[int][]Message{},
 		children: map[int]*child{}, ranks: map[int]*rank{}, skipped: map[int]bool{},
-		acks: map[int]*reduction{}, fences: map[int]*fence{}, rings: map[int]*ring{},
+		acks:       map[int]*reduction{},
+		fences:     newGather[modex.KV](func(r *rank) *int { return &r.fences }),
+		allgathers: newGather[GatherEntry](func(r *rank) *int { return &r.allgathers }),
+		rings:      newGather[RingEntry](func(r *rank) *int { return &r.rings }),
 	}
 	if job.SpawnDegree > 0 {
 		m.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
@@ -226,12 +229,14 @@ func (m *Machine) Step(ev Event) []Action {
 	case PMIFinalize:
 		if r, ok := m.ranks[e.Rank]; ok {
 			r.finalized = true
-			m.checkFences()
+			m.checkCollectives()
 		}
 	case FenceEntered:
 		m.fenceEntered(e.Rank, e.Puts)
 	case RingEntered:
 		m.ringEntered(e)
+	case AllgatherEntered:
+		m.allgatherEntered(e.Rank, e.Value)
 	case Aborted:
 		m.aborted(e)
 	case Interrupt:

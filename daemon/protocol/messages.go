@@ -34,6 +34,8 @@ var kinds = [...]Message{
 	12: FenceDown{},
 	13: RingUp{},
 	14: RingDown{},
+	15: GatherUp{},
+	16: GatherDown{},
 }
 
 var kindOfType = func() map[reflect.Type]byte {
@@ -191,20 +193,36 @@ type RingDown struct {
 	Entries []RingEntry
 }
 
-func (Hello) message()     {}
-func (Welcome) message()   {}
-func (Addrs) message()     {}
-func (Launch) message()    {}
-func (Failure) message()   {}
-func (Milestone) message() {}
-func (Teardown) message()  {}
-func (Signal) message()    {}
-func (SignalAck) message() {}
-func (Skipped) message()   {}
-func (FenceUp) message()   {}
-func (FenceDown) message() {}
-func (RingUp) message()    {}
-func (RingDown) message()  {}
+// GatherUp carries a subtree's values for allgather number Seq up the
+// spawn tree.
+type GatherUp struct {
+	Seq     int
+	Entries []GatherEntry
+}
+
+// GatherDown carries every rank's value of allgather Seq, in rank order,
+// down the spawn tree.
+type GatherDown struct {
+	Seq    int
+	Values []string
+}
+
+func (Hello) message()      {}
+func (Welcome) message()    {}
+func (Addrs) message()      {}
+func (Launch) message()     {}
+func (Failure) message()    {}
+func (Milestone) message()  {}
+func (Teardown) message()   {}
+func (Signal) message()     {}
+func (SignalAck) message()  {}
+func (Skipped) message()    {}
+func (FenceUp) message()    {}
+func (FenceDown) message()  {}
+func (RingUp) message()     {}
+func (RingDown) message()   {}
+func (GatherUp) message()   {}
+func (GatherDown) message() {}
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.
 const (

@@ -270,6 +270,14 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 		if fromParent {
 			m.fenceDown(msg.Seq, msg.KVs)
 		}
+	case GatherUp:
+		if m.isChild(peer) {
+			m.gatherUp(peer, msg)
+		}
+	case GatherDown:
+		if fromParent {
+			m.gatherDown(msg.Seq, msg.Values)
+		}
 	case RingUp:
 		if m.isChild(peer) {
 			m.ringUp(peer, msg)
@@ -339,8 +347,7 @@ func (m *Machine) receiveLaunch(app Launch) {
 		m.deliver(m.router.Neighbour(c, app))
 	}
 	m.startRanks()
-	m.replayEarlyFences()
-	m.replayEarlyRings()
+	m.replayEarly()
 }
 
 // launchSurvivors starts the application on the nodes that came up, once

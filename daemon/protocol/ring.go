@@ -24,68 +24,28 @@ type RingEntry struct {
 	Right string
 }
 
-// ring is one ring in progress at this daemon.
-type ring struct {
-	red     *reduction
-	entries []RingEntry
-}
-
-func (m *Machine) ringAt(seq int) *ring {
-	r, ok := m.rings[seq]
-	if !ok {
-		r = &ring{red: newReduction(m.fenceChildren())}
-		m.rings[seq] = r
-	}
-	return r
-}
-
-// ringEntered: a local rank entered its next ring.
 func (m *Machine) ringEntered(e RingEntered) {
-	rk, ok := m.ranks[e.Rank]
-	if !ok || rk.reaped {
-		return
+	if r, ok := m.ranks[e.Rank]; ok && !r.reaped {
+		entry := RingEntry{Rank: e.Rank, Count: e.Count, Left: e.Left, Right: e.Right}
+		m.checkRing(m.rings.local(m, r, []RingEntry{entry}))
 	}
-	rk.rings, rk.pmi = rk.rings+1, true
-	r := m.ringAt(rk.rings)
-	r.entries = append(r.entries, RingEntry{Rank: e.Rank, Count: e.Count, Left: e.Left, Right: e.Right})
-	m.checkRing(rk.rings)
 }
 
-// ringUp: a child's subtree entered ring seq.
 func (m *Machine) ringUp(child int, msg RingUp) {
-	if !m.launched {
-		m.earlyRings = append(m.earlyRings, earlyRing{child, msg})
-		return
+	if m.rings.child(m, child, msg.Seq, msg.Entries) {
+		m.checkRing(msg.Seq)
 	}
-	r := m.ringAt(msg.Seq)
-	if !r.red.takes(child) {
-		return
-	}
-	r.red.add(child)
-	r.entries = append(r.entries, msg.Entries...)
-	m.checkRing(msg.Seq)
-}
-
-type earlyRing struct {
-	child int
-	msg   RingUp
 }
 
 func (m *Machine) checkRing(seq int) {
-	r := m.rings[seq]
-	if r == nil {
-		return
+	entries, ok := m.rings.ready(m, seq)
+	switch {
+	case !ok:
+	case m.isRoot():
+		m.ringDown(seq, answerRing(entries))
+	default:
+		m.sendUp(RingUp{Seq: seq, Entries: entries})
 	}
-	r.red.local = m.localRanksDone(seq, func(rk *rank) int { return rk.rings })
-	if !r.red.ready() {
-		return
-	}
-	delete(m.rings, seq)
-	if m.isRoot() {
-		m.ringDown(seq, answerRing(r.entries))
-		return
-	}
-	m.sendUp(RingUp{Seq: seq, Entries: r.entries})
 }
 
 // answerRing computes every rank's answer from every rank's entry.
@@ -139,12 +99,4 @@ func (m *Machine) childToward(id int) int {
 		}
 	}
 	return -1
-}
-
-func (m *Machine) replayEarlyRings() {
-	early := m.earlyRings
-	m.earlyRings = nil
-	for _, e := range early {
-		m.ringUp(e.child, e.msg)
-	}
 }
