@@ -80,9 +80,10 @@ type Daemon struct {
 	ranks    map[int]*rank
 	app      protocol.Launch
 
-	fenceWaiters []*pmiService       // local ranks in the current fence
-	ringWaiters  map[int]*pmiService // local ranks in the current ring, by rank
-	nodeAttrs    nodeAttrs
+	fenceWaiters  []*pmiService       // local ranks in the current fence
+	ringWaiters   map[int]*pmiService // local ranks in the current ring, by rank
+	gatherWaiters []*pmiService       // local ranks in the current allgather
+	nodeAttrs     nodeAttrs
 
 	sink     iof.Sink
 	terminal *iof.Terminal

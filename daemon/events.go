@@ -91,6 +91,8 @@ func (d *Daemon) handle(ev any) {
 		d.fenceEntered(e)
 	case ringWait:
 		d.ringEntered(e)
+	case allgatherWait:
+		d.allgatherEntered(e)
 	case pipeClosed:
 		if e.rank.openPipes--; e.rank.openPipes == 0 {
 			d.step(protocol.RankDrained{Rank: e.rank.id})
@@ -180,6 +182,8 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			d.fenceDone(a.View)
 		case protocol.RingDone:
 			d.ringDone(a.Answers)
+		case protocol.AllgatherDone:
+			d.allgatherDone(a.Values)
 		case protocol.Exit:
 			d.finish(a)
 		default:

@@ -48,7 +48,7 @@ func pmiEnv(job protocol.JobSpec, app protocol.Launch, rank int) []string {
 // servePMI serves one rank's PMI connection until the rank closes it or
 // the daemon ends.
 func (d *Daemon) servePMI(conn net.Conn, rank int) {
-	s := &pmiService{d: d, rank: rank, done: make(chan modex.View, 1), ring: make(chan pmi.Ring, 1)}
+	s := &pmiService{d: d, rank: rank, done: make(chan modex.View, 1), ring: make(chan pmi.Ring, 1), gathered: make(chan []string, 1)}
 	job := d.machine.Job()
 	s.info = pmi.JobInfo{
 		Rank: rank, Size: len(d.app.RankNode), KVSName: job.ID,
@@ -80,6 +80,14 @@ type pmiService struct {
 	view modex.View
 	done chan modex.View // the loop's answer to this rank's fence
 	ring chan pmi.Ring   // the loop's answer to this rank's ring
+	// gathered is the loop's answer to this rank's allgather.
+	gathered chan []string
+}
+
+// allgatherWait is the driver event of a rank that entered an allgather.
+type allgatherWait struct {
+	service *pmiService
+	value   string
 }
 
 // ringWait is the driver event of a rank that entered a ring.
@@ -122,6 +130,18 @@ func (s *pmiService) NodeAttr(ctx context.Context, key string, wait bool) (strin
 	return s.d.nodeAttrs.get(ctx, key, wait)
 }
 
+func (s *pmiService) Allgather(ctx context.Context, value string) ([]string, error) {
+	if !s.d.post(allgatherWait{s, value}) {
+		return nil, errors.New("the daemon is ending")
+	}
+	select {
+	case values := <-s.gathered:
+		return values, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 func (s *pmiService) Ring(ctx context.Context, count int, left, right string) (pmi.Ring, error) {
 	if !s.d.post(ringWait{s, protocol.RingEntered{Rank: s.rank, Count: count, Left: left, Right: right}}) {
 		return pmi.Ring{}, errors.New("the daemon is ending")
@@ -153,6 +173,21 @@ func (d *Daemon) fenceDone(view modex.View) {
 		s.done <- view
 	}
 	d.fenceWaiters = nil
+}
+
+// allgatherEntered notes who waits for the allgather, then tells the
+// machine.
+func (d *Daemon) allgatherEntered(w allgatherWait) {
+	d.gatherWaiters = append(d.gatherWaiters, w.service)
+	d.step(protocol.AllgatherEntered{Rank: w.service.rank, Value: w.value})
+}
+
+// allgatherDone gives every local rank in the allgather the values.
+func (d *Daemon) allgatherDone(values []string) {
+	for _, s := range d.gatherWaiters {
+		s.gathered <- values
+	}
+	d.gatherWaiters = nil
 }
 
 // ringEntered notes who waits for the ring, then tells the machine.
