@@ -88,6 +88,16 @@ type Backend interface {
 	// entered.
 	Ring(ctx context.Context, count int, left, right string) (Ring, error)
 
+	// Allgather is the PMIX_Allgather extension (EXTENSIONS.md): every
+	// rank gives one value, of any bytes, and gets back every rank's value
+	// in rank order (len == Size) once all ranks have entered. It is a
+	// collective like Fence and follows its context rules: every rank
+	// calls it the same number of times, in the same order among its
+	// fences and rings; when ctx ends it returns promptly with ctx.Err();
+	// any other error ends the rank's call in failure. The values are not
+	// stored: Get never sees them.
+	Allgather(ctx context.Context, value string) ([]string, error)
+
 	// Abort reports that the rank asked to abort the job with this exit
 	// status (PMI-1 sends it; for PMI-2, which does not, Serve takes it
 	// from the "MPI_Abort(comm, code)" text of msg, or uses 1). The daemon

@@ -7,10 +7,14 @@
 // Serve answers one rank's connection — the socket the rank found in
 // PMI_FD — and turns what needs the rest of the job into calls on a
 // Backend, which the daemon implements: puts, the fence, gets from the
-// daemon's copy of the job's store, node attributes, the ring, abort and
-// finalize. Serve holds no job state of its own; it is the translation
-// between bytes and those calls, so the daemon's loop stays the only
-// owner of the store.
+// daemon's copy of the job's store, node attributes, the ring, the
+// allgather extension, abort and finalize. Serve holds no job state of
+// its own; it is the translation between bytes and those calls, so the
+// daemon's loop stays the only owner of the store.
+//
+// EXTENSIONS.md documents the commands beyond PMI-2 itself (ring,
+// allgather, and how Ifence and Iallgather work over one socket);
+// package client is a Go client that uses them.
 //
 // The gotchas it deals with, in brief:
 //

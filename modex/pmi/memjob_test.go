@@ -30,7 +30,8 @@ type memJob struct {
 	// wait=TRUE path with a real client.
 	holdPuts int
 
-	ring *ringRound
+	ring   *ringRound
+	gather *gatherRound
 
 	aborts    []int            // statuses given to Abort
 	onAbort   func(status int) // the test's "kill the job", if any
@@ -46,6 +47,13 @@ type ringRound struct {
 	done        chan struct{}
 }
 
+// gatherRound collects one allgather.
+type gatherRound struct {
+	values []string
+	in     int
+	done   chan struct{}
+}
+
 func newMemJob(info JobInfo, rankNode []int) *memJob {
 	if rankNode == nil {
 		rankNode = make([]int, info.Size)
@@ -57,6 +65,7 @@ func newMemJob(info JobInfo, rankNode []int) *memJob {
 		j.pending = append(j.pending, map[string]string{})
 	}
 	j.ring = newRingRound(info.Size)
+	j.gather = &gatherRound{values: make([]string, info.Size), done: make(chan struct{})}
 	return j
 }
 
@@ -177,6 +186,24 @@ func (m *memRank) Ring(ctx context.Context, count int, left, right string) (Ring
 		return round.out[m.rank], nil
 	case <-ctx.Done():
 		return Ring{}, ctx.Err()
+	}
+}
+
+func (m *memRank) Allgather(ctx context.Context, value string) ([]string, error) {
+	j := m.job
+	j.mu.Lock()
+	round := j.gather
+	round.values[m.rank] = value
+	if round.in++; round.in == j.info.Size {
+		close(round.done)
+		j.gather = &gatherRound{values: make([]string, j.info.Size), done: make(chan struct{})}
+	}
+	j.mu.Unlock()
+	select {
+	case <-round.done: // no rank writes round.values once done is closed
+		return round.values, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 

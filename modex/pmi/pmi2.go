@@ -2,6 +2,7 @@ package pmi
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -9,7 +10,8 @@ import (
 // maxValue2 is the longest value a PMI-2 client parses (after unescaping).
 const maxValue2 = 1024
 
-// pmi2Handlers are the PMI-2 commands (pmi-wire.md §6.4) and Slurm's ring.
+// pmi2Handlers are the PMI-2 commands (pmi-wire.md §6.4), Slurm's ring
+// and our allgather (EXTENSIONS.md).
 var pmi2Handlers = map[string]handler{
 	"fullinit":         (*session).fullinit2,
 	"job-getid":        (*session).jobid2,
@@ -20,6 +22,7 @@ var pmi2Handlers = map[string]handler{
 	"info-putnodeattr": (*session).putNodeAttr2,
 	"info-getnodeattr": (*session).getNodeAttr2,
 	"ring":             (*session).ring2,
+	"allgather":        (*session).allgather2,
 	"finalize":         (*session).finalize2,
 	"abort":            (*session).abort2,
 	"spawn":            (*session).spawn2,
@@ -131,6 +134,53 @@ func (s *session) ring2(ctx context.Context, req request) (outcome, error) {
 	}
 	return goOn, s.reply2(req, "ring-response", "rc", "0",
 		"ring-count", strconv.Itoa(r.Count), "ring-left", r.Left, "ring-right", r.Right)
+}
+
+// allgather2 is PMIX_Allgather: one value in, every rank's value out in
+// rank order as their lengths and their concatenation, so that no key
+// travels with each value and any byte survives (EXTENSIONS.md). The
+// 6-digit length field caps the reply; a result that does not fit is an
+// error for every rank alike, as all get the same values.
+func (s *session) allgather2(ctx context.Context, req request) (outcome, error) {
+	value, ok := req.get("value")
+	if !ok {
+		return goOn, s.fail2(req, "allgather-response", "allgather without a value")
+	}
+	values, err := s.b.Allgather(ctx, value)
+	if err != nil {
+		if ctx.Err() != nil {
+			return goOn, err
+		}
+		return goOn, s.fail2(req, "allgather-response", "allgather failed: "+err.Error())
+	}
+	if len(values) != s.info.Size {
+		return goOn, s.fail2(req, "allgather-response",
+			fmt.Sprintf("allgather gave %d values for %d ranks", len(values), s.info.Size))
+	}
+	lengths, all := packValues(values)
+	thrid, _ := req.get("thrid")
+	body := body2("allgather-response", thrid, "rc", "0", "count", strconv.Itoa(len(values)),
+		"lengths", lengths, "values", all)
+	if len(body) > maxBody2 {
+		s.log.Warn("allgather result too long for a PMI-2 frame", "bytes", len(body))
+		return goOn, s.fail2(req, "allgather-response",
+			fmt.Sprintf("allgather result of %d bytes exceeds the PMI-2 frame limit of %d", len(body), maxBody2))
+	}
+	return goOn, s.send([]byte(fmt.Sprintf("%-6d%s", len(body), body)))
+}
+
+// packValues encodes values as comma-separated byte lengths and their
+// concatenation.
+func packValues(values []string) (lengths, all string) {
+	var ls, vs strings.Builder
+	for i, v := range values {
+		if i > 0 {
+			ls.WriteByte(',')
+		}
+		ls.WriteString(strconv.Itoa(len(v)))
+		vs.WriteString(v)
+	}
+	return ls.String(), vs.String()
 }
 
 func (s *session) finalize2(_ context.Context, req request) (outcome, error) {

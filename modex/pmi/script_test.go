@@ -33,7 +33,9 @@ import (
 // A PAYLOAD that starts with a digit or a space is a PMI-2 frame, sent as
 // is; anything else is a PMI-1 line and gets its newline added. Go escapes
 // (\x00, \n, \\) stand for bytes. Ranks run concurrently, so only the order
-// within one rank is fixed; the fences order the rest.
+// within one rank is fixed; the fences order the rest. Each rank talks
+// over a socket pair, which buffers: a rank may send several requests
+// before it reads a reply, as the non-blocking extensions do.
 func TestScripts(t *testing.T) {
 	paths, err := filepath.Glob("testdata/*.script")
 	if err != nil || len(paths) == 0 {
@@ -69,7 +71,7 @@ func runScript(t *testing.T, path string) {
 	var wg, serving sync.WaitGroup
 	defer func() { cancel(); serving.Wait() }() // no log line from Serve may outlive the test
 	for r, steps := range sc.ranks {
-		client, server := net.Pipe()
+		client, server := socketPair(t)
 		served[r] = make(chan error, 1)
 		serving.Add(1)
 		go func() {

@@ -56,6 +56,19 @@ type session struct {
 // cannot be read (an over-long line, a bad frame length), or an I/O error.
 // Requests that are merely unknown or malformed get an error reply and a
 // log line, and the conversation goes on.
+//
+// Requests are answered strictly one after the other, in the order they
+// arrive: Serve reads the next request only once it has written the reply
+// to the one before, so a collective (kvs-fence, allgather, ring, a
+// barrier) holds back everything sent after it until it completes. A
+// client never has to read a reply before it sends its next request — the
+// socket buffers both — which is how the non-blocking extensions work
+// (Ifence, Iallgather: send the request, work, read the reply later; see
+// EXTENSIONS.md). Serve cannot tell such a request from a blocking one and
+// needs no rule for it; a client that sends a second collective before
+// the first has completed just has it served next. The one limit is the
+// socket's buffer: a reply larger than what it holds (a big allgather)
+// waits in Serve's write until the client reads.
 func Serve(ctx context.Context, conn net.Conn, b Backend, log hclog.Logger) error {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })

@@ -25,6 +25,9 @@ func (nopBackend) Finalize()                     {}
 func (nopBackend) NodeAttr(_ context.Context, key string, _ bool) (string, bool) {
 	return key, len(key)%2 == 1
 }
+func (nopBackend) Allgather(_ context.Context, value string) ([]string, error) {
+	return []string{value, "other"}, nil
+}
 func (nopBackend) Ring(_ context.Context, count int, left, right string) (Ring, error) {
 	return Ring{Count: count, Left: right, Right: left}, nil
 }
@@ -38,6 +41,7 @@ func FuzzServe(f *testing.F) {
 	}
 	f.Add([]byte("cmd=abort exitcode=3\ncmd=get_maxes\n"))
 	f.Add([]byte(init2 + fr("cmd=fullinit;threaded=TRUE;") + fr("cmd=info-getnodeattr;key=k;wait=TRUE;")))
+	f.Add([]byte(init2 + fr("cmd=fullinit;threaded=FALSE;") + fr("cmd=allgather;value=a\x00;;b;") + fr("cmd=allgather;")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		client, server := net.Pipe()
 		ctx, cancel := context.WithCancel(context.Background())

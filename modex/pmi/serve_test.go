@@ -7,12 +7,13 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// conv is one rank's conversation with Serve over net.Pipe.
+// conv is one rank's conversation with Serve over a socket pair.
 type conv struct {
 	t      *testing.T
 	c      net.Conn
@@ -22,10 +23,16 @@ type conv struct {
 
 func startConv(t *testing.T, job *memJob, rank int) *conv {
 	t.Helper()
+	return startConvWith(t, job.rank(rank))
+}
+
+// startConvWith serves any Backend.
+func startConvWith(t *testing.T, b Backend) *conv {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	client, server := net.Pipe()
+	client, server := socketPair(t)
 	cv := &conv{t: t, c: client, served: make(chan error, 1), cancel: cancel}
-	go func() { cv.served <- Serve(ctx, server, job.rank(rank), testLogger(t)) }()
+	go func() { cv.served <- Serve(ctx, server, b, testLogger(t)) }()
 	t.Cleanup(func() {
 		cancel()
 		client.Close()
@@ -160,6 +167,11 @@ func TestMalformedRequestsGetErrorReplies(t *testing.T) {
 			fr("cmd=ring-response;rc=1;errmsg=ring without a valid ring-count;")},
 		{"PMI-2 job-connect", fr("cmd=job-connect;jobid=j;"),
 			fr("cmd=job-connect-response;rc=1;errmsg=job-connect is not supported;")},
+		{"PMI-2 allgather without a value", fr("cmd=allgather;thrid=0x1;"),
+			fr("cmd=allgather-response;thrid=0x1;rc=1;errmsg=allgather without a value;")},
+		{"PMI-2 allgather with a bad item", fr("cmd=allgather;value=a;;;=b;"),
+			fr(`cmd=error;rc=1;errmsg=malformed command: malformed item "=b;;";`)},
+		{"PMI-1 allgather", "cmd=allgather value=a\n", "cmd=allgather_result rc=-1 msg=unknown_command\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -307,5 +319,113 @@ func TestCloseBeforeFinalize(t *testing.T) {
 	cv.c.Close()
 	if err := cv.result(); !errors.Is(err, ErrClosedEarly) {
 		t.Fatalf("Serve returned %v, want ErrClosedEarly", err)
+	}
+}
+
+// TestRequestsAreServedInOrder: a client may send a fence, a get and an
+// allgather in one write without reading (Ifence, then Get, then
+// Iallgather): nothing is answered until the fence completes, then the
+// replies come in order, the get seeing the fence's data.
+func TestRequestsAreServedInOrder(t *testing.T) {
+	job := newMemJob(JobInfo{Size: 2, KVSName: "kvs_t"}, nil)
+	a, b := startConv(t, job, 0), startConv(t, job, 1)
+	a.fullinit("0", "2")
+	b.fullinit("1", "2")
+	a.send(fr("cmd=kvs-fence;") + fr("cmd=kvs-get;jobid=kvs_t;srcid=1;key=k1;") + fr("cmd=allgather;value=v0;"))
+	a.silent()
+	b.send(fr("cmd=kvs-put;key=k1;value=v1;"))
+	b.expect(fr("cmd=kvs-put-response;rc=0;"))
+	a.silent() // the put alone completes nothing
+	b.send(fr("cmd=kvs-fence;"))
+	b.expect(fr("cmd=kvs-fence-response;rc=0;"))
+	a.expect(fr("cmd=kvs-fence-response;rc=0;"))
+	a.expect(fr("cmd=kvs-get-response;found=TRUE;value=v1;rc=0;"))
+	a.silent() // the allgather waits for rank 1
+	b.send(fr("cmd=allgather;value=v1;"))
+	want := fr("cmd=allgather-response;rc=0;count=2;lengths=2,2;values=v0v1;")
+	b.expect(want)
+	a.expect(want)
+}
+
+// gatherStub answers Allgather with fixed values or an error.
+type gatherStub struct {
+	nopBackend
+	size   int
+	values []string
+	err    error
+}
+
+func (g gatherStub) Info() JobInfo {
+	info := g.nopBackend.Info()
+	info.Size = g.size
+	return info
+}
+
+func (g gatherStub) Allgather(context.Context, string) ([]string, error) { return g.values, g.err }
+
+// TestAllgatherFailures: what the daemon cannot deliver is an error reply
+// for the client, and the conversation goes on.
+func TestAllgatherFailures(t *testing.T) {
+	big := fill(17, 60000)
+	lengths, all := packValues(big)
+	bigBody := body2("allgather-response", "", "rc", "0", "count", "17", "lengths", lengths, "values", all)
+	tests := []struct {
+		name string
+		stub gatherStub
+		want string
+	}{
+		{"backend error", gatherStub{size: 2, err: errors.New("daemon lost")},
+			"allgather failed: daemon lost"},
+		{"wrong count", gatherStub{size: 3, values: []string{"a", "b"}},
+			"allgather gave 2 values for 3 ranks"},
+		{"too long for a frame", gatherStub{size: 17, values: big},
+			fmt.Sprintf("allgather result of %d bytes exceeds the PMI-2 frame limit of 999999", len(bigBody))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cv := startConvWith(t, tt.stub)
+			cv.send(fr("cmd=allgather;value=x;"))
+			cv.expect(fr("cmd=allgather-response;rc=1;errmsg=" + tt.want + ";"))
+			cv.finalize1()
+		})
+	}
+}
+
+func fill(n, size int) []string {
+	values := make([]string, n)
+	for i := range values {
+		values[i] = strings.Repeat("x", size)
+	}
+	return values
+}
+
+// TestAllgatherFrameLimit: a result whose reply body is exactly 999999
+// bytes is sent; one byte more is refused, never sent with a 7-digit
+// length the client would misread. Escaping counts: ';' takes two bytes.
+func TestAllgatherFrameLimit(t *testing.T) {
+	overhead := len(body2("allgather-response", "", "rc", "0", "count", "1", "lengths", "999999", "values", ""))
+	n := maxBody2 - overhead // a 6-digit length, like the 999999 above
+	fits := startConvWith(t, gatherStub{size: 1, values: fill(1, n)})
+	fits.send(fr("cmd=allgather;value=x;"))
+	fits.expect("999999cmd=allgather-response;rc=0;count=1;lengths=" +
+		strconv.Itoa(n) + ";values=" + strings.Repeat("x", n) + ";")
+	long := startConvWith(t, gatherStub{size: 1, values: []string{strings.Repeat(";", n/2) + "x"}})
+	long.send(fr("cmd=allgather;value=x;"))
+	long.expect(fr(fmt.Sprintf("cmd=allgather-response;rc=1;errmsg=allgather result of %d bytes exceeds the PMI-2 frame limit of 999999;",
+		maxBody2+1)))
+	long.finalize1()
+}
+
+// TestCancelEndsAWaitingAllgather: like a fence, an allgather that will
+// never complete is released when the daemon cancels.
+func TestCancelEndsAWaitingAllgather(t *testing.T) {
+	job := newMemJob(JobInfo{Size: 2, KVSName: "kvs_t"}, nil)
+	cv := startConv(t, job, 0)
+	cv.fullinit("0", "2")
+	cv.send(fr("cmd=allgather;value=v0;"))
+	cv.silent()
+	cv.cancel()
+	if err := cv.result(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Serve returned %v, want context.Canceled", err)
 	}
 }

@@ -19,6 +19,7 @@ const (
 	maxSpawnLines = 4096     // lines in one mcmd=spawn block
 	frameHeader   = 6        // PMI-2 length field
 	junkLen       = 6        // MPICH 4.0.2's surplus frame bytes (pmi-wire.md §6.2)
+	maxBody2      = 999999   // longest reply body the 6-digit length field can announce
 )
 
 // ErrProtocol marks input that cannot be read any further: an over-long
@@ -61,7 +62,8 @@ func (r request) get(key string) (string, bool) {
 type reader struct {
 	br         *bufio.Reader
 	junk       int  // bytes of garbage to drop from the end of every frame
-	calibrated bool // junk has been decided, on the first frame
+	exact      bool // the client's first frame ended exactly: its frames carry no garbage
+	calibrated bool // junk and exact have been decided, on the first frame
 }
 
 func newReader(r io.Reader) *reader {
@@ -134,12 +136,21 @@ func (rd *reader) frame() (request, error) {
 		return request{}, cutShort(err, "frame")
 	}
 	if !rd.calibrated {
-		rd.junk, rd.calibrated = calibrate(body), true
+		rd.junk, rd.exact, rd.calibrated = calibrate(body), endsInThreaded(body), true
 	}
 	if len(body) < rd.junk {
 		return request{proto: pmi2, bad: "frame shorter than the client's surplus bytes"}, nil
 	}
-	return parseFrame(body[:len(body)-rd.junk]), nil
+	body = body[:len(body)-rd.junk]
+	if !rd.exact {
+		// Garbage the calibration missed starts with a NUL more often than
+		// not. A client with exact lengths needs no such defence, so its
+		// values may hold any byte (an allgather value, say).
+		if i := bytes.IndexByte(body, 0); i >= 0 {
+			body = body[:i]
+		}
+	}
+	return parseFrame(body), nil
 }
 
 func cutShort(err error, what string) error {
@@ -156,20 +167,18 @@ func cutShort(err error, what string) error {
 // threaded=FALSE: if it ends 6 bytes before the frame does, every frame
 // of the connection carries the junk.
 func calibrate(first []byte) int {
-	tails := [][]byte{[]byte("threaded=TRUE;"), []byte("threaded=FALSE;")}
-	for _, t := range tails {
-		if bytes.HasSuffix(first, t) {
-			return 0
-		}
+	if endsInThreaded(first) {
+		return 0
 	}
-	if len(first) >= junkLen {
-		for _, t := range tails {
-			if bytes.HasSuffix(first[:len(first)-junkLen], t) {
-				return junkLen
-			}
-		}
+	if len(first) >= junkLen && endsInThreaded(first[:len(first)-junkLen]) {
+		return junkLen
 	}
 	return 0
+}
+
+// endsInThreaded says whether a fullinit body ends with its last item.
+func endsInThreaded(b []byte) bool {
+	return bytes.HasSuffix(b, []byte("threaded=TRUE;")) || bytes.HasSuffix(b, []byte("threaded=FALSE;"))
 }
 
 // parseLine decodes a PMI-1 line: space-separated key=value tokens, each
@@ -215,14 +224,11 @@ func parseBlock(lines []string) request {
 }
 
 // parseFrame decodes a PMI-2 body: key=value; items, ";;" inside a value
-// standing for ";". Strict, with two defences against surplus bytes the
-// calibration did not catch: a NUL ends the body, and a trailing fragment
-// without '=' is ignored.
+// standing for ";". Strict, but a trailing fragment without '=' is
+// ignored: surplus bytes the calibration did not catch (the reader also
+// cuts them at a NUL).
 func parseFrame(body []byte) request {
 	req := request{proto: pmi2}
-	if i := bytes.IndexByte(body, 0); i >= 0 {
-		body = body[:i]
-	}
 	for s := string(body); s != ""; {
 		eq := strings.IndexByte(s, '=')
 		if eq < 0 {
@@ -300,6 +306,12 @@ const maxReply1 = 1023
 // thrid, when the request carried one, is echoed right after cmd so that
 // a threaded client can route the reply.
 func frame2(cmd, thrid string, kv ...string) []byte {
+	body := body2(cmd, thrid, kv...)
+	return []byte(fmt.Sprintf("%-6d%s", len(body), body))
+}
+
+// body2 is a reply frame's body: cmd, thrid if any, then the items.
+func body2(cmd, thrid string, kv ...string) string {
 	var sb strings.Builder
 	writeItem(&sb, "cmd", cmd)
 	if thrid != "" {
@@ -308,7 +320,7 @@ func frame2(cmd, thrid string, kv ...string) []byte {
 	for i := 0; i+1 < len(kv); i += 2 {
 		writeItem(&sb, kv[i], kv[i+1])
 	}
-	return []byte(fmt.Sprintf("%-6d%s", sb.Len(), sb.String()))
+	return sb.String()
 }
 
 func writeItem(sb *strings.Builder, key, value string) {

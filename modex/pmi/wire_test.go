@@ -86,6 +86,33 @@ func TestCalibrate(t *testing.T) {
 	}
 }
 
+// TestNULInValues: a client with exact frame lengths may send any byte in
+// a value; for the others a NUL still ends the frame, the defence against
+// surplus bytes the calibration missed.
+func TestNULInValues(t *testing.T) {
+	body, junk := "cmd=allgather;value=a\x00b;;c\x00;", "\x00\x00\x00\x00\x00\x00"
+	tests := []struct {
+		name, stream, want string
+	}{
+		{"exact client", fr("cmd=fullinit;pmirank=0;threaded=FALSE;") + fr(body), "a\x00b;c\x00"},
+		{"MPICH 4.0.2", fr("cmd=fullinit;pmirank=0;threaded=FALSE;"+junk) + fr(body+junk), "a"},
+		{"first frame not fullinit", fr("cmd=job-getid;") + fr(body), "a"},
+	}
+	for _, tt := range tests {
+		rd := newReader(strings.NewReader(tt.stream))
+		if _, err := rd.next(); err != nil {
+			t.Fatal(err)
+		}
+		req, err := rd.next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := req.get("value"); req.cmd != "allgather" || got != tt.want {
+			t.Errorf("%s: %+v, want value %q", tt.name, req, tt.want)
+		}
+	}
+}
+
 func TestAbortStatus(t *testing.T) {
 	tests := map[string]int{
 		"application called MPI_Abort(MPI_COMM_WORLD, 7) - process 0":   7,
