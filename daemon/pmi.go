@@ -7,7 +7,9 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -47,25 +49,40 @@ func pmiEnv(job protocol.JobSpec, app protocol.Launch, rank int) []string {
 
 // servePMI serves one rank's PMI connection until the rank closes it or
 // the daemon ends.
-func (d *Daemon) servePMI(conn net.Conn, rank int) {
-	s := &pmiService{d: d, rank: rank, done: make(chan modex.View, 1), ring: make(chan pmi.Ring, 1), gathered: make(chan []string, 1)}
+func (d *Daemon) servePMI(conn net.Conn, r *rank) {
+	ctx, stop := context.WithCancel(d.ctx)
+	s := &pmiService{
+		d: d, rank: r.id, stop: stop,
+		done: make(chan modex.View, 1), ring: make(chan pmi.Ring, 1), gathered: make(chan []string, 1),
+	}
 	job := d.machine.Job()
 	s.info = pmi.JobInfo{
-		Rank: rank, Size: len(d.app.RankNode), KVSName: job.ID,
+		Rank: r.id, Size: len(d.app.RankNode), KVSName: job.ID,
 		UniverseSize: len(d.app.RankNode), ProcessMapping: modex.ProcessMapping(d.app.RankNode),
 	}
+	r.pmi = s
 	go func() {
-		defer conn.Close()
-		err := pmi.Serve(d.ctx, conn, s, d.log.Named("pmi").With("rank", rank))
-		switch {
-		case errors.Is(err, pmi.ErrProtocol):
-			d.log.Warn("PMI connection", "rank", rank, "error", err)
-		case err != nil:
-			// A rank gone early or aborting: the machine hears of it from
-			// the rank's exit or its abort.
-			d.log.Debug("PMI connection", "rank", rank, "error", err)
+		defer close(r.pmiDone)
+		defer stop()
+		err := pmi.Serve(ctx, conn, s, d.log.Named("pmi").With("rank", r.id))
+		if ended, ok := pmiEnded(r.id, err); ok {
+			d.post(ended)
 		}
 	}()
+}
+
+// pmiEnded says what the end of a rank's PMI connection means for the
+// job: nothing (finalised, never used, aborted: the abort was reported),
+// a rank that used PMI and left without finalising, or bad input.
+func pmiEnded(rank int, err error) (protocol.PMIEnded, bool) {
+	switch {
+	case errors.Is(err, pmi.ErrClosedEarly):
+		return protocol.PMIEnded{Rank: rank, Used: true}, true
+	case errors.Is(err, pmi.ErrProtocol):
+		msg := strings.TrimPrefix(err.Error(), fmt.Sprintf("pmi: rank %d: ", rank))
+		return protocol.PMIEnded{Rank: rank, Used: true, Err: strings.TrimPrefix(msg, pmi.ErrProtocol.Error()+": ")}, true
+	}
+	return protocol.PMIEnded{}, false
 }
 
 // pmiService is one rank's side of the modex: the pmi.Backend its wire
@@ -73,13 +90,15 @@ func (d *Daemon) servePMI(conn net.Conn, rank int) {
 // loop and waits for its answer; gets are answered from the view the
 // last fence gave, without the loop.
 type pmiService struct {
-	d    *Daemon
-	rank int
-	info pmi.JobInfo
-	puts []modex.KV
-	view modex.View
-	done chan modex.View // the loop's answer to this rank's fence
-	ring chan pmi.Ring   // the loop's answer to this rank's ring
+	d       *Daemon
+	rank    int
+	stop    context.CancelFunc // ends its server
+	waiting atomic.Bool        // it waits in a collective
+	info    pmi.JobInfo
+	puts    []modex.KV
+	view    modex.View
+	done    chan modex.View // the loop's answer to this rank's fence
+	ring    chan pmi.Ring   // the loop's answer to this rank's ring
 	// gathered is the loop's answer to this rank's allgather.
 	gathered chan []string
 }
@@ -114,6 +133,8 @@ func (s *pmiService) Fence(ctx context.Context) error {
 		return errors.New("the daemon is ending")
 	}
 	s.puts = nil
+	s.waiting.Store(true)
+	defer s.waiting.Store(false)
 	select {
 	case s.view = <-s.done:
 		return nil
@@ -127,6 +148,8 @@ func (s *pmiService) Get(key string) (string, bool) { return s.view.Get(key) }
 func (s *pmiService) PutNodeAttr(key, value string) { s.d.nodeAttrs.put(key, value) }
 
 func (s *pmiService) NodeAttr(ctx context.Context, key string, wait bool) (string, bool) {
+	s.waiting.Store(wait)
+	defer s.waiting.Store(false)
 	return s.d.nodeAttrs.get(ctx, key, wait)
 }
 
@@ -134,6 +157,8 @@ func (s *pmiService) Allgather(ctx context.Context, value string) ([]string, err
 	if !s.d.post(allgatherWait{s, value}) {
 		return nil, errors.New("the daemon is ending")
 	}
+	s.waiting.Store(true)
+	defer s.waiting.Store(false)
 	select {
 	case values := <-s.gathered:
 		return values, nil
@@ -146,6 +171,8 @@ func (s *pmiService) Ring(ctx context.Context, count int, left, right string) (p
 	if !s.d.post(ringWait{s, protocol.RingEntered{Rank: s.rank, Count: count, Left: left, Right: right}}) {
 		return pmi.Ring{}, errors.New("the daemon is ending")
 	}
+	s.waiting.Store(true)
+	defer s.waiting.Store(false)
 	select {
 	case r := <-s.ring:
 		return r, nil

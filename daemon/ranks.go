@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"prsh/daemon/protocol"
 	"prsh/errmgr/proc"
@@ -21,6 +22,8 @@ type rank struct {
 	reaped    bool
 	groupGone bool // reaped, and nothing left in its process group
 	openPipes int
+	pmi       *pmiService   // its PMI service, once started
+	pmiDone   chan struct{} // closed when its PMI server has returned
 }
 
 // startRanks starts this daemon's share of the ranks.
@@ -28,7 +31,7 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	d.app = app
 	d.fanout.SetRanks(app.RankNode)
 	for local, id := range mine {
-		r := &rank{id: id}
+		r := &rank{id: id, pmiDone: make(chan struct{})}
 		d.ranks[id] = r
 		conn, pmiEnd, err := pmiSocket()
 		var cmd *exec.Cmd
@@ -42,9 +45,12 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 			pmiEnd.Close() // the rank has its copy
 		}
 		if err == nil {
-			d.servePMI(conn, id)
-		} else if conn != nil {
-			conn.Close()
+			d.servePMI(conn, r)
+		} else {
+			close(r.pmiDone)
+			if conn != nil {
+				conn.Close()
+			}
 		}
 		if err != nil {
 			r.reaped, r.groupGone = true, true
@@ -154,9 +160,36 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	d.pump(r, iof.Stderr, errR)
 	go func() {
 		cmd.Wait()
-		d.post(rankReaped{r, proc.GuardedStatus(report, cmd.ProcessState)})
+		status := proc.GuardedStatus(report, cmd.ProcessState)
+		d.awaitPMI(r)
+		d.post(rankReaped{r, status})
 	}()
 	return nil
+}
+
+// pmiDrain bounds how long a reaped rank's PMI server may take to read
+// what the rank wrote before it ended. Something the rank left behind
+// may hold its socket open: the server is then stopped.
+const pmiDrain = 2 * time.Second
+
+// awaitPMI waits until the rank's PMI server has read everything, so that
+// the machine learns how the rank used PMI (finalised or not, bad input)
+// before it learns that the rank ended. A server waiting in a collective
+// for the dead rank has nothing left to read: it is stopped at once.
+func (d *Daemon) awaitPMI(r *rank) {
+	if r.pmi == nil {
+		return
+	}
+	wait := pmiDrain
+	if r.pmi.waiting.Load() {
+		wait = 0
+	}
+	select {
+	case <-r.pmiDone:
+	case <-time.After(wait):
+		r.pmi.stop()
+		<-r.pmiDone
+	}
 }
 
 func (d *Daemon) pump(r *rank, stream iof.Stream, pipe *os.File) {

@@ -42,6 +42,8 @@ func (m *Machine) rankExited(e RankExited) {
 	case m.ending:
 	case e.Status != 0:
 		m.fail(m.failure(e.Status, "rank %d %s", e.Rank, e.How))
+	case r.pmiErr != "":
+		m.fail(m.failure(errmgr.StatusFailed, "rank %d broke the PMI protocol: %s", e.Rank, r.pmiErr))
 	case r.pmi && !r.finalized:
 		m.fail(m.failure(errmgr.StatusFailed, "rank %d exited with status 0 without finalizing MPI (PMI)", e.Rank))
 	}

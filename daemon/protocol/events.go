@@ -83,6 +83,15 @@ type RankDrained struct{ Rank int }
 // PMIFinalize: a local rank finalised PMI.
 type PMIFinalize struct{ Rank int }
 
+// PMIEnded: a local rank's PMI connection ended before it finalised:
+// Used, it had spoken PMI; Err, what was wrong with its input. The driver
+// reports it before the rank's RankExited.
+type PMIEnded struct {
+	Rank int
+	Used bool
+	Err  string
+}
+
 // FenceEntered: a local rank entered its next fence, with what it put
 // since its last one. A rank that fenced uses PMI: it must finalise it
 // before it exits.
@@ -139,6 +148,7 @@ func (RankExited) event()       {}
 func (RankDrained) event()      {}
 func (TimerFired) event()       {}
 func (PMIFinalize) event()      {}
+func (PMIEnded) event()         {}
 func (FenceEntered) event()     {}
 func (Aborted) event()          {}
 func (RingEntered) event()      {}

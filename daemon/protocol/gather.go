@@ -78,8 +78,8 @@ func (g *gather[E]) child(m *Machine, child, seq int, entries []E) bool {
 // part is in.
 func (g *gather[E]) ready(m *Machine, seq int) ([]E, bool) {
 	p := g.open[seq]
-	if p == nil {
-		return nil, false
+	if p == nil || m.ending {
+		return nil, false // an ending job completes no collective
 	}
 	p.red.local = m.localRanksDone(seq, g.entered)
 	if !p.red.ready() {
@@ -138,11 +138,12 @@ func (m *Machine) carriers() []int {
 }
 
 // localRanksDone says whether every local rank entered collective seq
-// (entered counts those it entered), or is done with PMI: finalised, or
-// gone (a rank that ends without finalising ends the job anyway).
+// (entered counts those it entered) or finalised PMI. A rank that ended
+// without finalising holds the collective for ever: the job is failing,
+// and the ranks waiting in it must not go on as if it had taken part.
 func (m *Machine) localRanksDone(seq int, entered func(*rank) *int) bool {
 	for _, r := range m.ranks {
-		if *entered(r) < seq && !r.finalized && !r.reaped {
+		if *entered(r) < seq && !r.finalized {
 			return false
 		}
 	}

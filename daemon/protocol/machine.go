@@ -120,7 +120,8 @@ func (c *child) drained() bool {
 // rank is one local rank as the protocol sees it.
 type rank struct {
 	reaped, drained bool
-	pmi, finalized  bool // it used PMI (it fenced); it finalised it
+	pmi, finalized  bool   // it used PMI; it finalised it
+	pmiErr          string // what was wrong with its PMI input
 	// PMI collectives it entered, by kind.
 	fences, allgathers, rings int
 }
@@ -230,6 +231,10 @@ func (m *Machine) Step(ev Event) []Action {
 		if r, ok := m.ranks[e.Rank]; ok {
 			r.finalized = true
 			m.checkCollectives()
+		}
+	case PMIEnded:
+		if r, ok := m.ranks[e.Rank]; ok {
+			r.pmi, r.pmiErr = r.pmi || e.Used, e.Err
 		}
 	case FenceEntered:
 		m.fenceEntered(e.Rank, e.Puts)
