@@ -1,10 +1,13 @@
 package routed_test
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
 
+	"prsh/daemon/protocol"
+	"prsh/daemon/protocol/sim"
 	"prsh/internal/purity"
 	"prsh/routed"
 	"prsh/topo"
@@ -172,54 +175,93 @@ func TestAllgatherByHand(t *testing.T) {
 	}
 }
 
-// TestLaunchHeldUntilLearned: with direct routing mpirun launches every
-// daemon itself as soon as its own children have connected, before any
-// address has come up: everything is held, then delivered exactly once as
-// phase 2 brings the addresses in.
+// TestLaunchHeldUntilLearned: mpirun launches at its start, before any
+// daemon has called back: its router holds the launch for its whole Fanout
+// (all n daemons with direct routing), then releases each exactly once as
+// links come up and phase 2 brings the addresses in. It runs the daemons'
+// protocol machine (the router's user) through the simulator, in lockstep
+// and with random delays; daemon/protocol/sim/bounds_test.go checks the
+// launch at every size.
 func TestLaunchHeldUntilLearned(t *testing.T) {
-	for _, rounds := range []bool{true, false} {
-		c := newConfig(12, 2, "")
-		c.rounds, c.seed = rounds, 1
-		s := run(c)
-		if err := s.verify(); err != nil {
-			t.Fatalf("%v: %v", c, err)
-		}
-		for r, route := range s.routes {
-			// In rounds, mpirun knows no address but its own when it
-			// launches. In random order some subtrees may have reported
-			// already, but not its last child's, which just connected.
-			want, got := len(route.Fanout(0)), s.d[0].maxHeld[r]
-			if rounds && got != want || !rounds && got < 1 {
-				t.Errorf("%v: %s: mpirun held at most %d launch messages, want all %d of its Fanout in rounds, at least 1 else",
-					c, route.Name(), got, want)
+	for _, name := range routed.Names {
+		for _, order := range []string{"lockstep", "random"} {
+			launches := map[int]int{}
+			opt := sim.Options{
+				Nodes: 12, Job: protocol.JobSpec{SpawnDegree: 2, Routed: name},
+				App: protocol.Launch{Argv: []string{"app"}}, SpawnMS: 1, StartMS: 1,
+				OnSend: func(_ int64, _, to int, msg protocol.Message) {
+					if _, ok := msg.(protocol.Launch); ok {
+						launches[to]++
+					}
+				},
+			}
+			if order == "random" {
+				rng := rand.New(rand.NewPCG(1, 2))
+				opt.Delay = func(int, int) int64 { return 1 + rng.Int64N(8) }
+			}
+			s := sim.New(opt)
+			if err := s.Start(); err != nil {
+				t.Fatal(err)
+			}
+			top, _ := routed.New(name, 13, 2)
+			if got, want := s.Machine(0).Held(), len(top.Fanout(0)); got != want {
+				t.Errorf("%s, %s: mpirun holds %d launch messages at its start, want its whole Fanout, %d", name, order, got, want)
+			}
+			s.Run(0)
+			if s.Status != 0 {
+				t.Errorf("%s, %s: mpirun exited %d: %q", name, order, s.Status, s.Stderr)
+			}
+			for id := 1; id <= 12; id++ {
+				if m := s.Machine(id); !m.Launched() || launches[id] != 1 || m.Held() != 0 {
+					t.Errorf("%s, %s: daemon %d launched %v by %d messages and holds %d, want once and nothing",
+						name, order, id, m.Launched(), launches[id], m.Held())
+				}
 			}
 		}
-		// verify checked that every daemon got each launch exactly once
-		// and that no router holds anything at the end.
 	}
 }
 
-// TestPhase2MessagesExceedPaper pins what the bound in verify says: a
-// daemon sends up to 1 + δ(δ+1)/2 + δ²·depth phase-2 messages, beyond the
-// paper's O(δ² + h·(δ-1)) read as a bound on the messages sent, e.g.
-// δ(δ+1)/2 + h·δ + 2. With n = 14 and δ = 2 (a complete binary tree of
-// height 3), daemon 3 (depth 2, children 7 and 8) reported first to 1,
-// which reported first to 0, so it hears 4 times from its parent (the
-// reply, 4's report, and the two messages 1 gets from 0) and forwards each
-// to both children: 1 + 3 + 2·4 = 12 > 3 + 4 + 2 = 9. The 4 messages from
-// its parent are within the paper's h·(δ-1) + h: that is what it counts.
+// TestPhase2MessagesExceedPaper pins what the bound in
+// daemon/protocol/sim/bounds_test.go says: a daemon sends up to 1 +
+// δ(δ+1)/2 + δ²·depth phase-2 messages, beyond the paper's O(δ² +
+// h·(δ-1)) read as a bound on the messages sent, e.g. δ(δ+1)/2 + h·δ + 2.
+// With n = 14 and δ = 2 (a complete binary tree of height 3) in lockstep,
+// daemon 3 (depth 2, children 7 and 8) reported first to 1, which reported
+// first to 0, so it hears 4 times from its parent (the reply, 4's report,
+// and the two messages 1 gets from 0) and forwards each to both children:
+// 1 + 3 + 2·4 = 12 > 3 + 4 + 2 = 9. The 4 messages from its parent are
+// within the paper's h·(δ-1) + h: that is what it counts.
 func TestPhase2MessagesExceedPaper(t *testing.T) {
-	c := newConfig(14, 2, "")
-	c.rounds = true
-	s := run(c)
-	if err := s.verify(); err != nil {
-		t.Fatalf("%v: %v", c, err)
+	var sent, fromParent int
+	s := sim.New(sim.Options{
+		Nodes: 14, Job: protocol.JobSpec{SpawnDegree: 2, Routed: "radix"},
+		// The ranks outlive phase 2 (15 rounds), which the job's end
+		// would cut short.
+		App: protocol.Launch{Argv: []string{"app"}}, SpawnMS: 1, StartMS: 1, RankMS: 1000,
+		OnSend: func(_ int64, from, to int, msg protocol.Message) {
+			if _, ok := msg.(protocol.Addrs); ok {
+				sent += b2i(from == 3)
+				fromParent += b2i(from == 1 && to == 3)
+			}
+		},
+	})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
 	}
-	d := s.d[3]
-	if d.fromParent != 4 || d.sent2 != 12 {
-		t.Errorf("%v: daemon 3 got %d phase-2 messages from its parent and sent %d, want 4 and 1 + 3 + 2·4 = 12",
-			c, d.fromParent, d.sent2)
+	s.Run(0)
+	if m := s.Machine(3); s.Status != 0 || m.Known() != 15 {
+		t.Fatalf("mpirun exited %d; daemon 3 knows %d addresses, want all 15", s.Status, m.Known())
 	}
+	if fromParent != 4 || sent != 12 {
+		t.Errorf("daemon 3 got %d phase-2 messages from its parent and sent %d, want 4 and 1 + 3 + 2·4 = 12", fromParent, sent)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // TestAllgatherSkip: a skipped child is replaced by its children, and its
