@@ -49,22 +49,27 @@ func pmiEnv(job protocol.JobSpec, app protocol.Launch, rank int) []string {
 
 // servePMI serves one rank's PMI connection until the rank closes it or
 // the daemon ends.
-func (d *Daemon) servePMI(conn net.Conn, r *rank) {
+// newPMIService makes the PMI service of local rank id.
+func (d *Daemon) newPMIService(id int) *pmiService {
 	ctx, stop := context.WithCancel(d.ctx)
 	s := &pmiService{
-		d: d, rank: r.id, stop: stop,
+		d: d, rank: id, ctx: ctx, stop: stop,
 		done: make(chan modex.View, 1), ring: make(chan pmi.Ring, 1), gathered: make(chan []string, 1),
 	}
-	job := d.machine.Job()
 	s.info = pmi.JobInfo{
-		Rank: r.id, Size: len(d.app.RankNode), KVSName: job.ID,
+		Rank: id, Size: len(d.app.RankNode), KVSName: d.machine.Job().ID,
 		UniverseSize: len(d.app.RankNode), ProcessMapping: modex.ProcessMapping(d.app.RankNode),
 	}
-	r.pmi = s
+	return s
+}
+
+// servePMI serves rank r's PMI connection until the rank closes it, its
+// service is stopped or the daemon ends.
+func (d *Daemon) servePMI(conn net.Conn, r *rank) {
 	go func() {
 		defer close(r.pmiDone)
-		defer stop()
-		err := pmi.Serve(ctx, conn, s, d.log.Named("pmi").With("rank", r.id))
+		defer r.pmi.stop()
+		err := pmi.Serve(r.pmi.ctx, conn, r.pmi, d.log.Named("pmi").With("rank", r.id))
 		if ended, ok := pmiEnded(r.id, err); ok {
 			d.post(ended)
 		}
@@ -92,6 +97,7 @@ func pmiEnded(rank int, err error) (protocol.PMIEnded, bool) {
 type pmiService struct {
 	d       *Daemon
 	rank    int
+	ctx     context.Context    // its server's lifetime
 	stop    context.CancelFunc // ends its server
 	waiting atomic.Bool        // it waits in a collective
 	info    pmi.JobInfo

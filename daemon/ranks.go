@@ -31,7 +31,7 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	d.app = app
 	d.fanout.SetRanks(app.RankNode)
 	for local, id := range mine {
-		r := &rank{id: id, pmiDone: make(chan struct{})}
+		r := &rank{id: id, pmi: d.newPMIService(id), pmiDone: make(chan struct{})}
 		d.ranks[id] = r
 		conn, pmiEnd, err := pmiSocket()
 		var cmd *exec.Cmd
@@ -47,6 +47,7 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 		if err == nil {
 			d.servePMI(conn, r)
 		} else {
+			r.pmi.stop()
 			close(r.pmiDone)
 			if conn != nil {
 				conn.Close()
