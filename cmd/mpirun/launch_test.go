@@ -25,7 +25,9 @@ func TestEveryNodeRunsOnce(t *testing.T) {
 				for _, rt := range []string{"radix", "binomial", "direct"} {
 					name := fmt.Sprintf("degree=%d/routed=%s", degree, rt)
 					t.Run(name, func(t *testing.T) {
-						res := mpirun(t, c, "--spawn-degree", strconv.Itoa(degree), "--routed", rt,
+						// A flat launch of 100 sessions under the suite's load can
+						// take more than the default 10 s to start one command.
+						res := mpirun(t, c, "--spawn-degree", strconv.Itoa(degree), "--routed", rt, "--ssh-connect-timeout", "60s",
 							"sh", "-c", `echo "$PRSH_RANK $PRSH_TESTBED_NODE"`)
 						if res.status != 0 {
 							t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)

@@ -103,7 +103,11 @@ func (s *SSH) Launch(ctx context.Context, host string, argv []string, stdin []by
 		client.Close()
 		return nil, guard.explain(ctx, err, "starting the command")
 	}
-	guard.release()
+	if !guard.release() {
+		p.abort()
+		client.Close()
+		return nil, guard.explain(ctx, os.ErrDeadlineExceeded, "starting the command")
+	}
 	if err := p.feed(ctx, stdin); err != nil {
 		return nil, err
 	}
@@ -209,20 +213,30 @@ type connGuard struct {
 	conn     net.Conn
 	deadline time.Time
 	timeout  time.Duration
+	timer    *time.Timer
 	stopCtx  func() bool
 }
 
+// guardConn bounds the connection's set-up by deadline and ctx. It does
+// not leave a deadline on the connection: one that expires after the
+// command started, before release, would break the session's reader
+// under a command that is running fine. It breaks the connection only
+// when the deadline or ctx strikes, and release says whether one did.
 func guardConn(ctx context.Context, conn net.Conn, deadline time.Time, timeout time.Duration) *connGuard {
-	conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	return &connGuard{conn: conn, deadline: deadline, timeout: timeout, stopCtx: stop}
+	strike := func() { conn.SetDeadline(time.Unix(1, 0)) }
+	return &connGuard{
+		conn: conn, deadline: deadline, timeout: timeout,
+		timer:   time.AfterFunc(time.Until(deadline), strike),
+		stopCtx: context.AfterFunc(ctx, strike),
+	}
 }
 
-// release lifts the deadline and lets go of ctx: the connection now lives
-// as long as the command.
-func (g *connGuard) release() {
-	g.stopCtx()
-	g.conn.SetDeadline(time.Time{})
+// release lets the connection live as long as the command. It reports
+// false if the deadline or ctx struck first: the connection is broken.
+func (g *connGuard) release() bool {
+	timerStopped := g.timer.Stop()
+	ctxStopped := g.stopCtx()
+	return timerStopped && ctxStopped
 }
 
 // explain turns an error caused by the guard into its cause: ctx's error
