@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,37 +22,54 @@ import (
 var mpichPrograms = sync.OnceValues(func() (string, error) {
 	cc, err := exec.LookPath("mpicc.mpich")
 	if err != nil {
-		return "", errNoMPICH
+		return "", errMissing
 	}
 	dir := filepath.Join(bin, "mpich")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	sources, _ := filepath.Glob("testdata/mpi/*.c")
-	for _, src := range sources {
-		out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".c"))
-		if b, err := exec.Command(cc, "-O2", "-o", out, src).CombinedOutput(); err != nil {
-			return "", fmt.Errorf("%s: %v\n%s", src, err, b)
-		}
-	}
-	return dir, nil
+	return dir, compileC(dir, "testdata/mpi/*.c", cc, []string{"-O2"}, nil)
 })
-
-var errNoMPICH = errors.New("mpicc.mpich not found")
 
 // mpich returns the path of a compiled MPICH test program. Without MPICH
 // (.ci/run installs it) the test is skipped; a program that does not
 // compile fails it.
 func mpich(t *testing.T, name string) string {
 	t.Helper()
-	dir, err := mpichPrograms()
-	if err == errNoMPICH {
-		t.Skip("MPICH is not installed (apt-get install mpich libmpich-dev)")
+	return testProgram(t, mpichPrograms, "MPICH is not installed (apt-get install mpich libmpich-dev)", name)
+}
+
+// errMissing says a compiler or library the C test programs need is not
+// installed.
+var errMissing = errors.New("not installed")
+
+// testProgram returns the path of program name from a set compiled by
+// programs: skipped (saying why) when what it needs is missing, failed
+// when it does not compile.
+func testProgram(t *testing.T, programs func() (string, error), why, name string) string {
+	t.Helper()
+	dir, err := programs()
+	if err == errMissing {
+		t.Skip(why)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return filepath.Join(dir, name)
+}
+
+// compileC builds each C source matching pattern into dir with cc: pre,
+// then -o and the source, then post (the libraries).
+func compileC(dir, pattern, cc string, pre, post []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	sources, _ := filepath.Glob(pattern)
+	for _, src := range sources {
+		out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".c"))
+		args := append(append(slices.Clone(pre), "-o", out, src), post...)
+		if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v\n%s", src, err, b)
+		}
+	}
+	return nil
 }
 
 // TestMPICHWorld: an MPICH program sees one world of every rank, by slot

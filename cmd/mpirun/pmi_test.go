@@ -1,14 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -28,42 +25,18 @@ import (
 // libpmi2, once.
 var pmi2Programs = sync.OnceValues(func() (string, error) {
 	if _, err := os.Stat("/usr/include/slurm/pmi2.h"); err != nil {
-		return "", errNoPMI2
-	}
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		return "", err
+		return "", errMissing
 	}
 	dir := filepath.Join(bin, "pmi2")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	sources, _ := filepath.Glob("testdata/pmi/*.c")
-	for _, src := range sources {
-		out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".c"))
-		args := []string{"-O2", "-Wall", "-I/usr/include/slurm", "-o", out, src, "-lpmi2"}
-		if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-			return "", fmt.Errorf("%s: %v\n%s", src, err, b)
-		}
-	}
-	return dir, nil
+	return dir, compileC(dir, "testdata/pmi/*.c", "cc", []string{"-O2", "-Wall", "-I/usr/include/slurm"}, []string{"-lpmi2"})
 })
-
-var errNoPMI2 = errors.New("slurm/pmi2.h not found")
 
 // pmi2 returns the path of a compiled libpmi2 test program. Without
 // Slurm's PMI-2 headers (.ci/run installs libpmi2-0-dev) the test is
 // skipped; a program that does not compile fails it.
 func pmi2(t *testing.T, name string) string {
 	t.Helper()
-	dir, err := pmi2Programs()
-	if err == errNoPMI2 {
-		t.Skip("Slurm's libpmi2 is not installed (apt-get install libpmi2-0-dev)")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, name)
+	return testProgram(t, pmi2Programs, "Slurm's libpmi2 is not installed (apt-get install libpmi2-0-dev)", name)
 }
 
 // pmiScript returns the absolute path of a script of testdata/pmi.
@@ -351,7 +324,7 @@ func pmiFenceFlavours(t *testing.T) []pmiFlavour {
 	flavours := []pmiFlavour{{"PMI-1", pmiScript(t, "pmi1fence.sh")}}
 	if dir, err := pmi2Programs(); err == nil {
 		flavours = append(flavours, pmiFlavour{"PMI-2", filepath.Join(dir, "pmi2job")})
-	} else if err != errNoPMI2 {
+	} else if err != errMissing {
 		t.Fatal(err)
 	} else {
 		t.Log("Slurm's libpmi2 is not installed: PMI-1 only")

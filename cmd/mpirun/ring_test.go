@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"prsh/testbed"
@@ -15,13 +12,7 @@ import (
 // position and its two neighbours' values, wrapping round, whatever the
 // placement and the tree.
 func TestPMIXRing(t *testing.T) {
-	if _, err := os.Stat("/usr/include/slurm/pmi2.h"); err != nil {
-		t.Skip("Slurm's libpmi2 is not installed (apt-get install libpmi2-0-dev)")
-	}
-	prog := filepath.Join(t.TempDir(), "ring")
-	if out, err := exec.Command("cc", "-o", prog, "testdata/ring/ring.c", "-I/usr/include/slurm", "-lpmi2").CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
+	prog := pmi2(t, "ring")
 	c := cluster(t, testbed.Config{Nodes: 5, Slots: 2})
 	for _, args := range [][]string{
 		{"-np", "9", "--map-by", "node", "--spawn-degree", "2"},
