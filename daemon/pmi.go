@@ -203,7 +203,7 @@ func (d *Daemon) fenceEntered(w fenceWait) {
 // one fence at a time, and enters the next only once released.
 func (d *Daemon) fenceDone(view modex.View) {
 	for _, s := range d.fenceWaiters {
-		s.done <- view
+		answer(s.done, view)
 	}
 	d.fenceWaiters = nil
 }
@@ -218,7 +218,7 @@ func (d *Daemon) allgatherEntered(w allgatherWait) {
 // allgatherDone gives every local rank in the allgather the values.
 func (d *Daemon) allgatherDone(values []string) {
 	for _, s := range d.gatherWaiters {
-		s.gathered <- values
+		answer(s.gathered, values)
 	}
 	d.gatherWaiters = nil
 }
@@ -234,8 +234,18 @@ func (d *Daemon) ringDone(answers []protocol.RingEntry) {
 	for _, a := range answers {
 		if s, ok := d.ringWaiters[a.Rank]; ok {
 			delete(d.ringWaiters, a.Rank)
-			s.ring <- pmi.Ring{Count: a.Count, Left: a.Left, Right: a.Right}
+			answer(s.ring, pmi.Ring{Count: a.Count, Left: a.Left, Right: a.Right})
 		}
+	}
+}
+
+// answer hands a waiting rank its result without ever blocking the loop:
+// each channel holds one answer, and a rank waits for one at a time (one
+// whose server has stopped simply never reads it).
+func answer[T any](ch chan T, v T) {
+	select {
+	case ch <- v:
+	default:
 	}
 }
 

@@ -266,9 +266,6 @@ func (m *Machine) warn(format string, args ...any) {
 	m.emit(Warn{fmt.Sprintf(format, args...)})
 }
 
-// Finished says the machine has exited.
-func (m *Machine) Finished() bool { return m.finished }
-
 // Phase1Done says this daemon's direct children have all connected or
 // been given up on.
 func (m *Machine) Phase1Done() bool { return m.phase1.Done() }

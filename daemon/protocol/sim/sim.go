@@ -98,8 +98,7 @@ type daemon struct {
 }
 
 type rankState struct {
-	stopped bool
-	fences  int // fences entered
+	fences int // fences entered
 }
 
 // New prepares a cluster of opt.Nodes nodes plus mpirun.
@@ -500,19 +499,14 @@ func (s *Sim) rankEnds(d *daemon, r, status int, how string) {
 	s.step(d, protocol.RankDrained{Rank: r})
 }
 
-// signalRanks: KILL and TERM end a rank a moment later, STOP and CONT
-// stop and resume it, anything else it ignores.
+// signalRanks: KILL and TERM end a rank a moment later; a rank ignores
+// any other signal (a stopped rank is as good as a running one here).
 func (s *Sim) signalRanks(d *daemon, sig int) {
+	if sig != protocol.SIGKILL && sig != protocol.SIGTERM {
+		return
+	}
 	for _, r := range slices.Sorted(maps.Keys(d.ranks)) {
-		st := d.ranks[r]
-		switch sig {
-		case protocol.SIGKILL, protocol.SIGTERM:
-			s.push(s.now+1, func() { s.rankEnds(d, r, 128+sig, fmt.Sprintf("was killed by signal %d", sig)) })
-		case protocol.SIGSTOP:
-			st.stopped = true
-		case 18: // SIGCONT
-			st.stopped = false
-		}
+		s.push(s.now+1, func() { s.rankEnds(d, r, 128+sig, fmt.Sprintf("was killed by signal %d", sig)) })
 	}
 }
 
@@ -542,19 +536,6 @@ func (s *Sim) exit(d *daemon, status int) {
 		how = fmt.Sprintf("exit status %d", status)
 	}
 	s.die(d, how)
-}
-
-// Stopped lists the ranks stopped by a signal, for scenario checks.
-func (s *Sim) Stopped() []int {
-	var out []int
-	for _, d := range s.d {
-		for r, st := range d.ranks {
-			if st.stopped {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
 }
 
 // Running lists the orteds still alive.
