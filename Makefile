@@ -4,18 +4,21 @@
 GO      ?= go
 FUZZTIME ?= 200000x
 UTS     := $(if $(filter 0,$(shell id -u)),--uts,)
+# The PMIx server (Open MPI programs) is built in when pkg-config finds the
+# PMIx library (apt-get install libpmix-dev).
+TAGS    ?= $(shell pkg-config --exists pmix 2>/dev/null && echo pmix)
 
 .PHONY: bin demo test fuzz bench clean
 
 bin:
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -tags '$(TAGS)' -o bin/ ./cmd/...
 
 demo: bin
 	bin/testbed run --nodes 16 $(UTS) -- mpirun --spawn-degree 4 hostname
 
 test:
-	$(GO) vet ./...
-	$(GO) test -race -timeout 60m ./...
+	$(GO) vet -tags '$(TAGS)' ./...
+	$(GO) test -tags '$(TAGS)' -race -timeout 60m ./...
 	$(GO) test -run 'Radix' ./topo -topo.fullgrid    # every n ≤ 2000, every δ in 1..64
 	$(GO) test -run 'Launch' ./daemon/protocol/sim   # the 2000-orted launches, too slow under -race
 	$(MAKE) fuzz

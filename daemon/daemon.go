@@ -84,6 +84,7 @@ type Daemon struct {
 	ringWaiters   map[int]*pmiService // local ranks in the current ring, by rank
 	gatherWaiters []*pmiService       // local ranks in the current allgather
 	nodeAttrs     nodeAttrs
+	pmix          *pmixHost // the PMIx server of the local ranks, once started
 
 	sink     iof.Sink
 	terminal *iof.Terminal
@@ -108,6 +109,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 	d.ctx, d.stop = context.WithCancel(ctx)
 	defer d.stop()
+	defer d.stopPMIx()
 	if cfg.Lifeline != nil {
 		d.orphaned = make(chan struct{})
 		go d.watchLifeline()

@@ -93,6 +93,8 @@ func (d *Daemon) handle(ev any) {
 		d.ringEntered(e)
 	case allgatherWait:
 		d.allgatherEntered(e)
+	case pmixFence:
+		d.pmixFenceEntered(e.fence)
 	case pipeClosed:
 		if e.rank.openPipes--; e.rank.openPipes == 0 {
 			d.step(protocol.RankDrained{Rank: e.rank.id})
@@ -180,6 +182,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		case protocol.FenceDone:
 			d.fenceDone(a.View)
+			d.pmixFenceDone(a.View)
 		case protocol.RingDone:
 			d.ringDone(a.Answers)
 		case protocol.AllgatherDone:

@@ -30,6 +30,7 @@ type rank struct {
 func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	d.app = app
 	d.fanout.SetRanks(app.RankNode)
+	d.startPMIx(app, mine)
 	for local, id := range mine {
 		r := &rank{id: id, pmi: d.newPMIService(id), pmiDone: make(chan struct{})}
 		d.ranks[id] = r
@@ -80,6 +81,11 @@ func (d *Daemon) command(app protocol.Launch, id, local, localSize int, pmiEnd *
 	cmd := &exec.Cmd{Path: path, Args: app.Argv, Dir: wdir, ExtraFiles: []*os.File{pmiEnd}}
 	cmd.Env = append(append(os.Environ(), app.Env...), d.rankEnv(app, id, local, localSize)...)
 	cmd.Env = append(cmd.Env, pmiEnv(d.machine.Job(), app, id)...)
+	pmixEnv, err := d.pmixEnv(id)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(cmd.Env, pmixEnv...)
 	// Each rank runs in its own process group, so a signal reaches what it
 	// started too, under a guard that ends the group if this daemon dies.
 	return proc.GuardCommand(cmd)
@@ -163,6 +169,7 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 		cmd.Wait()
 		status := proc.GuardedStatus(report, cmd.ProcessState)
 		d.awaitPMI(r)
+		d.syncPMIx()
 		d.post(rankReaped{r, status})
 	}()
 	return nil

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"prsh/modex/pmix"
 	"prsh/testbed"
 )
 
@@ -34,7 +35,7 @@ func TestMain(m *testing.M) {
 	raceLogs = filepath.Join(dir, "race")
 	os.Setenv("GORACE", "atexit_sleep_ms=0 log_path="+filepath.Join(raceLogs, "report"))
 	os.Mkdir(raceLogs, 0o755)
-	if err := build(dir, raceEnabled); err != nil {
+	if err := build(dir, raceEnabled, pmix.Available); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -44,11 +45,15 @@ func TestMain(m *testing.M) {
 }
 
 // build compiles the daemons with the race detector when the tests have
-// it, so that races in mpirun and orted fail the suite too.
-func build(dir string, race bool) error {
+// it, so that races in mpirun and orted fail the suite too; withPMIx
+// builds in the PMIx server.
+func build(dir string, race, withPMIx bool) error {
 	args := []string{"build", "-o", dir + "/"}
 	if race {
 		args = append(args, "-race")
+	}
+	if withPMIx {
+		args = append(args, "-tags", "pmix")
 	}
 	args = append(args, "prsh/cmd/mpirun", "prsh/cmd/orted")
 	out, err := exec.Command("go", args...).CombinedOutput()
@@ -105,7 +110,7 @@ var plainBin = sync.OnceValues(func() (string, error) {
 		return bin, nil
 	}
 	dir := filepath.Join(bin, "plain")
-	return dir, build(dir, false)
+	return dir, build(dir, false, pmix.Available)
 })
 
 // mpirunFrom runs the mpirun found in dir.

@@ -83,6 +83,17 @@ type RankDrained struct{ Rank int }
 // PMIFinalize: a local rank finalised PMI.
 type PMIFinalize struct{ Rank int }
 
+// PMIUnserved: a local rank's client speaks a PMI this daemon cannot
+// serve (Why says which, and what to do): the job cannot go on.
+type PMIUnserved struct {
+	Rank int
+	Why  string
+}
+
+// PMIConnected: a local rank's PMI client connected (PMIx says so before
+// any collective): from now on the rank must finalise before it exits.
+type PMIConnected struct{ Rank int }
+
 // PMIEnded: a local rank's PMI connection ended before it finalised:
 // Used, it had spoken PMI; Err, what was wrong with its input. The driver
 // reports it before the rank's RankExited.
@@ -148,6 +159,8 @@ func (RankExited) event()       {}
 func (RankDrained) event()      {}
 func (TimerFired) event()       {}
 func (PMIFinalize) event()      {}
+func (PMIConnected) event()     {}
+func (PMIUnserved) event()      {}
 func (PMIEnded) event()         {}
 func (FenceEntered) event()     {}
 func (Aborted) event()          {}

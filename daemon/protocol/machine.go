@@ -232,6 +232,14 @@ func (m *Machine) Step(ev Event) []Action {
 			r.finalized = true
 			m.checkCollectives()
 		}
+	case PMIConnected:
+		if r, ok := m.ranks[e.Rank]; ok {
+			r.pmi = true
+		}
+	case PMIUnserved:
+		if _, ok := m.ranks[e.Rank]; ok {
+			m.fail(m.failure(errmgr.StatusFailed, "rank %d cannot start: %s", e.Rank, e.Why))
+		}
 	case PMIEnded:
 		if r, ok := m.ranks[e.Rank]; ok {
 			r.pmi, r.pmiErr = r.pmi || e.Used, e.Err

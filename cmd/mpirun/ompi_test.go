@@ -1,0 +1,193 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"prsh/modex/pmix"
+	"prsh/testbed"
+)
+
+// openMPIPrograms compiles the MPI programs of testdata/mpi with Open
+// MPI's compiler, and the PMIx programs of testdata/pmix against the PMIx
+// client library, once.
+var openMPIPrograms = sync.OnceValues(func() (string, error) {
+	cc, err := exec.LookPath("mpicc.openmpi")
+	if err != nil {
+		return "", errMissing
+	}
+	dir := filepath.Join(bin, "openmpi")
+	if err := compileC(dir, "testdata/mpi/*.c", cc, []string{"-O2"}, nil); err != nil {
+		return "", err
+	}
+	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "pmix").Output()
+	if err != nil {
+		return "", errMissing
+	}
+	f := strings.Fields(string(flags))
+	return dir, compileC(dir, "testdata/pmix/*.c", "cc", append([]string{"-O2", "-Wall"}, f...), f)
+})
+
+// openMPI returns the path of a compiled Open MPI (or PMIx) test program,
+// skipping the test when Open MPI or PMIx is not installed (.ci/run
+// installs them) or the testbed cannot give each node its own hostname:
+// Open MPI names its shared-memory segments after the host, so emulated
+// nodes that share one would share segments too.
+func openMPI(t *testing.T, name string) string {
+	t.Helper()
+	if !pmix.Available {
+		t.Skip("built without PMIx (TestOpenMPIWithoutPMIx covers this build)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("Open MPI on the testbed needs a hostname per node (UTS namespaces: root)")
+	}
+	return testProgram(t, openMPIPrograms, "Open MPI or PMIx is not installed (apt-get install openmpi-bin libopenmpi-dev libpmix-dev)", name)
+}
+
+// TestOpenMPIWithoutPMIx: an mpirun built without the PMIx library still
+// runs MPICH programs, and an Open MPI program under it fails with one
+// line saying why and what to do, never as N silent singletons.
+func TestOpenMPIWithoutPMIx(t *testing.T) {
+	hello := testProgram(t, openMPIPrograms, "Open MPI is not installed (apt-get install openmpi-bin libopenmpi-dev)", "hello")
+	dir := filepath.Join(bin, "no-pmix")
+	if err := build(dir, raceEnabled, false); err != nil {
+		t.Fatal(err)
+	}
+	c := cluster(t, testbed.Config{Nodes: 2})
+	res := mpirunFrom(t, dir, c, "-np", "2", hello)
+	if res.status != 255 {
+		t.Errorf("exit %d, want 255; stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkMpirunLine(t, res.stderr, `^mpirun: node00[12]: rank [01] cannot start: it speaks PMIx \(Open MPI\), but this mpirun was built without PMIx support: apt-get install libpmix-dev, then rebuild it with make bin$`)
+	res = mpirunFrom(t, dir, c, "-np", "2", mpich(t, "hello"))
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("MPICH under a build without PMIx: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+}
+
+// TestOpenMPIWorld: an Open MPI program initialises through the PMIx
+// server of each orted and sees one world of every rank, with each rank
+// on the node the job map put it on, by slot and by node.
+func TestOpenMPIWorld(t *testing.T) {
+	where := openMPI(t, "where")
+	c := cluster(t, testbed.Config{Nodes: 8, Slots: 4, UTS: true})
+	cases := []struct {
+		name string
+		args []string
+		np   int
+		node func(rank int) int
+	}{
+		{"1 rank", []string{"-np", "1"}, 1, func(int) int { return 1 }},
+		{"4 ranks on 1 node", []string{"-H", "node001:4", "-np", "4"}, 4, func(int) int { return 1 }},
+		{"16 ranks on 4 nodes", []string{"-np", "16", "-H", "node001:4,node002:4,node003:4,node004:4"}, 16, func(r int) int { return r/4 + 1 }},
+		{"32 ranks on 8 nodes by slot", []string{"-np", "32", "--spawn-degree", "2"}, 32, func(r int) int { return r/4 + 1 }},
+		{"32 ranks on 8 nodes by node", []string{"-np", "32", "--map-by", "node", "--routed", "binomial"}, 32, func(r int) int { return r%8 + 1 }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mpirun(t, c, append(tc.args, where)...)
+			if res.status != 0 || res.stderr != "" {
+				t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+			}
+			var want []string
+			for r := range tc.np {
+				want = append(want, fmt.Sprintf("rank %d of %d on node%03d", r, tc.np, tc.node(r)))
+			}
+			checkLines(t, res.stdout, want)
+		})
+	}
+}
+
+// TestOpenMPICollectives: an allreduce over 16 ranks on 4 nodes, and
+// every pair of 12 ranks on 6 nodes exchanging 256 KiB both ways: the
+// addresses the ranks publish through PMIx are the ones their peers get.
+func TestOpenMPICollectives(t *testing.T) {
+	hello, pairs := openMPI(t, "hello"), openMPI(t, "pairs")
+	c := cluster(t, testbed.Config{Nodes: 6, Slots: 4, UTS: true})
+	res := mpirun(t, c, "-np", "16", hello)
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("allreduce: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	var want []string
+	for r := range 16 {
+		want = append(want, fmt.Sprintf("rank %d of 16 sum 120", r))
+	}
+	checkLines(t, res.stdout, want)
+
+	res = mpirun(t, c, "-np", "12", "--map-by", "node", "--spawn-degree", "2", pairs)
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("pairs: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	want = nil
+	for r := range 12 {
+		want = append(want, fmt.Sprintf("rank %d of 12: 0 bad words in the job", r))
+	}
+	checkLines(t, res.stdout, want)
+}
+
+// TestOpenMPIFailures: MPI_Abort(7) ends the job with 7 and one line
+// naming the rank; a rank that leaves without MPI_Finalize ends it with
+// one line too; a rank killed, or leaving, while the others wait in a
+// PMIx fence ends the job and the fence never completes without it.
+// Nothing hangs, nothing is left running.
+func TestOpenMPIFailures(t *testing.T) {
+	abort, nofinalize, fence := openMPI(t, "abort"), openMPI(t, "nofinalize"), openMPI(t, "fence")
+	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2, UTS: true})
+	res := mpirun(t, c, "--map-by", "node", abort)
+	if res.status != 7 {
+		t.Errorf("MPI_Abort(7): exit %d, want 7; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLine(t, res.stderr, `^mpirun: node003: rank 2 called MPI_Abort with status 7$`)
+
+	res = mpirun(t, c, "--map-by", "node", nofinalize)
+	if res.status != 255 {
+		t.Errorf("exit without finalize: exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLine(t, res.stderr, `^mpirun: node002: rank 1 exited with status 0 without finalizing MPI \(PMI\)$`)
+
+	for _, tc := range []struct{ how, line string }{
+		{"kill", `^mpirun: node001: rank 1 was killed by signal 9 \(SIGKILL\)$`},
+		{"exit", `^mpirun: node001: rank 1 exited with status 0 without finalizing MPI \(PMI\)$`},
+	} {
+		res = mpirun(t, c, "-np", "8", fence, tc.how)
+		if res.status == 0 || strings.Contains(res.stdout, "left the fence") {
+			t.Errorf("rank 1 %s in a fence: exit %d, stdout:\n%s", tc.how, res.status, res.stdout)
+		}
+		checkMpirunLine(t, res.stderr, tc.line)
+	}
+}
+
+// TestEveryProtocol: one after the other on the same nodes, with no flag,
+// an MPICH program (PMI-1), a Slurm-libpmi2 program (PMI-2) and an Open
+// MPI program (PMIx) each see their whole world: every rank gets the
+// environment of every protocol, and the server its client speaks to
+// answers.
+func TestEveryProtocol(t *testing.T) {
+	ompi, mpichHello, ring := openMPI(t, "hello"), mpich(t, "hello"), pmi2(t, "ring")
+	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2, UTS: true})
+	for _, prog := range []string{mpichHello, ompi} {
+		res := mpirun(t, c, "-np", "8", prog)
+		if res.status != 0 || res.stderr != "" {
+			t.Fatalf("%s: exit %d, stderr:\n%s", prog, res.status, res.stderr)
+		}
+		var want []string
+		for r := range 8 {
+			want = append(want, fmt.Sprintf("rank %d of 8 sum 28", r))
+		}
+		checkLines(t, res.stdout, want)
+	}
+	res := mpirun(t, c, "-np", "8", ring)
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("PMI-2 ring: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	var want []string
+	for r := range 8 {
+		want = append(want, fmt.Sprintf("rank %d ring %d of 8 left v%d right v%d", r, r, (r+7)%8, (r+1)%8))
+	}
+	checkLines(t, res.stdout, want)
+}

@@ -1,0 +1,202 @@
+package daemon
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"prsh/daemon/protocol"
+	"prsh/errmgr/proc"
+	"prsh/modex"
+	"prsh/modex/pmix"
+)
+
+// The PMIx server of this daemon's ranks: the reference library runs it
+// (modex/pmix); this file feeds its upcalls to the event loop and its
+// fences to the machine's fence, whose puts carry each node's data.
+
+// pmixHost is the library's server and the fences waiting on the machine.
+type pmixHost struct {
+	server *pmix.Server
+	tmpdir string
+	fences []pmix.Fence // this node's part of the fence in progress
+	nodes  []int        // the daemons that hold ranks, whose data a fence merges
+}
+
+// pmixFence is the driver event of the library's fence upcall.
+type pmixFence struct{ fence pmix.Fence }
+
+// pmixUpcalls posts the library's upcalls to the loop.
+type pmixUpcalls struct{ d *Daemon }
+
+func (u pmixUpcalls) Connected(rank int) { u.d.post(protocol.PMIConnected{Rank: rank}) }
+func (u pmixUpcalls) Finalized(rank int) { u.d.post(protocol.PMIFinalize{Rank: rank}) }
+func (u pmixUpcalls) Fence(f pmix.Fence) { u.d.post(pmixFence{f}) }
+
+// Aborted: Open MPI 4 says "N/A" when MPI_Abort gave no message.
+func (u pmixUpcalls) Aborted(rank, status int, msg string) {
+	if msg == "N/A" {
+		msg = ""
+	}
+	u.d.post(protocol.Aborted{Rank: rank, Status: status, Msg: msg})
+}
+
+// DirectModex is not served yet: fences collect everyone's data, which
+// is what Open MPI asks for by default.
+func (u pmixUpcalls) DirectModex(rank int, r *pmix.Reply) { r.Send(nil, pmix.ErrNotFound) }
+
+// startPMIx starts the library's server for the local ranks of app and
+// tells it about the job. Without it, the ranks get no PMIx environment.
+func (d *Daemon) startPMIx(app protocol.Launch, mine []int) {
+	if !pmix.Available || len(mine) == 0 || d.pmix != nil {
+		return
+	}
+	job := d.machine.Job()
+	dir, err := os.MkdirTemp("", "prsh-pmix-")
+	if err != nil {
+		d.log.Warn("no PMIx server", "error", err)
+		return
+	}
+	s, err := pmix.Start(dir, job.Hosts[d.cfg.ID], pmixUpcalls{d})
+	if err == nil {
+		err = s.RegisterJob(pmix.Job{Namespace: job.ID, Hosts: job.Hosts, RankNode: app.RankNode, Node: d.cfg.ID, TmpDir: dir})
+		if err != nil {
+			s.Close()
+		}
+	}
+	if err != nil {
+		d.log.Warn("no PMIx server", "error", err)
+		os.RemoveAll(dir)
+		return
+	}
+	d.pmix = &pmixHost{server: s, tmpdir: dir, nodes: rankNodes(app.RankNode)}
+}
+
+// rankNodes lists the daemons that hold ranks, in order.
+func rankNodes(rankNode []int) []int {
+	nodes := slices.Clone(rankNode)
+	slices.Sort(nodes)
+	return slices.Compact(nodes)
+}
+
+// pmixEnv registers rank with the library and returns what its client
+// needs to find the server. OMPI_MCA_schizo=ompi keeps Open MPI 4 from
+// declaring a rank that no resource manager claims a singleton: with no
+// schizo component left to claim it, it picks its PMIx bootstrap from the
+// environment the library set, even inside a Slurm or Flux allocation.
+func (d *Daemon) pmixEnv(rank int) ([]string, error) {
+	if !pmix.Available {
+		return d.pmixTripwire(rank)
+	}
+	if d.pmix == nil {
+		return nil, nil
+	}
+	env, err := d.pmix.server.Client(rank)
+	if err != nil {
+		return nil, err
+	}
+	return append(env, "OMPI_MCA_schizo=ompi"), nil
+}
+
+// pmixTripwire gives a rank of a build without PMIx the address where its
+// server would be: a client that connects there is an Open MPI rank that
+// would otherwise run as a singleton, and the job fails saying why.
+func (d *Daemon) pmixTripwire(rank int) ([]string, error) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("PMIx tripwire: %w", err)
+	}
+	go func() {
+		<-d.ctx.Done()
+		ln.Close()
+	}()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+			d.post(protocol.PMIUnserved{Rank: rank, Why: pmix.ErrUnavailable.Error()})
+		}
+		ln.Close()
+	}()
+	uri := "prsh-no-pmix.0;tcp4://" + ln.Addr().String()
+	env := []string{"PMIX_NAMESPACE=" + d.machine.Job().ID, "PMIX_RANK=" + strconv.Itoa(rank), "OMPI_MCA_schizo=ompi"}
+	for _, v := range []string{"41", "4", "3", "21", "2"} {
+		env = append(env, "PMIX_SERVER_URI"+v+"="+uri)
+	}
+	return env, nil
+}
+
+// pmixFenceEntered: every local rank still connected is in a fence over
+// the whole job. The library counts a rank that left without finalising
+// as done; the machine must not (no fence completes without such a
+// rank), so a rank that has begun to exit does not enter: the library saw
+// its socket close only after the kernel marked it exiting. The node's
+// data rides on the first entry, under a key of the node's own, so that
+// each fence replaces the node's last data.
+func (d *Daemon) pmixFenceEntered(f pmix.Fence) {
+	if d.pmix == nil {
+		f.Reply.Send(nil, pmix.ErrFailed)
+		return
+	}
+	d.pmix.fences = append(d.pmix.fences, f)
+	if f.Timeout > 0 {
+		time.AfterFunc(f.Timeout, func() { f.Reply.Send(nil, pmix.ErrTimeout) })
+	}
+	data := []modex.KV{{Key: pmixKey(d.cfg.ID), Value: base64.StdEncoding.EncodeToString(f.Data)}}
+	for _, id := range slices.Sorted(maps.Keys(d.ranks)) {
+		if r := d.ranks[id]; r.reaped || r.cmd == nil || proc.RankExiting(r.cmd.Process.Pid) {
+			continue
+		}
+		d.step(protocol.FenceEntered{Rank: id, Puts: data})
+		data = nil
+	}
+}
+
+// pmixFenceDone answers the node's fence with every node's data.
+func (d *Daemon) pmixFenceDone(view modex.View) {
+	if d.pmix == nil || len(d.pmix.fences) == 0 {
+		return
+	}
+	var all []byte
+	var err error
+	for _, node := range d.pmix.nodes {
+		v, _ := view.Get(pmixKey(node))
+		b, e := base64.StdEncoding.DecodeString(v)
+		if e != nil {
+			err = pmix.ErrFailed
+		}
+		all = append(all, b...)
+	}
+	for _, f := range d.pmix.fences {
+		if f.Collect {
+			f.Reply.Send(all, err)
+		} else {
+			f.Reply.Send(nil, err)
+		}
+	}
+	d.pmix.fences = nil
+}
+
+// pmixKey names a node's data in the job's key-value space; PMI clients
+// cannot reach it, as their keys never start with a NUL.
+func pmixKey(node int) string { return "\x00pmix/" + strconv.Itoa(node) }
+
+// syncPMIx makes sure the loop has what rank r's PMIx client told the
+// library before it exited.
+func (d *Daemon) syncPMIx() {
+	if d.pmix != nil {
+		d.pmix.server.Sync(pmiDrain)
+	}
+}
+
+// stopPMIx finalises the library and removes its rendezvous directory.
+func (d *Daemon) stopPMIx() {
+	if d.pmix != nil {
+		d.pmix.server.Close()
+		os.RemoveAll(d.pmix.tmpdir)
+	}
+}

@@ -1,0 +1,59 @@
+// Package pmix runs the PMIx reference library's server for the local
+// ranks of one daemon, so that programs whose MPI speaks only PMIx (Open
+// MPI 4 and 5) initialise under our daemons. The library does the wire,
+// the handshake and the shared-memory store; this package tells it about
+// the job, and turns its upcalls (a client connected, finalized, aborted,
+// a fence, a request for a remote rank's data) into calls on a Handler
+// that the daemon implements over its own tree.
+//
+// Everything that crosses cgo lives here. It is built only with the
+// "pmix" build tag (the Makefile sets it when pkg-config finds pmix);
+// without it, Available is false and Start says how to get PMIx support.
+package pmix
+
+import (
+	"errors"
+	"time"
+)
+
+// Job is what the library is told about the whole job.
+type Job struct {
+	Namespace string   // the job's name, unique per run
+	Hosts     []string // node name of each node id
+	RankNode  []int    // node id of each rank
+	Node      int      // this server's node id
+	TmpDir    string   // scratch directory offered to the ranks
+}
+
+// Handler is the daemon's side of the upcalls. Its methods run one at a
+// time, in the order the library made the upcalls, on a goroutine of this
+// package (never on the library's threads); they may block.
+type Handler interface {
+	Connected(rank int)
+	Finalized(rank int)
+	Aborted(rank, status int, msg string)
+	// Fence: every local rank entered a fence over the whole job; Data is
+	// their contribution, to be merged with every other node's.
+	Fence(f Fence)
+	// DirectModex: a local rank wants data that rank put and that no fence
+	// has brought here.
+	DirectModex(rank int, reply *Reply)
+}
+
+// Fence is one node's part of a fence over the whole job.
+type Fence struct {
+	Data    []byte
+	Collect bool          // the ranks want everyone's data back
+	Timeout time.Duration // 0 = none
+	Reply   *Reply
+}
+
+// Errors a Reply can carry back to the ranks.
+var (
+	ErrTimeout  = errors.New("pmix: timed out")
+	ErrNotFound = errors.New("pmix: not found")
+	ErrFailed   = errors.New("pmix: failed")
+)
+
+// ErrUnavailable says this binary was built without the library.
+var ErrUnavailable = errors.New("it speaks PMIx (Open MPI), but this mpirun was built without PMIx support: apt-get install libpmix-dev, then rebuild it with make bin")

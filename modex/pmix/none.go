@@ -1,0 +1,32 @@
+//go:build !pmix
+
+package pmix
+
+import "time"
+
+// Available says whether this binary has the PMIx server.
+const Available = false
+
+// Server is absent from this build.
+type Server struct{}
+
+// Reply is absent from this build.
+type Reply struct{}
+
+// Send does nothing in this build.
+func (*Reply) Send([]byte, error) {}
+
+// Start fails: this build has no PMIx library.
+func Start(tmpdir, host string, h Handler) (*Server, error) { return nil, ErrUnavailable }
+
+// RegisterJob is never reached in this build.
+func (*Server) RegisterJob(Job) error { return ErrUnavailable }
+
+// Client is never reached in this build.
+func (*Server) Client(rank int) ([]string, error) { return nil, ErrUnavailable }
+
+// Sync does nothing in this build.
+func (*Server) Sync(time.Duration) {}
+
+// Close does nothing in this build.
+func (*Server) Close() {}

@@ -1,0 +1,411 @@
+//go:build pmix
+
+package pmix
+
+/*
+#cgo pkg-config: pmix
+#include <pmix.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// Available says whether this binary has the PMIx server.
+const Available = true
+
+// Server is the library's server in this process (there can be one).
+type Server struct {
+	ns      string
+	handler Handler
+	queue   upcalls
+}
+
+// active is the server the library's upcalls reach.
+var active atomic.Pointer[Server]
+
+// Start initialises the library: its rendezvous socket goes in tmpdir,
+// which only this daemon uses, and it knows this node as host, the name
+// the node map gives it.
+func Start(tmpdir, host string, h Handler) (*Server, error) {
+	s := &Server{handler: h}
+	if !active.CompareAndSwap(nil, s) {
+		return nil, fmt.Errorf("pmix: a server already runs in this process")
+	}
+	s.queue.wake = make(chan struct{}, 1)
+	go s.queue.deliver()
+	l := newList()
+	l.str(C.PMIX_SERVER_TMPDIR, tmpdir)
+	l.str(C.PMIX_SYSTEM_TMPDIR, tmpdir)
+	l.str(C.PMIX_HOSTNAME, host)
+	l.flag(C.PMIX_SERVER_TOOL_SUPPORT, false)
+	l.flag(C.PMIX_SERVER_SYSTEM_SUPPORT, false)
+	if err := l.err; err != nil {
+		return nil, err
+	}
+	if rc := C.prsh_server_init(l.ptr); rc != C.PMIX_SUCCESS {
+		active.Store(nil)
+		return nil, status("PMIx_server_init", rc)
+	}
+	return s, nil
+}
+
+// Sync waits, at most for wait, until the Handler has had every upcall
+// the library made before the call: what a rank told its server before
+// it exited is known before its exit is.
+func (s *Server) Sync(wait time.Duration) {
+	done := make(chan struct{})
+	s.queue.push(func(Handler) { close(done) })
+	select {
+	case <-done:
+	case <-time.After(wait):
+	}
+}
+
+// Close finalises the library.
+func (s *Server) Close() {
+	C.prsh_server_finalize()
+	s.queue.close()
+}
+
+// RegisterJob tells the library about the job: sizes, which node holds
+// each rank, and which of them are this node's.
+func (s *Server) RegisterJob(j Job) error {
+	s.ns = j.Namespace
+	l := jobInfo(j)
+	if l.err != nil {
+		return l.err
+	}
+	ns := C.CString(j.Namespace)
+	defer C.free(unsafe.Pointer(ns))
+	if rc := C.prsh_register_nspace(ns, C.int(len(localRanks(j))), l.ptr); rc != C.PMIX_SUCCESS {
+		return status("PMIx_server_register_nspace", rc)
+	}
+	return nil
+}
+
+// Client registers local rank and returns the environment its PMIx
+// client needs to find this server.
+func (s *Server) Client(rank int) ([]string, error) {
+	ns := C.CString(s.ns)
+	defer C.free(unsafe.Pointer(ns))
+	if rc := C.prsh_register_client(ns, C.uint32_t(rank), C.uint32_t(os.Getuid()), C.uint32_t(os.Getgid())); rc != C.PMIX_SUCCESS {
+		return nil, status("PMIx_server_register_client", rc)
+	}
+	var env **C.char
+	if rc := C.prsh_setup_fork(ns, C.uint32_t(rank), &env); rc != C.PMIX_SUCCESS {
+		return nil, status("PMIx_server_setup_fork", rc)
+	}
+	return takeEnv(env), nil
+}
+
+// takeEnv copies a NULL-terminated array of C strings and frees it.
+func takeEnv(env **C.char) []string {
+	if env == nil {
+		return nil
+	}
+	var out []string
+	for p := env; *p != nil; p = (**C.char)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) {
+		out = append(out, C.GoString(*p))
+		C.free(unsafe.Pointer(*p))
+	}
+	C.free(unsafe.Pointer(env))
+	return out
+}
+
+func status(call string, rc C.int) error {
+	return fmt.Errorf("pmix: %s: %s", call, C.GoString(C.PMIx_Error_string(C.pmix_status_t(rc))))
+}
+
+// Reply answers one fence or direct-modex request, once.
+type Reply struct {
+	call *C.prsh_call_t
+	once sync.Once
+}
+
+// Send gives the library data, or the error.
+func (r *Reply) Send(data []byte, err error) {
+	r.once.Do(func() {
+		var buf *C.char
+		if len(data) > 0 {
+			buf = (*C.char)(C.CBytes(data))
+		}
+		C.prsh_reply(r.call, C.int(code(err)), buf, C.size_t(len(data)))
+	})
+}
+
+func code(err error) C.pmix_status_t {
+	switch err {
+	case nil:
+		return C.PMIX_SUCCESS
+	case ErrTimeout:
+		return C.PMIX_ERR_TIMEOUT
+	case ErrNotFound:
+		return C.PMIX_ERR_NOT_FOUND
+	}
+	return C.PMIX_ERROR
+}
+
+// localRanks lists the ranks on this server's node.
+func localRanks(j Job) []int {
+	var mine []int
+	for r, n := range j.RankNode {
+		if n == j.Node {
+			mine = append(mine, r)
+		}
+	}
+	return mine
+}
+
+// jobInfo is the namespace's registration: job, node and per-rank
+// facts, in the keys Open MPI reads at start-up.
+func jobInfo(j Job) *list {
+	nodes, index := jobNodes(j)
+	mine := localRanks(j)
+	size := uint32(len(j.RankNode))
+	l := newList()
+	l.str(C.PMIX_JOBID, j.Namespace)
+	l.u32(C.PMIX_UNIV_SIZE, size)
+	l.u32(C.PMIX_JOB_SIZE, size)
+	l.u32(C.PMIX_MAX_PROCS, size)
+	l.u32(C.PMIX_APP_SIZE, size)
+	l.u32(C.PMIX_APPNUM, 0)
+	l.rank(C.PMIX_APPLDR, 0)
+	l.u32(C.PMIX_JOB_NUM_APPS, 1)
+	l.u32(C.PMIX_NUM_NODES, uint32(len(nodes)))
+	l.flag(C.PMIX_SPAWNED, false)
+	if j.TmpDir != "" {
+		l.str(C.PMIX_TMPDIR, j.TmpDir)
+	}
+	l.nodeMap(nodeNames(j, nodes))
+	l.procMap(procMap(j, nodes))
+	// This node.
+	l.u32(C.PMIX_LOCAL_SIZE, uint32(len(mine)))
+	l.u32(C.PMIX_NODE_SIZE, uint32(len(mine)))
+	l.str(C.PMIX_LOCAL_PEERS, joinInts(mine))
+	if len(mine) > 0 {
+		l.rank(C.PMIX_LOCALLDR, uint32(mine[0]))
+	}
+	l.u32(C.PMIX_NODEID, uint32(index[j.Node]))
+	l.str(C.PMIX_HOSTNAME, j.Hosts[j.Node])
+	for r, n := range j.RankNode {
+		l.sub(C.PMIX_PROC_DATA, procInfo(j, r, n, index[n]))
+	}
+	return l
+}
+
+// procInfo is one rank's entry: where it is and its place in its node.
+func procInfo(j Job, r, node, nodeID int) *list {
+	p := newList()
+	p.rank(C.PMIX_RANK, uint32(r))
+	p.u32(C.PMIX_APPNUM, 0)
+	p.u32(C.PMIX_GLOBAL_RANK, uint32(r))
+	p.u32(C.PMIX_APP_RANK, uint32(r))
+	p.str(C.PMIX_HOSTNAME, j.Hosts[node])
+	p.u32(C.PMIX_NODEID, uint32(nodeID))
+	local := 0
+	for q := 0; q < r; q++ {
+		if j.RankNode[q] == node {
+			local++
+		}
+	}
+	p.u16(C.PMIX_LOCAL_RANK, uint16(local))
+	p.u16(C.PMIX_NODE_RANK, uint16(local))
+	return p
+}
+
+// jobNodes lists the nodes that hold ranks, in node id order, and each
+// one's index in that list (the node ids the library sees).
+func jobNodes(j Job) ([]int, map[int]int) {
+	index := map[int]int{}
+	var nodes []int
+	seen := map[int]bool{}
+	for _, n := range j.RankNode {
+		seen[n] = true
+	}
+	if !seen[j.Node] {
+		seen[j.Node] = true // a node with no ranks still names itself
+	}
+	for n := range j.Hosts {
+		if seen[n] {
+			index[n] = len(nodes)
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes, index
+}
+
+func nodeNames(j Job, nodes []int) string {
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = j.Hosts[n]
+	}
+	return strings.Join(names, ",")
+}
+
+// procMap is the library's ranks-per-node input: "0,1;2,3".
+func procMap(j Job, nodes []int) string {
+	per := map[int][]int{}
+	for r, n := range j.RankNode {
+		per[n] = append(per[n], r)
+	}
+	fields := make([]string, len(nodes))
+	for i, n := range nodes {
+		fields[i] = joinInts(per[n])
+	}
+	return strings.Join(fields, ";")
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// list builds an info list on the C side; the first error sticks.
+type list struct {
+	ptr unsafe.Pointer
+	err error
+}
+
+func newList() *list { return &list{ptr: C.prsh_list()} }
+
+// add calls one of the C adders with key as a C string.
+func (l *list) add(key string, adder func(ckey *C.char) C.int) {
+	ckey := C.CString(key)
+	defer C.free(unsafe.Pointer(ckey))
+	if rc := adder(ckey); rc != C.PMIX_SUCCESS && l.err == nil {
+		l.err = status("info "+key, rc)
+	}
+}
+
+func (l *list) str(key, v string) {
+	cv := C.CString(v)
+	defer C.free(unsafe.Pointer(cv))
+	l.add(key, func(k *C.char) C.int { return C.prsh_add_string(l.ptr, k, cv) })
+}
+
+func (l *list) u32(key string, v uint32) {
+	l.add(key, func(k *C.char) C.int { return C.prsh_add_uint32(l.ptr, k, C.uint32_t(v)) })
+}
+
+func (l *list) u16(key string, v uint16) {
+	l.add(key, func(k *C.char) C.int { return C.prsh_add_uint16(l.ptr, k, C.uint16_t(v)) })
+}
+
+func (l *list) rank(key string, v uint32) {
+	l.add(key, func(k *C.char) C.int { return C.prsh_add_rank(l.ptr, k, C.uint32_t(v)) })
+}
+
+func (l *list) flag(key string, v bool) {
+	b := C.int(0)
+	if v {
+		b = 1
+	}
+	l.add(key, func(k *C.char) C.int { return C.prsh_add_bool(l.ptr, k, b) })
+}
+
+// sub adds s as an array under key; s is consumed.
+func (l *list) sub(key string, s *list) {
+	if s.err != nil && l.err == nil {
+		l.err = s.err
+	}
+	l.add(key, func(k *C.char) C.int { return C.prsh_add_list(l.ptr, k, s.ptr) })
+}
+
+func (l *list) nodeMap(names string) {
+	cv := C.CString(names)
+	defer C.free(unsafe.Pointer(cv))
+	l.add(C.PMIX_NODE_MAP, func(*C.char) C.int { return C.prsh_add_node_map(l.ptr, cv) })
+}
+
+func (l *list) procMap(ranks string) {
+	cv := C.CString(ranks)
+	defer C.free(unsafe.Pointer(cv))
+	l.add(C.PMIX_PROC_MAP, func(*C.char) C.int { return C.prsh_add_proc_map(l.ptr, cv) })
+}
+
+// The upcalls: the library's threads queue them and return at once;
+// deliver hands them to the Handler in order.
+
+type upcalls struct {
+	mu     sync.Mutex
+	queue  []func(Handler)
+	wake   chan struct{}
+	closed bool
+}
+
+func (u *upcalls) push(f func(Handler)) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return
+	}
+	u.queue = append(u.queue, f)
+	select {
+	case u.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (u *upcalls) close() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.closed = true
+	close(u.wake)
+}
+
+func (u *upcalls) deliver() {
+	for range u.wake {
+		u.mu.Lock()
+		batch := u.queue
+		u.queue = nil
+		u.mu.Unlock()
+		s := active.Load()
+		for _, f := range batch {
+			f(s.handler)
+		}
+	}
+}
+
+func upcall(f func(Handler)) {
+	if s := active.Load(); s != nil {
+		s.queue.push(f)
+	}
+}
+
+//export prshConnected
+func prshConnected(rank C.uint32_t) { upcall(func(h Handler) { h.Connected(int(rank)) }) }
+
+//export prshFinalized
+func prshFinalized(rank C.uint32_t) { upcall(func(h Handler) { h.Finalized(int(rank)) }) }
+
+//export prshAborted
+func prshAborted(rank C.uint32_t, st C.int, msg *C.char) {
+	m := C.GoString(msg)
+	upcall(func(h Handler) { h.Aborted(int(rank), int(st), m) })
+}
+
+//export prshFence
+func prshFence(data *C.char, n C.size_t, collect, timeout C.int, call *C.prsh_call_t) {
+	f := Fence{Data: C.GoBytes(unsafe.Pointer(data), C.int(n)), Collect: collect != 0,
+		Timeout: time.Duration(timeout) * time.Second, Reply: &Reply{call: call}}
+	upcall(func(h Handler) { h.Fence(f) })
+}
+
+//export prshDirectModex
+func prshDirectModex(rank C.uint32_t, call *C.prsh_call_t) {
+	r := &Reply{call: call}
+	upcall(func(h Handler) { h.DirectModex(int(rank), r) })
+}

@@ -1,0 +1,249 @@
+//go:build pmix
+
+#include <pthread.h>
+#include <string.h>
+#include "shim.h"
+#include "_cgo_export.h"
+
+// The library's threads run these upcalls: each copies what it needs and
+// hands it to Go, which queues it for the daemon's event loop.
+
+static pmix_status_t connected(const pmix_proc_t *proc, void *obj,
+                               pmix_op_cbfunc_t cb, void *cbdata) {
+    prshConnected(proc->rank);
+    return PMIX_OPERATION_SUCCEEDED;
+}
+
+static pmix_status_t finalized(const pmix_proc_t *proc, void *obj,
+                               pmix_op_cbfunc_t cb, void *cbdata) {
+    prshFinalized(proc->rank);
+    return PMIX_OPERATION_SUCCEEDED;
+}
+
+// The aborting client stays blocked until the job's end kills it: the
+// abort is the job's failure, and the rank must not exit on its own
+// before the daemon has reported it.
+static pmix_status_t aborted(const pmix_proc_t *proc, void *obj, int status,
+                             const char msg[], pmix_proc_t procs[], size_t nprocs,
+                             pmix_op_cbfunc_t cb, void *cbdata) {
+    prshAborted(proc->rank, status, (char *)(msg ? msg : ""));
+    return PMIX_SUCCESS;
+}
+
+static int wants(const pmix_info_t info[], size_t ninfo, const char *key) {
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], key)) {
+            return PMIX_INFO_TRUE(&info[i]);
+        }
+    }
+    return 0;
+}
+
+static int timeout(const pmix_info_t info[], size_t ninfo) {
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_INT) {
+            return info[i].value.data.integer;
+        }
+    }
+    return 0;
+}
+
+static prsh_call_t *new_call(pmix_modex_cbfunc_t cb, void *cbdata) {
+    prsh_call_t *call = malloc(sizeof(*call));
+    if (call != NULL) {
+        call->cb = cb;
+        call->cbdata = cbdata;
+    }
+    return call;
+}
+
+// Only whole-namespace fences travel over the daemon tree: a fence over
+// some of the ranks is refused, never answered wrongly.
+static pmix_status_t fence(const pmix_proc_t procs[], size_t nprocs,
+                           const pmix_info_t info[], size_t ninfo,
+                           char *data, size_t ndata,
+                           pmix_modex_cbfunc_t cb, void *cbdata) {
+    if (nprocs != 1 || procs[0].rank != PMIX_RANK_WILDCARD) {
+        return PMIX_ERR_NOT_SUPPORTED;
+    }
+    prsh_call_t *call = new_call(cb, cbdata);
+    if (call == NULL) {
+        return PMIX_ERR_NOMEM;
+    }
+    prshFence(data, ndata, wants(info, ninfo, PMIX_COLLECT_DATA), timeout(info, ninfo), call);
+    return PMIX_SUCCESS;
+}
+
+static pmix_status_t direct_modex(const pmix_proc_t *proc, const pmix_info_t info[],
+                                  size_t ninfo, pmix_modex_cbfunc_t cb, void *cbdata) {
+    prsh_call_t *call = new_call(cb, cbdata);
+    if (call == NULL) {
+        return PMIX_ERR_NOMEM;
+    }
+    prshDirectModex(proc->rank, call);
+    return PMIX_SUCCESS;
+}
+
+static pmix_server_module_t module = {
+    .client_connected = connected,
+    .client_finalized = finalized,
+    .abort = aborted,
+    .fence_nb = fence,
+    .direct_modex = direct_modex,
+};
+
+static void release(void *data) { free(data); }
+
+// prsh_reply answers a fence or direct-modex request; the library owns
+// data (malloc'd) until it calls release.
+void prsh_reply(prsh_call_t *call, int status, char *data, size_t ndata) {
+    call->cb(status, data, ndata, call->cbdata, release, data);
+    free(call);
+}
+
+void *prsh_list(void) { return PMIx_Info_list_start(); }
+
+int prsh_add_string(void *list, const char *key, const char *value) {
+    return PMIx_Info_list_add(list, key, value, PMIX_STRING);
+}
+
+int prsh_add_uint32(void *list, const char *key, uint32_t value) {
+    return PMIx_Info_list_add(list, key, &value, PMIX_UINT32);
+}
+
+int prsh_add_uint16(void *list, const char *key, uint16_t value) {
+    return PMIx_Info_list_add(list, key, &value, PMIX_UINT16);
+}
+
+int prsh_add_rank(void *list, const char *key, uint32_t value) {
+    pmix_rank_t r = value;
+    return PMIx_Info_list_add(list, key, &r, PMIX_PROC_RANK);
+}
+
+int prsh_add_bool(void *list, const char *key, int value) {
+    bool b = value != 0;
+    return PMIx_Info_list_add(list, key, &b, PMIX_BOOL);
+}
+
+// prsh_add_list adds sub as an array of infos under key, and releases sub.
+int prsh_add_list(void *list, const char *key, void *sub) {
+    pmix_data_array_t arr;
+    pmix_status_t rc = PMIx_Info_list_convert(sub, &arr);
+    PMIx_Info_list_release(sub);
+    if (rc != PMIX_SUCCESS) {
+        return rc;
+    }
+    rc = PMIx_Info_list_add(list, key, &arr, PMIX_DATA_ARRAY);
+    PMIx_Data_array_destruct(&arr);
+    return rc;
+}
+
+// take turns a list into an array the caller frees with PMIx_Data_array_destruct.
+static pmix_status_t take(void *list, pmix_data_array_t *arr) {
+    pmix_status_t rc = PMIx_Info_list_convert(list, arr);
+    PMIx_Info_list_release(list);
+    return rc;
+}
+
+int prsh_server_init(void *list) {
+    pmix_data_array_t arr;
+    pmix_status_t rc = take(list, &arr);
+    if (rc != PMIX_SUCCESS) {
+        return rc;
+    }
+    rc = PMIx_server_init(&module, (pmix_info_t *)arr.array, arr.size);
+    PMIx_Data_array_destruct(&arr);
+    return rc;
+}
+
+int prsh_server_finalize(void) { return PMIx_server_finalize(); }
+
+// The registrations complete on the library's thread: wait for them.
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int done;
+    pmix_status_t status;
+} waiter_t;
+
+static void op_done(pmix_status_t status, void *cbdata) {
+    waiter_t *w = cbdata;
+    pthread_mutex_lock(&w->mu);
+    w->status = status;
+    w->done = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static pmix_status_t wait_op(waiter_t *w, pmix_status_t rc) {
+    if (rc == PMIX_OPERATION_SUCCEEDED) {
+        rc = PMIX_SUCCESS;
+    } else if (rc == PMIX_SUCCESS) {
+        pthread_mutex_lock(&w->mu);
+        while (!w->done) {
+            pthread_cond_wait(&w->cond, &w->mu);
+        }
+        pthread_mutex_unlock(&w->mu);
+        rc = w->status;
+    }
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cond);
+    return rc;
+}
+
+static void waiter_init(waiter_t *w) {
+    memset(w, 0, sizeof(*w));
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cond, NULL);
+}
+
+int prsh_register_nspace(const char *nspace, int nlocal, void *list) {
+    pmix_data_array_t arr;
+    pmix_status_t rc = take(list, &arr);
+    if (rc != PMIX_SUCCESS) {
+        return rc;
+    }
+    pmix_nspace_t ns;
+    PMIX_LOAD_NSPACE(ns, nspace);
+    waiter_t w;
+    waiter_init(&w);
+    rc = wait_op(&w, PMIx_server_register_nspace(ns, nlocal, (pmix_info_t *)arr.array, arr.size, op_done, &w));
+    PMIx_Data_array_destruct(&arr);
+    return rc;
+}
+
+int prsh_register_client(const char *nspace, uint32_t rank, uint32_t uid, uint32_t gid) {
+    pmix_proc_t proc;
+    PMIX_LOAD_PROCID(&proc, nspace, rank);
+    waiter_t w;
+    waiter_init(&w);
+    return wait_op(&w, PMIx_server_register_client(&proc, uid, gid, NULL, op_done, &w));
+}
+
+int prsh_setup_fork(const char *nspace, uint32_t rank, char ***env) {
+    pmix_proc_t proc;
+    PMIX_LOAD_PROCID(&proc, nspace, rank);
+    return PMIx_server_setup_fork(&proc, env);
+}
+
+// The node and proc maps go to the library in its own compressed form,
+// which may hold NUL bytes: it never crosses into Go.
+int prsh_add_node_map(void *list, const char *nodes) {
+    char *regex = NULL;
+    pmix_status_t rc = PMIx_generate_regex(nodes, &regex);
+    if (rc == PMIX_SUCCESS) {
+        rc = PMIx_Info_list_add(list, PMIX_NODE_MAP, regex, PMIX_REGEX);
+    }
+    free(regex);
+    return rc;
+}
+
+int prsh_add_proc_map(void *list, const char *ranks) {
+    char *regex = NULL;
+    pmix_status_t rc = PMIx_generate_ppn(ranks, &regex);
+    if (rc == PMIX_SUCCESS) {
+        rc = PMIx_Info_list_add(list, PMIX_PROC_MAP, regex, PMIX_REGEX);
+    }
+    free(regex);
+    return rc;
+}

@@ -1,0 +1,36 @@
+//go:build pmix
+
+// The C side of the PMIx server: the module of upcalls the library calls,
+// blocking wrappers of its asynchronous registrations, and builders of the
+// info arrays that Go cannot lay out itself.
+#ifndef PRSH_PMIX_SHIM_H
+#define PRSH_PMIX_SHIM_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <pmix_server.h>
+
+// A pending reply to the library (a fence or a direct-modex request).
+typedef struct {
+    pmix_modex_cbfunc_t cb;
+    void *cbdata;
+} prsh_call_t;
+
+void *prsh_list(void);
+int prsh_add_string(void *list, const char *key, const char *value);
+int prsh_add_uint32(void *list, const char *key, uint32_t value);
+int prsh_add_uint16(void *list, const char *key, uint16_t value);
+int prsh_add_rank(void *list, const char *key, uint32_t value);
+int prsh_add_bool(void *list, const char *key, int value);
+int prsh_add_list(void *list, const char *key, void *sub);
+
+int prsh_server_init(void *list);
+int prsh_server_finalize(void);
+int prsh_register_nspace(const char *nspace, int nlocal, void *list);
+int prsh_register_client(const char *nspace, uint32_t rank, uint32_t uid, uint32_t gid);
+int prsh_setup_fork(const char *nspace, uint32_t rank, char ***env);
+int prsh_add_node_map(void *list, const char *nodes);
+int prsh_add_proc_map(void *list, const char *ranks);
+void prsh_reply(prsh_call_t *call, int status, char *data, size_t ndata);
+
+#endif
