@@ -3,8 +3,8 @@ package daemon
 import (
 	"encoding/base64"
 	"fmt"
-	"net"
 	"maps"
+	"net"
 	"os"
 	"slices"
 	"strconv"
