@@ -228,22 +228,21 @@ int prsh_setup_fork(const char *nspace, uint32_t rank, char ***env) {
 
 // The node and proc maps go to the library in its own compressed form,
 // which may hold NUL bytes: it never crosses into Go.
-int prsh_add_node_map(void *list, const char *nodes) {
+static int add_map(void *list, const char *key, const char *input,
+                   pmix_status_t (*generate)(const char *, char **)) {
     char *regex = NULL;
-    pmix_status_t rc = PMIx_generate_regex(nodes, &regex);
+    pmix_status_t rc = generate(input, &regex);
     if (rc == PMIX_SUCCESS) {
-        rc = PMIx_Info_list_add(list, PMIX_NODE_MAP, regex, PMIX_REGEX);
+        rc = PMIx_Info_list_add(list, key, regex, PMIX_REGEX);
     }
     free(regex);
     return rc;
 }
 
+int prsh_add_node_map(void *list, const char *nodes) {
+    return add_map(list, PMIX_NODE_MAP, nodes, PMIx_generate_regex);
+}
+
 int prsh_add_proc_map(void *list, const char *ranks) {
-    char *regex = NULL;
-    pmix_status_t rc = PMIx_generate_ppn(ranks, &regex);
-    if (rc == PMIX_SUCCESS) {
-        rc = PMIx_Info_list_add(list, PMIX_PROC_MAP, regex, PMIX_REGEX);
-    }
-    free(regex);
-    return rc;
+    return add_map(list, PMIX_PROC_MAP, ranks, PMIx_generate_ppn);
 }
