@@ -94,6 +94,10 @@ type Daemon struct {
 	reachedAt [protocol.NumMilestones]time.Duration
 	reached   [protocol.NumMilestones]bool
 	exit      chan int
+
+	// maxMessage bounds a message on this daemon's links; 0 means the
+	// default, maxMessage. Tests lower it.
+	maxMessage int
 }
 
 // Run runs the daemon until the job is over and returns its exit status.

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -15,27 +17,35 @@ const (
 	streamControl byte = 'C'
 	streamOutput  byte = 'O' // a child's ranks' output, up to its parent
 	streamInput   byte = 'I' // mpirun's stdin, down to a child
+	streamBulk    byte = 'B' // the bodies of large messages (bulk.go)
 )
 
 // link is the connection to one other daemon. Messages are queued and
-// written by the link's own goroutine, so the event loop never blocks on a
-// slow peer.
+// encoded and written by the link's own goroutine, so the event loop
+// never blocks on a slow peer or on encoding a large message.
 type link struct {
-	id   protocol.LinkID
-	peer int
-	conn *transport.Conn
-	ctrl net.Conn
+	id         protocol.LinkID
+	peer       int
+	conn       *transport.Conn
+	ctrl       net.Conn
+	maxMessage int           // the largest payload sent or accepted
+	bulkIn     chan net.Conn // the peer's bulk stream, once it opens it
+	bulkOut    net.Conn      // ours, opened by the writer when first needed
+	bulkRead   net.Conn      // the peer's, once the reader has taken it
 
 	mu     sync.Mutex
-	queue  [][]byte
+	queue  []protocol.Message
 	wake   chan struct{}
 	closed bool
+	cause  error // what broke the link on this side, if anything did
 }
 
 // newLink registers a connection under a fresh id and starts its writer.
 func (d *Daemon) newLink(peer int, conn *transport.Conn, ctrl net.Conn) *link {
 	d.lastLink++
-	l := &link{id: d.lastLink, peer: peer, conn: conn, ctrl: ctrl, wake: make(chan struct{}, 1)}
+	l := &link{id: d.lastLink, peer: peer, conn: conn, ctrl: ctrl,
+		maxMessage: cmp.Or(d.maxMessage, maxMessage),
+		bulkIn:     make(chan net.Conn, 1), wake: make(chan struct{}, 1)}
 	d.links[l.id] = l
 	go l.writeLoop()
 	return l
@@ -43,17 +53,12 @@ func (d *Daemon) newLink(peer int, conn *transport.Conn, ctrl net.Conn) *link {
 
 // send queues a message; it never blocks.
 func (l *link) send(msg protocol.Message) error {
-	kind, payload, err := protocol.Encode(msg)
-	if err != nil {
-		return err
-	}
-	frame := append([]byte{kind}, payload...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return fmt.Errorf("link to daemon %d is closed", l.peer)
 	}
-	l.queue = append(l.queue, frame)
+	l.queue = append(l.queue, msg)
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -72,9 +77,9 @@ func (l *link) writeLoop() {
 		batch := l.queue
 		l.queue = nil
 		l.mu.Unlock()
-		for _, f := range batch {
-			if err := transport.WriteFrame(l.ctrl, f[0], f[1:]); err != nil {
-				l.conn.Close()
+		for _, msg := range batch {
+			if err := l.write(msg); err != nil {
+				l.fail(err)
 				return
 			}
 		}
@@ -89,26 +94,46 @@ func (l *link) close() {
 	l.conn.Close()
 }
 
+// fail closes the link because of err, which becomes the reason the link
+// went down unless another came first.
+func (l *link) fail(err error) {
+	l.mu.Lock()
+	if l.cause == nil {
+		l.cause = err
+	}
+	l.mu.Unlock()
+	l.close()
+}
+
+// causeOr is the first error that broke the link on this side, or else
+// err, what its reader saw.
+func (l *link) causeOr(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cause != nil {
+		return l.cause
+	}
+	return err
+}
+
 // serve reads the link's control messages and the streams its peer opens.
 func (d *Daemon) serve(l *link) {
 	go d.readLoop(l)
 	go d.acceptStreams(l)
 }
 
-// readLoop delivers the peer's control messages to the event loop until
-// the stream ends, then reports the link down.
+// readLoop delivers the peer's messages to the event loop until the
+// stream ends, then reports the link down.
 func (d *Daemon) readLoop(l *link) {
 	for {
-		kind, payload, err := transport.ReadFrame(l.ctrl, transport.MaxFrame)
-		if err != nil {
-			d.post(linkEnded{l, err})
-			return
-		}
-		msg, err := protocol.Decode(kind, payload)
-		if err != nil {
+		msg, err := l.read()
+		var bad badMessage
+		if errors.As(err, &bad) {
 			d.log.Warn("dropping daemon: bad message", "daemon", l.peer, "error", err)
-			l.conn.Close()
-			d.post(linkEnded{l, err})
+			l.fail(err)
+		}
+		if err != nil {
+			d.post(linkEnded{l, l.causeOr(err)})
 			return
 		}
 		d.post(received{l, msg})
@@ -116,8 +141,10 @@ func (d *Daemon) readLoop(l *link) {
 }
 
 // acceptStreams serves the streams the peer opens after the control
-// stream: a child's output, or the parent's stdin for our subtree.
+// stream: a child's output, the parent's stdin for our subtree, or the
+// bodies of the peer's large messages.
 func (d *Daemon) acceptStreams(l *link) {
+	bulkSeen := false // a link has at most one bulk stream each way
 	for {
 		s, err := l.conn.Accept()
 		if err != nil {
@@ -136,6 +163,9 @@ func (d *Daemon) acceptStreams(l *link) {
 				s.Close()
 				d.post(outputClosed{l, err})
 			}()
+		case tag[0] == streamBulk && !bulkSeen:
+			bulkSeen = true
+			l.bulkIn <- s
 		case tag[0] == streamInput && l == d.parent:
 			go func() {
 				if err := iof.Relay(d.fanout, s); err != nil {

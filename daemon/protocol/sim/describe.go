@@ -48,6 +48,8 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 		return fmt.Sprintf("ring %d done: %d answers", a.Seq, len(a.Answers))
 	case protocol.FenceDone:
 		return fmt.Sprintf("fence %d done: %d keys", a.Seq, a.View.Len())
+	case protocol.AllgatherDone:
+		return fmt.Sprintf("allgather %d done: %d values", a.Seq, len(a.Values))
 	case protocol.Exit:
 		s := fmt.Sprintf("exit %d", a.Status)
 		if a.Abandon {
@@ -90,6 +92,10 @@ func Message(m protocol.Message) string {
 		return fmt.Sprintf("RingUp %d: %d entries", m.Seq, len(m.Entries))
 	case protocol.RingDown:
 		return fmt.Sprintf("RingDown %d: %d answers", m.Seq, len(m.Entries))
+	case protocol.GatherUp:
+		return fmt.Sprintf("GatherUp %d: %d values", m.Seq, len(m.Entries))
+	case protocol.GatherDown:
+		return fmt.Sprintf("GatherDown %d: %d values", m.Seq, len(m.Values))
 	}
 	return fmt.Sprintf("%T", m)
 }

@@ -24,8 +24,9 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //
 //	cluster nodes=N degree=δ routed=radix|binomial|direct [skip] [ranks=R]
 //	        [rank-ms=T|forever] [timeout=MS] [grace=MS] [callback=MS]
-//	        [fences=K] [ring]   each rank runs K PMI fences (and a ring),
-//	                            then finalises
+//	        [fences=K] [allgathers=G] [ring]
+//	                            each rank runs K PMI fences, G allgathers
+//	                            (and a ring), then finalises
 //	rank R exits S              rank R exits with status S
 //	refuse N "why"              node N's spawn fails
 //	no-callback N               node N's orted never calls back
@@ -97,6 +98,7 @@ func play(script string) (string, error) {
 			}
 			opt.Job.CallbackMS = int64(kv.int("callback"))
 			opt.Fences = kv.int("fences")
+			opt.Allgathers = kv.int("allgathers")
 			opt.Ring = kv.has("ring")
 		case "rank":
 			r, _ := strconv.Atoi(f[1])

@@ -13,7 +13,6 @@ import (
 	"slices"
 
 	"prsh/daemon/protocol"
-	"prsh/modex"
 	"prsh/spawn"
 )
 
@@ -37,10 +36,10 @@ type Options struct {
 	RankMS     int64
 	RankStatus map[int]int
 	// Fences is how many PMI fences each rank runs after it starts (each
-	// with one put of its own), before it finalises and runs RankMS; with
-	// Ring it then runs one PMIX_Ring first.
-	Fences int
-	Ring   bool
+	// with one put of its own), then Allgathers how many allgathers, and
+	// with Ring one PMIX_Ring, before it finalises and runs RankMS.
+	Fences, Allgathers int
+	Ring               bool
 	// Faults by daemon id.
 	Faults map[int]Fault
 	// Trace receives one line per action and injected event; nil = none.
@@ -98,7 +97,8 @@ type daemon struct {
 }
 
 type rankState struct {
-	fences int // fences entered
+	fences, allgathers int  // collectives of each kind entered
+	ringed             bool // entered its ring
 }
 
 // New prepares a cluster of opt.Nodes nodes plus mpirun.
@@ -347,6 +347,8 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 		s.fenceDone(d, a)
 	case protocol.RingDone:
 		s.ringDone(d, a)
+	case protocol.AllgatherDone:
+		s.allgatherDone(d, a)
 	case protocol.SignalRanks:
 		s.signalRanks(d, a.Sig)
 	case protocol.SetTimer:
@@ -412,12 +414,8 @@ func (s *Sim) dial(d *daemon, peer int) {
 func (s *Sim) startRanks(d *daemon, ranks []int) {
 	for _, r := range ranks {
 		d.ranks[r] = &rankState{}
-		if s.opt.Fences > 0 {
-			s.push(s.now+1, func() { s.enterFence(d, r) })
-			continue
-		}
-		if s.opt.Ring {
-			s.push(s.now+1, func() { s.enterRing(d, r) })
+		if s.usesPMI() {
+			s.push(s.now+1, func() { s.nextCollective(d, r) })
 			continue
 		}
 		s.runRank(d, r)
@@ -431,63 +429,6 @@ func (s *Sim) runRank(d *daemon, r int) {
 	}
 	status := s.opt.RankStatus[r]
 	s.push(s.now+s.opt.RankMS, func() { s.rankEnds(d, r, status, fmt.Sprintf("exited with status %d", status)) })
-}
-
-// enterFence makes rank r enter its next fence with one key of its own.
-func (s *Sim) enterFence(d *daemon, r int) {
-	st := d.ranks[r]
-	if st == nil {
-		return
-	}
-	st.fences++
-	kv := modex.KV{Key: fmt.Sprintf("card-%d-%d", r, st.fences), Value: fmt.Sprintf("v%d", r)}
-	s.step(d, protocol.FenceEntered{Rank: r, Puts: []modex.KV{kv}})
-}
-
-func (s *Sim) finalize(d *daemon, r int) {
-	s.step(d, protocol.PMIFinalize{Rank: r})
-	s.runRank(d, r)
-}
-
-// enterRing makes rank r enter a ring with count 1 and the value v<r>.
-func (s *Sim) enterRing(d *daemon, r int) {
-	v := fmt.Sprintf("v%d", r)
-	s.step(d, protocol.RingEntered{Rank: r, Count: 1, Left: v, Right: v})
-}
-
-// ringDone checks each local rank's answer, then lets it finalise.
-func (s *Sim) ringDone(d *daemon, a protocol.RingDone) {
-	np := len(s.opt.App.RankNode)
-	for _, e := range a.Answers {
-		want := protocol.RingEntry{Rank: e.Rank, Count: e.Rank, Left: fmt.Sprintf("v%d", (e.Rank+np-1)%np), Right: fmt.Sprintf("v%d", (e.Rank+1)%np)}
-		if e != want {
-			s.Errors = append(s.Errors, fmt.Sprintf("d%d: ring answer %+v, want %+v", d.id, e, want))
-		}
-		s.push(s.now+1, func() { s.finalize(d, e.Rank) })
-	}
-}
-
-// fenceDone checks that the fence committed every rank's key, then lets
-// each local rank go on: to its next fence, or to finalise and run.
-func (s *Sim) fenceDone(d *daemon, a protocol.FenceDone) {
-	if a.View.Len() != a.Seq*len(s.opt.App.RankNode) {
-		s.Errors = append(s.Errors, fmt.Sprintf("d%d: after fence %d the view holds %d keys, want %d", d.id, a.Seq, a.View.Len(), a.Seq*len(s.opt.App.RankNode)))
-	}
-	for _, r := range slices.Sorted(maps.Keys(d.ranks)) {
-		if d.ranks[r].fences != a.Seq {
-			continue
-		}
-		s.push(s.now+1, func() {
-			switch {
-			case a.Seq < s.opt.Fences:
-				s.enterFence(d, r)
-			case s.opt.Ring:
-				s.enterRing(d, r)
-			default:
-				s.finalize(d, r)
-			}
-		})
-	}
 }
 
 func (s *Sim) rankEnds(d *daemon, r, status int, how string) {
