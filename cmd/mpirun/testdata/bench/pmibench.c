@@ -9,6 +9,9 @@
  *   get1    then gets its right neighbour's key
  *   modex1  fence + get1: the time until the neighbour's value is in hand
  *   getall  every rank gets every rank's key (its own included)
+ *   getsolo rank 0 alone gets every key, the others idle: the cost of the
+ *           gets themselves, without the other ranks' competing for the
+ *           server (and, on an emulated cluster, for the same cores)
  * and with "ext" (prsh only: Hydra has neither):
  *   ring    PMIX_Ring (Slurm's extension)
  *   gather  prsh's allgather of the same 32-byte value, written as a raw
@@ -33,8 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { FENCE, GET1, MODEX1, GETALL, RING, GATHER, MEASURES };
-static const char *names[MEASURES] = {"fence", "get1", "modex1", "getall", "ring", "gather"};
+enum { FENCE, GET1, MODEX1, GETALL, GETSOLO, RING, GATHER, MEASURES };
+static const char *names[MEASURES] = {"fence", "get1", "modex1", "getall", "getsolo", "ring", "gather"};
 enum { MAXROUNDS = 20, VALLEN = 32 };
 
 static int rank = -1, size;
@@ -190,6 +193,12 @@ int main(int argc, char **argv)
         for (int r = 0; r < size; r++)
             get_checked(i, r);
         t[GETALL][i] = now_us() - t0;
+        barrier();
+        t0 = now_us();
+        if (rank == 0)
+            for (int r = 0; r < size; r++)
+                get_checked(i, r);
+        t[GETSOLO][i] = rank == 0 ? now_us() - t0 : 0;
         if (ext) {
             barrier();
             t0 = now_us();
