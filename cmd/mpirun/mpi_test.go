@@ -43,7 +43,7 @@ var errMissing = errors.New("not installed")
 // testProgram returns the path of program name from a set compiled by
 // programs: skipped (saying why) when what it needs is missing, failed
 // when it does not compile.
-func testProgram(t *testing.T, programs func() (string, error), why, name string) string {
+func testProgram(t testing.TB, programs func() (string, error), why, name string) string {
 	t.Helper()
 	dir, err := programs()
 	if err == errMissing {

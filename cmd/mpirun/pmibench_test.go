@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"prsh/testbed"
+)
+
+// Our PMI services against MPICH's Hydra (mpiexec.hydra), on the very same
+// testbed nodes in one run. Hydra reaches the nodes with OpenSSH's client
+// through the testbed's ssh_config, the way it would reach a real cluster.
+// Every testbed node shares this machine's cores, so what a real cluster
+// does in parallel on its nodes is serialised here, for both launchers.
+
+// benchPrograms compiles testdata/bench/pmibench.c against Slurm's libpmi2
+// (Hydra serves PMI-2 to that client too) and the MPICH programs of
+// testdata/bench/mpi, once.
+var benchPrograms = sync.OnceValues(func() (string, error) {
+	dir := filepath.Join(bin, "bench")
+	if _, err := os.Stat("/usr/include/slurm/pmi2.h"); err == nil {
+		err := compileC(dir, "testdata/bench/pmibench.c", "cc", []string{"-O2", "-Wall", "-I/usr/include/slurm"}, []string{"-lpmi2"})
+		if err != nil {
+			return "", err
+		}
+	}
+	if cc, err := exec.LookPath("mpicc.mpich"); err == nil {
+		return dir, compileC(dir, "testdata/bench/mpi/*.c", cc, []string{"-O2"}, nil)
+	}
+	return dir, nil
+})
+
+// benchProgram returns a compiled benchmark program, or skips.
+func benchProgram(b *testing.B, name string) string {
+	p := testProgram(b, benchPrograms, "", name)
+	if _, err := os.Stat(p); err != nil {
+		b.Skipf("%s was not built: it needs libpmi2-0-dev (pmibench) or mpich and libmpich-dev (initbench)", name)
+	}
+	return p
+}
+
+// pmiRounds is how many rounds pmibench times; it reports their median.
+const pmiRounds = "10"
+
+// BenchmarkPMI runs pmibench (see its header) under our mpirun and under
+// mpiexec.hydra for 64 to 512 ranks on 16 to 64 nodes, and reports the
+// slowest rank's median time of each measure for both launchers, in
+// milliseconds, and Hydra's time divided by ours ("x-" metrics: above 1,
+// we are faster). PMIX_Ring and our allgather have no counterpart in
+// Hydra and are reported for us alone, beside our put+fence (the
+// comparison of Figure 9 of Chakraborty et al.).
+//
+//	go test -run '^$' -bench PMI -benchtime 1x -timeout 3h ./cmd/mpirun
+func BenchmarkPMI(b *testing.B) {
+	prog := benchProgram(b, "pmibench")
+	c, hydra := hydraCluster(b, 64)
+	for _, s := range []struct{ ranks, nodes int }{{64, 16}, {128, 32}, {256, 64}, {512, 64}} {
+		b.Run(fmt.Sprintf("ranks=%d/nodes=%d", s.ranks, s.nodes), func(b *testing.B) {
+			hosts := hostSlots(c, s.nodes, s.ranks/s.nodes)
+			np := strconv.Itoa(s.ranks)
+			ours, theirs := map[string]float64{}, map[string]float64{}
+			for i := 0; i < b.N; i++ {
+				addTo(ours, runBench(b, c, "pmibench", filepath.Join(bin, "mpirun"), "-H", hosts, "-np", np, prog, pmiRounds, "ext"))
+				addTo(theirs, runBench(b, c, "pmibench", append(hydra, "-hosts", hosts, "-n", np, prog, pmiRounds)...))
+			}
+			for _, m := range []string{"fence", "get1", "modex1", "getall", "getall0", "getsolo"} {
+				reportPair(b, m, ours[m+"_us"], theirs[m+"_us"])
+			}
+			b.ReportMetric(ours["ring_us"]/1e3/float64(b.N), "ours-ring-ms")
+			b.ReportMetric(ours["gather_us"]/1e3/float64(b.N), "ours-allgather-ms")
+			// mpiexec serves every get of the job itself, one at a time.
+			b.ReportMetric(theirs["cpu_us"]/1e6/float64(b.N), "hydra-mpiexec-cpu-s")
+		})
+	}
+}
+
+// BenchmarkMPIInit times MPI_Init of an MPICH program (the slowest rank's,
+// median of 5 jobs) under our mpirun and under mpiexec.hydra, and the
+// whole job as mpirun or mpiexec.hydra saw it.
+//
+//	go test -run '^$' -bench MPIInit -benchtime 1x ./cmd/mpirun
+func BenchmarkMPIInit(b *testing.B) {
+	prog := benchProgram(b, "initbench")
+	c, hydra := hydraCluster(b, 32)
+	for _, s := range []struct{ ranks, nodes int }{{32, 16}, {128, 32}} {
+		b.Run(fmt.Sprintf("ranks=%d/nodes=%d", s.ranks, s.nodes), func(b *testing.B) {
+			hosts := hostSlots(c, s.nodes, s.ranks/s.nodes)
+			np := strconv.Itoa(s.ranks)
+			var init, job [2][]float64 // ours, Hydra's
+			for i := 0; i < 5*b.N; i++ {
+				for l, cmd := range [][]string{
+					{filepath.Join(bin, "mpirun"), "-H", hosts, "-np", np, prog},
+					append(hydra, "-hosts", hosts, "-n", np, prog),
+				} {
+					start := time.Now()
+					init[l] = append(init[l], runBench(b, c, "initbench", cmd...)["init_us"])
+					job[l] = append(job[l], float64(time.Since(start).Microseconds()))
+				}
+			}
+			reportPair(b, "init", median(init[0]), median(init[1]))
+			reportPair(b, "job", median(job[0]), median(job[1]))
+		})
+	}
+}
+
+// hydraCluster starts a testbed of n nodes and returns it with the start
+// of a Hydra command line that reaches its nodes: Hydra's ssh launcher
+// runs a wrapper that hands ssh the testbed's ssh_config. Without Hydra
+// or OpenSSH's client the benchmark is skipped.
+func hydraCluster(b *testing.B, n int) (*testbed.Cluster, []string) {
+	hydra, err := exec.LookPath("mpiexec.hydra")
+	if err != nil {
+		b.Skip("MPICH's mpiexec.hydra is not installed (apt-get install mpich)")
+	}
+	if _, err := exec.LookPath("ssh"); err != nil {
+		b.Skip("Hydra needs OpenSSH's client (apt-get install openssh-client)")
+	}
+	c, err := testbed.Start(testbed.Config{Nodes: n})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	wrapper := filepath.Join(c.Dir(), "hydra-ssh")
+	script := "#!/bin/sh\nexec ssh -F " + c.SSHConfigPath() + ` "$@"` + "\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return c, []string{hydra, "-launcher", "ssh", "-launcher-exec", wrapper}
+}
+
+// hostSlots is "node001:slots,…" for the first n nodes.
+func hostSlots(c *testbed.Cluster, n, slots int) string {
+	var hosts []string
+	for _, node := range c.Nodes()[:n] {
+		hosts = append(hosts, fmt.Sprintf("%s:%d", node.Name, slots))
+	}
+	return strings.Join(hosts, ",")
+}
+
+// runBench runs a job against the cluster and returns the key=value
+// numbers of the line it printed that starts with name, and as cpu_us the
+// CPU time of the launcher process itself (mpirun, mpiexec.hydra). The
+// job must succeed and leave nothing running on the nodes.
+func runBench(b *testing.B, c *testbed.Cluster, name string, cmdline ...string) map[string]float64 {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cmdline[0], cmdline[1:]...)
+	cmd.Env = append(os.Environ(), c.Env()...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		b.Fatalf("%s left processes running: %+v", filepath.Base(cmdline[0]), left)
+	}
+	if err != nil {
+		b.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(cmdline, " "), err, stdout.Bytes(), stderr.Bytes())
+	}
+	for _, l := range lines(stdout.String()) {
+		fields := strings.Fields(l)
+		if len(fields) == 0 || fields[0] != name {
+			continue
+		}
+		vals := map[string]float64{"cpu_us": float64((cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Microseconds())}
+		for _, f := range fields[1:] {
+			k, v, _ := strings.Cut(f, "=")
+			vals[k], _ = strconv.ParseFloat(v, 64)
+		}
+		return vals
+	}
+	b.Fatalf("%s printed no %s line; stdout:\n%s", filepath.Base(cmdline[0]), name, stdout.Bytes())
+	return nil
+}
+
+func addTo(sum, vals map[string]float64) {
+	for k, v := range vals {
+		sum[k] += v
+	}
+}
+
+// reportPair reports a measure for us and for Hydra (sums over b.N, in
+// µs), and how many times faster we are.
+func reportPair(b *testing.B, name string, ours, hydra float64) {
+	n := float64(b.N)
+	if strings.HasPrefix(name, "init") || strings.HasPrefix(name, "job") {
+		n = 1 // already medians
+	}
+	b.ReportMetric(ours/1e3/n, "ours-"+name+"-ms")
+	b.ReportMetric(hydra/1e3/n, "hydra-"+name+"-ms")
+	if ours > 0 {
+		b.ReportMetric(hydra/ours, "x-"+name)
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
