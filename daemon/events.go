@@ -95,6 +95,8 @@ func (d *Daemon) handle(ev any) {
 		d.allgatherEntered(e)
 	case pmixFence:
 		d.pmixFenceEntered(e.fence)
+	case pmixDirectModex:
+		d.pmixDirectModex(e)
 	case pipeClosed:
 		if e.rank.openPipes--; e.rank.openPipes == 0 {
 			d.step(protocol.RankDrained{Rank: e.rank.id})
@@ -187,6 +189,10 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			d.ringDone(a.Answers)
 		case protocol.AllgatherDone:
 			d.allgatherDone(a.Values)
+		case protocol.ServeModex:
+			d.serveModex(a)
+		case protocol.ModexAnswered:
+			d.modexAnswered(a)
 		case protocol.Exit:
 			d.finish(a)
 		default:

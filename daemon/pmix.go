@@ -26,10 +26,19 @@ type pmixHost struct {
 	tmpdir string
 	fences []pmix.Fence // this node's part of the fence in progress
 	nodes  []int        // the daemons that hold ranks, whose data a fence merges
+	// asked holds the library's direct-modex requests in flight, by ID.
+	asked  map[int]*pmix.Reply
+	lastID int
 }
 
-// pmixFence is the driver event of the library's fence upcall.
-type pmixFence struct{ fence pmix.Fence }
+// Driver events of the library's fence and direct-modex upcalls.
+type (
+	pmixFence       struct{ fence pmix.Fence }
+	pmixDirectModex struct {
+		rank  int
+		reply *pmix.Reply
+	}
+)
 
 // pmixUpcalls posts the library's upcalls to the loop.
 type pmixUpcalls struct{ d *Daemon }
@@ -46,9 +55,7 @@ func (u pmixUpcalls) Aborted(rank, status int, msg string) {
 	u.d.post(protocol.Aborted{Rank: rank, Status: status, Msg: msg})
 }
 
-// DirectModex is not served yet: fences collect everyone's data, which
-// is what Open MPI asks for by default.
-func (u pmixUpcalls) DirectModex(rank int, r *pmix.Reply) { r.Send(nil, pmix.ErrNotFound) }
+func (u pmixUpcalls) DirectModex(rank int, r *pmix.Reply) { u.d.post(pmixDirectModex{rank, r}) }
 
 // startPMIx starts the library's server for the local ranks of app and
 // tells it about the job. Without it, the ranks get no PMIx environment.
@@ -74,7 +81,7 @@ func (d *Daemon) startPMIx(app protocol.Launch, mine []int) {
 		os.RemoveAll(dir)
 		return
 	}
-	d.pmix = &pmixHost{server: s, tmpdir: dir, nodes: rankNodes(app.RankNode)}
+	d.pmix = &pmixHost{server: s, tmpdir: dir, nodes: rankNodes(app.RankNode), asked: map[int]*pmix.Reply{}}
 }
 
 // rankNodes lists the daemons that hold ranks, in order.
@@ -179,6 +186,50 @@ func (d *Daemon) pmixFenceDone(view modex.View) {
 		}
 	}
 	d.pmix.fences = nil
+}
+
+// pmixDirectModex sends the library's request for a remote rank's data
+// to that rank's daemon.
+func (d *Daemon) pmixDirectModex(e pmixDirectModex) {
+	if d.pmix == nil {
+		e.reply.Send(nil, pmix.ErrFailed)
+		return
+	}
+	d.pmix.lastID++
+	d.pmix.asked[d.pmix.lastID] = e.reply
+	d.step(protocol.DirectModexWanted{ID: d.pmix.lastID, Rank: e.rank})
+}
+
+// serveModex asks the library for a local rank's data, for another
+// daemon; the answer comes back through the loop.
+func (d *Daemon) serveModex(a protocol.ServeModex) {
+	if d.pmix == nil { // carried out in the loop: the machine hears it next
+		d.next = append(d.next, protocol.ModexServed{ID: a.ID, From: a.From, Err: pmix.ErrUnavailable.Error()})
+		return
+	}
+	d.pmix.server.LocalData(a.Rank, func(data []byte, err error) {
+		served := protocol.ModexServed{ID: a.ID, From: a.From, Data: data}
+		if err != nil {
+			served.Err = err.Error()
+		}
+		d.post(served)
+	})
+}
+
+// modexAnswered gives the library the answer to its request.
+func (d *Daemon) modexAnswered(a protocol.ModexAnswered) {
+	if d.pmix == nil {
+		return
+	}
+	if reply, ok := d.pmix.asked[a.ID]; ok {
+		delete(d.pmix.asked, a.ID)
+		var err error
+		if a.Err != "" {
+			err = pmix.ErrNotFound
+			d.log.Debug("direct modex", "error", a.Err)
+		}
+		reply.Send(a.Data, err)
+	}
 }
 
 // pmixKey names a node's data in the job's key-value space; PMI clients

@@ -191,3 +191,37 @@ func TestEveryProtocol(t *testing.T) {
 	}
 	checkLines(t, res.stdout, want)
 }
+
+// TestPMIxDirectModex: a rank gets a value its neighbour on another node
+// put, with no fence that collects data: the request goes to the
+// neighbour's daemon along the routing topology and its PMIx server
+// answers (direct modex). Open MPI's asynchronous modex uses the same
+// path for every peer address.
+func TestPMIxDirectModex(t *testing.T) {
+	dmodex, pairs := openMPI(t, "dmodex"), openMPI(t, "pairs")
+	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2, UTS: true})
+	for _, args := range [][]string{
+		{"-np", "8", "--map-by", "node", "--routed", "binomial", dmodex},
+		{"-np", "8", "--map-by", "node", dmodex, "fence"},
+	} {
+		res := mpirun(t, c, args...)
+		if res.status != 0 || res.stderr != "" {
+			t.Fatalf("%v: exit %d, stderr:\n%s", args, res.status, res.stderr)
+		}
+		var want []string
+		for r := range 8 {
+			want = append(want, fmt.Sprintf("rank %d got \"value of rank %d\"", r, (r+1)%8))
+		}
+		checkLines(t, res.stdout, want)
+	}
+	res := mpirun(t, c, "-np", "8", "--map-by", "node", "-x", "OMPI_MCA_pmix_base_async_modex=1",
+		"-x", "OMPI_MCA_pmix_base_collect_data=0", pairs)
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("Open MPI async modex: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	var want []string
+	for r := range 8 {
+		want = append(want, fmt.Sprintf("rank %d of 8: 0 bad words in the job", r))
+	}
+	checkLines(t, res.stdout, want)
+}

@@ -90,6 +90,18 @@ type PMIUnserved struct {
 	Why  string
 }
 
+// DirectModexWanted: a local rank wants what Rank (of another daemon)
+// put and no fence brought here; ID names the request for the driver.
+type DirectModexWanted struct{ ID, Rank int }
+
+// ModexServed: this daemon's PMIx server answered daemon From's request
+// ID for one of the local ranks' data.
+type ModexServed struct {
+	ID, From int
+	Data     []byte
+	Err      string
+}
+
 // PMIConnected: a local rank's PMI client connected (PMIx says so before
 // any collective): from now on the rank must finalise before it exits.
 type PMIConnected struct{ Rank int }
@@ -145,29 +157,31 @@ type Interrupt struct {
 // Orphaned: an orted's lifeline ended: the session of its parent is gone.
 type Orphaned struct{ Why string }
 
-func (LinkUp) event()           {}
-func (LinkDown) event()         {}
-func (Received) event()         {}
-func (DialFailed) event()       {}
-func (SpawnStarted) event()     {}
-func (SpawnFailed) event()      {}
-func (DaemonExited) event()     {}
-func (OutputOpened) event()     {}
-func (OutputClosed) event()     {}
-func (RankNotStarted) event()   {}
-func (RankExited) event()       {}
-func (RankDrained) event()      {}
-func (TimerFired) event()       {}
-func (PMIFinalize) event()      {}
-func (PMIConnected) event()     {}
-func (PMIUnserved) event()      {}
-func (PMIEnded) event()         {}
-func (FenceEntered) event()     {}
-func (Aborted) event()          {}
-func (RingEntered) event()      {}
-func (AllgatherEntered) event() {}
-func (Interrupt) event()        {}
-func (Orphaned) event()         {}
+func (LinkUp) event()            {}
+func (LinkDown) event()          {}
+func (Received) event()          {}
+func (DialFailed) event()        {}
+func (SpawnStarted) event()      {}
+func (SpawnFailed) event()       {}
+func (DaemonExited) event()      {}
+func (OutputOpened) event()      {}
+func (OutputClosed) event()      {}
+func (RankNotStarted) event()    {}
+func (RankExited) event()        {}
+func (RankDrained) event()       {}
+func (TimerFired) event()        {}
+func (PMIFinalize) event()       {}
+func (PMIConnected) event()      {}
+func (PMIUnserved) event()       {}
+func (DirectModexWanted) event() {}
+func (ModexServed) event()       {}
+func (PMIEnded) event()          {}
+func (FenceEntered) event()      {}
+func (Aborted) event()           {}
+func (RingEntered) event()       {}
+func (AllgatherEntered) event()  {}
+func (Interrupt) event()         {}
+func (Orphaned) event()          {}
 
 // Action is what the machine asks its driver to do, in order.
 type Action interface{ action() }
@@ -245,6 +259,17 @@ type FenceDone struct {
 	View modex.View
 }
 
+// ServeModex: ask this daemon's PMIx server for local rank Rank's data,
+// for daemon From's request ID; answer with ModexServed.
+type ServeModex struct{ ID, From, Rank int }
+
+// ModexAnswered: the answer to this daemon's direct-modex request ID.
+type ModexAnswered struct {
+	ID   int
+	Data []byte
+	Err  string
+}
+
 // AllgatherDone: allgather Seq is complete: every rank's value, in rank
 // order, for each local rank in it.
 type AllgatherDone struct {
@@ -286,6 +311,8 @@ func (Exit) action()          {}
 func (FenceDone) action()     {}
 func (RingDone) action()      {}
 func (AllgatherDone) action() {}
+func (ServeModex) action()    {}
+func (ModexAnswered) action() {}
 
 // Timer names a timer: its kind, and the child it is for (callback).
 type Timer struct {

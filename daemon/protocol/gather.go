@@ -184,6 +184,11 @@ func (m *Machine) replayEarly() {
 	for _, seq := range m.rings.replay(m) {
 		m.checkRing(seq)
 	}
+	early := m.earlyModex
+	m.earlyModex = nil
+	for _, r := range early {
+		m.modexRequest(r)
+	}
 }
 
 // sendToCarriers sends msg to every connected child that takes part in

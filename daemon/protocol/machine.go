@@ -75,9 +75,12 @@ type Machine struct {
 	children map[int]*child
 
 	launched bool
-	app      Launch
-	ranks    map[int]*rank
-	skipped  map[int]bool // mpirun: daemons left out
+	// earlyModex holds direct-modex requests for this daemon's ranks that
+	// came before the launch did.
+	earlyModex []ModexRequest
+	app        Launch
+	ranks      map[int]*rank
+	skipped    map[int]bool // mpirun: daemons left out
 
 	milestones  [NumMilestones]*reduction
 	acks        map[int]*reduction // by Signal.Seq
@@ -232,6 +235,10 @@ func (m *Machine) Step(ev Event) []Action {
 			r.finalized = true
 			m.checkCollectives()
 		}
+	case DirectModexWanted:
+		m.directModexWanted(e)
+	case ModexServed:
+		m.modexReply(ModexReply{ID: e.ID, To: e.From, Data: e.Data, Err: e.Err})
 	case PMIConnected:
 		if r, ok := m.ranks[e.Rank]; ok {
 			r.pmi = true

@@ -36,6 +36,8 @@ var kinds = [...]Message{
 	14: RingDown{},
 	15: GatherUp{},
 	16: GatherDown{},
+	17: ModexRequest{},
+	18: ModexReply{},
 }
 
 var kindOfType = func() map[reflect.Type]byte {
@@ -207,22 +209,39 @@ type GatherDown struct {
 	Values []string
 }
 
-func (Hello) message()      {}
-func (Welcome) message()    {}
-func (Addrs) message()      {}
-func (Launch) message()     {}
-func (Failure) message()    {}
-func (Milestone) message()  {}
-func (Teardown) message()   {}
-func (Signal) message()     {}
-func (SignalAck) message()  {}
-func (Skipped) message()    {}
-func (FenceUp) message()    {}
-func (FenceDown) message()  {}
-func (RingUp) message()     {}
-func (RingDown) message()   {}
-func (GatherUp) message()   {}
-func (GatherDown) message() {}
+// ModexRequest asks daemon To for what rank Rank (one of To's) put,
+// for daemon From's request ID (PMIx direct modex). It travels along the
+// routing topology.
+type ModexRequest struct {
+	ID, From, To, Rank int
+}
+
+// ModexReply answers ModexRequest ID of daemon To: the owner's data, or
+// why there is none. It travels along the routing topology.
+type ModexReply struct {
+	ID, To int
+	Data   []byte
+	Err    string
+}
+
+func (Hello) message()        {}
+func (Welcome) message()      {}
+func (Addrs) message()        {}
+func (Launch) message()       {}
+func (Failure) message()      {}
+func (Milestone) message()    {}
+func (Teardown) message()     {}
+func (Signal) message()       {}
+func (SignalAck) message()    {}
+func (Skipped) message()      {}
+func (FenceUp) message()      {}
+func (FenceDown) message()    {}
+func (RingUp) message()       {}
+func (RingDown) message()     {}
+func (GatherUp) message()     {}
+func (GatherDown) message()   {}
+func (ModexRequest) message() {}
+func (ModexReply) message()   {}
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.
 const (

@@ -286,6 +286,10 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 		if fromParent {
 			m.ringDown(msg.Seq, msg.Entries)
 		}
+	case ModexRequest:
+		m.modexRequest(msg)
+	case ModexReply:
+		m.modexReply(msg)
 	default:
 		m.warn("unexpected message %T from daemon %d", msg, peer)
 	}

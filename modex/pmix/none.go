@@ -28,5 +28,8 @@ func (*Server) Client(rank int) ([]string, error) { return nil, ErrUnavailable }
 // Sync does nothing in this build.
 func (*Server) Sync(time.Duration) {}
 
+// LocalData is never reached in this build.
+func (*Server) LocalData(rank int, answer func([]byte, error)) { answer(nil, ErrUnavailable) }
+
 // Close does nothing in this build.
 func (*Server) Close() {}

@@ -12,6 +12,7 @@ import "C"
 import (
 	"fmt"
 	"os"
+	"runtime/cgo"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,6 +107,21 @@ func (s *Server) Client(rank int) ([]string, error) {
 		return nil, status("PMIx_server_setup_fork", rc)
 	}
 	return takeEnv(env), nil
+}
+
+// LocalData asks the library for what local rank put, for another
+// daemon's direct-modex request; answer gets it (or the error) once the
+// rank has committed it, on this package's goroutine (never the caller's:
+// the caller may be the loop that answer posts to).
+func (s *Server) LocalData(rank int, answer func([]byte, error)) {
+	ns := C.CString(s.ns)
+	defer C.free(unsafe.Pointer(ns))
+	h := cgo.NewHandle(answer)
+	if rc := C.prsh_dmodex_request(ns, C.uint32_t(rank), C.uintptr_t(h)); rc != C.PMIX_SUCCESS {
+		h.Delete()
+		err := status("PMIx_server_dmodex_request", rc)
+		upcall(func(Handler) { answer(nil, err) })
+	}
 }
 
 // takeEnv copies a NULL-terminated array of C strings and frees it.
@@ -408,4 +424,17 @@ func prshFence(data *C.char, n C.size_t, collect, timeout C.int, call *C.prsh_ca
 func prshDirectModex(rank C.uint32_t, call *C.prsh_call_t) {
 	r := &Reply{call: call}
 	upcall(func(h Handler) { h.DirectModex(int(rank), r) })
+}
+
+//export prshDmodexDone
+func prshDmodexDone(st C.int, data *C.char, n C.size_t, handle C.uintptr_t) {
+	h := cgo.Handle(handle)
+	answer := h.Value().(func([]byte, error))
+	h.Delete()
+	b := C.GoBytes(unsafe.Pointer(data), C.int(n))
+	var err error
+	if st != C.PMIX_SUCCESS {
+		err = fmt.Errorf("pmix: %s", C.GoString(C.PMIx_Error_string(C.pmix_status_t(st))))
+	}
+	upcall(func(Handler) { answer(b, err) })
 }

@@ -101,6 +101,18 @@ void prsh_reply(prsh_call_t *call, int status, char *data, size_t ndata) {
     free(call);
 }
 
+// The library answers a request for a local rank's data once the rank
+// has committed it; data is the library's until the callback returns.
+static void dmodex_done(pmix_status_t status, char *data, size_t sz, void *cbdata) {
+    prshDmodexDone(status, data, sz, (uintptr_t)cbdata);
+}
+
+int prsh_dmodex_request(const char *nspace, uint32_t rank, uintptr_t handle) {
+    pmix_proc_t proc;
+    PMIX_LOAD_PROCID(&proc, nspace, rank);
+    return PMIx_server_dmodex_request(&proc, dmodex_done, (void *)handle);
+}
+
 void *prsh_list(void) { return PMIx_Info_list_start(); }
 
 int prsh_add_string(void *list, const char *key, const char *value) {

@@ -48,6 +48,10 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 		return fmt.Sprintf("ring %d done: %d answers", a.Seq, len(a.Answers))
 	case protocol.FenceDone:
 		return fmt.Sprintf("fence %d done: %d keys", a.Seq, a.View.Len())
+	case protocol.ServeModex:
+		return fmt.Sprintf("serve rank %d's data to d%d#%d", a.Rank, a.From, a.ID)
+	case protocol.ModexAnswered:
+		return fmt.Sprintf("direct modex #%d answered: %q %s", a.ID, a.Data, a.Err)
 	case protocol.AllgatherDone:
 		return fmt.Sprintf("allgather %d done: %d values", a.Seq, len(a.Values))
 	case protocol.Exit:
@@ -96,6 +100,10 @@ func Message(m protocol.Message) string {
 		return fmt.Sprintf("GatherUp %d: %d values", m.Seq, len(m.Entries))
 	case protocol.GatherDown:
 		return fmt.Sprintf("GatherDown %d: %d values", m.Seq, len(m.Values))
+	case protocol.ModexRequest:
+		return fmt.Sprintf("ModexRequest d%d#%d for rank %d of d%d", m.From, m.ID, m.Rank, m.To)
+	case protocol.ModexReply:
+		return fmt.Sprintf("ModexReply for d%d#%d: %q %s", m.To, m.ID, m.Data, m.Err)
 	}
 	return fmt.Sprintf("%T", m)
 }

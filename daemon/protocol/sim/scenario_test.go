@@ -111,6 +111,9 @@ func play(script string) (string, error) {
 		case "die":
 			id, at := atoi(f[1]), int64(kv.int("at"))
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Kill(id) }) })
+		case "dmodex": // dmodex D #ID rank=R at=T
+			id, req, rank, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), kv.int("rank"), int64(kv.int("at"))
+			timed = append(timed, func(s *Sim) { s.At(at, func() { s.WantModex(id, req, rank) }) })
 		case "interrupt":
 			name, at := f[1], int64(kv.int("at"))
 			sig, ok := signals[name]

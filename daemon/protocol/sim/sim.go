@@ -168,6 +168,13 @@ func (s *Sim) Interrupt(sig int, name string) {
 	s.step(s.d[0], protocol.Interrupt{Sig: sig, Name: name})
 }
 
+// WantModex makes daemon id's PMIx server ask now for rank's data, as
+// its request reqID (a direct modex).
+func (s *Sim) WantModex(id, reqID, rank int) {
+	s.tracef("d%d <- direct modex #%d for rank %d", id, reqID, rank)
+	s.step(s.d[id], protocol.DirectModexWanted{ID: reqID, Rank: rank})
+}
+
 // Kill makes daemon id die now, as a SIGKILLed orted does.
 func (s *Sim) Kill(id int) {
 	d := s.d[id]
@@ -349,6 +356,8 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 		s.ringDone(d, a)
 	case protocol.AllgatherDone:
 		s.allgatherDone(d, a)
+	case protocol.ServeModex: // the owner's PMIx server answers at once
+		s.later(s.now+1, d.id, protocol.ModexServed{ID: a.ID, From: a.From, Data: []byte(fmt.Sprintf("r%d", a.Rank))})
 	case protocol.SignalRanks:
 		s.signalRanks(d, a.Sig)
 	case protocol.SetTimer:
