@@ -17,14 +17,20 @@ import (
 	"prsh/transport"
 )
 
-// welcomeTimeout bounds how long a new orted waits for its parent's
-// Welcome after calling back.
-const welcomeTimeout = 30 * time.Second
+// welcomeTimeout bounds how long a new orted may take to call back and
+// get its parent's Welcome: the job's callback timeout, after which the
+// parent has given up on it.
+func (d *Daemon) welcomeTimeout() time.Duration {
+	if d.cfg.WelcomeTimeout > 0 {
+		return d.cfg.WelcomeTimeout
+	}
+	return protocol.DefaultCallbackMS * time.Millisecond
+}
 
 // callBack connects a new orted to its spawn parent, announces its id and
 // contact address, opens its output stream and waits for the Welcome.
 func (d *Daemon) callBack() (protocol.Welcome, error) {
-	ctx, cancel := context.WithTimeout(d.ctx, welcomeTimeout)
+	ctx, cancel := context.WithTimeout(d.ctx, d.welcomeTimeout())
 	defer cancel()
 	orphaned := d.orphaned
 	go func() {
@@ -51,11 +57,15 @@ func (d *Daemon) callBack() (protocol.Welcome, error) {
 		conn.Close()
 		return protocol.Welcome{}, fmt.Errorf("%s: opening the output stream: %w", d.cfg.Node, err)
 	}
-	// An orted orphaned while it waits gives up at once.
+	// An orted orphaned while it waits gives up at once; one that waits
+	// too long, at its deadline.
 	stopWatch := context.AfterFunc(ctx, func() { conn.Close() })
 	welcome, err := readWelcome(ctrl)
-	if !stopWatch() && err == nil {
+	if !stopWatch() { // the watch closed the connection: say why
 		err = ctx.Err()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no job within the callback timeout (%v)", d.welcomeTimeout())
+		}
 	}
 	if err != nil {
 		conn.Close()
@@ -85,12 +95,9 @@ func (d *Daemon) dialParent(ctx context.Context) (*transport.Conn, error) {
 	}
 }
 
-func readWelcome(ctrl interface {
-	io.Reader
-	SetReadDeadline(time.Time) error
-}) (protocol.Welcome, error) {
-	ctrl.SetReadDeadline(time.Now().Add(welcomeTimeout))
-	defer ctrl.SetReadDeadline(time.Time{})
+// readWelcome reads the first frame, which must be the Welcome; the
+// caller bounds the wait.
+func readWelcome(ctrl io.Reader) (protocol.Welcome, error) {
 	kind, payload, err := transport.ReadFrame(ctrl, transport.MaxFrame)
 	if err != nil {
 		return protocol.Welcome{}, err
@@ -123,11 +130,13 @@ func agentFor(job protocol.JobSpec, log hclog.Logger) (launch.Agent, error) {
 	})
 }
 
-// ortedArgv is the command that starts a child's orted. The secret is not
-// in it: it goes on the child's stdin.
-func (d *Daemon) ortedArgv(id int, host string) []string {
-	job := d.machine.Job()
-	argv := []string{job.OrtedPath, "--parent", d.addr, "--id", strconv.Itoa(id), "--node", host}
+// ortedArgv is the command that starts the orted of daemon id on host,
+// whose parent listens at parent. The secret is not in it: it goes on the
+// child's stdin.
+func ortedArgv(job protocol.JobSpec, parent string, id int, host string) []string {
+	callback := time.Duration(job.CallbackTimeoutMS()) * time.Millisecond
+	argv := []string{job.OrtedPath, "--parent", parent, "--id", strconv.Itoa(id), "--node", host,
+		"--callback-timeout", callback.String()}
 	if job.LogLevel != "" {
 		argv = append(argv, "--log-level", job.LogLevel)
 	}

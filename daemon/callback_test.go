@@ -4,16 +4,18 @@ import (
 	"context"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"prsh/daemon/protocol"
 	"prsh/transport"
 )
 
 // An orted whose lifeline ends while it is still calling back its parent
 // gives up at once, whether the parent cannot be reached or never sends
-// the job. Without the lifeline it would retry until welcomeTimeout, and
+// the job. Without the lifeline it would retry until its callback timeout, and
 // when mpirun dies early (`mpirun yes | head -1`) outlive it by that long.
 func TestOrphanedWhileCallingBack(t *testing.T) {
 	secret, err := transport.NewSecret()
@@ -29,15 +31,7 @@ func TestOrphanedWhileCallingBack(t *testing.T) {
 			ln.Close() // connections are refused: the dial is retried
 			return transport.URI(ln.Addr())
 		},
-		"parent silent": func(t *testing.T) string {
-			ln, err := transport.Listen("127.0.0.1:0", secret, transport.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ln.Close() })
-			go ln.Accept(context.Background()) // admitted, never welcomed
-			return transport.URI(ln.Addr())
-		},
+		"parent silent": func(t *testing.T) string { return silentParent(t, secret) },
 	}
 	for name, parent := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -57,9 +51,51 @@ func TestOrphanedWhileCallingBack(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), "node001: its parent's session ended") {
 					t.Fatalf("Run returned %v, want the lifeline named", err)
 				}
-			case <-time.After(welcomeTimeout + 10*time.Second):
+			case <-time.After(protocol.DefaultCallbackMS*time.Millisecond + 10*time.Second):
 				t.Fatal("the orphaned orted kept calling back")
 			}
 		})
+	}
+}
+
+// silentParent is a parent that admits a connection and never welcomes it.
+func silentParent(t *testing.T, secret []byte) string {
+	ln, err := transport.Listen("127.0.0.1:0", secret, transport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go ln.Accept(context.Background())
+	return transport.URI(ln.Addr())
+}
+
+// An orted waits for its Welcome as long as the job's callback timeout
+// (given in its config, from its argv), not a fixed time, and then says
+// which bound it gave up on.
+func TestWelcomeTimeoutFollowsJob(t *testing.T) {
+	secret, err := transport.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Config{
+		ID: 1, Node: "node001", ParentAddr: silentParent(t, secret), Secret: secret,
+		Bind: "127.0.0.1", WelcomeTimeout: 300 * time.Millisecond,
+	})
+	want := "node001: waiting for the job from parent: no job within the callback timeout (300ms)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Run returned %v, want %q", err, want)
+	}
+}
+
+// A parent tells each child orted the job's callback timeout in its argv:
+// the timeout is no secret, and the orted needs it before its Welcome.
+func TestOrtedArgvCarriesCallbackTimeout(t *testing.T) {
+	for ms, want := range map[int64]string{0: "30s", 1500: "1.5s", 90_000: "1m30s"} {
+		job := protocol.JobSpec{OrtedPath: "/opt/orted", CallbackMS: ms}
+		argv := ortedArgv(job, "tcp://10.0.0.1:4000", 3, "node003")
+		i := slices.Index(argv, "--callback-timeout")
+		if i < 0 || i+1 == len(argv) || argv[i+1] != want {
+			t.Errorf("CallbackMS %d: argv %q, want --callback-timeout %s", ms, argv, want)
+		}
 	}
 }

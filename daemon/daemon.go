@@ -36,6 +36,9 @@ type Config struct {
 	Bind       string // IP address to listen on and dial from; "" = any
 	Log        hclog.Logger
 	Lifeline   io.Reader // orted: its stdin; EOF means the parent is gone
+	// WelcomeTimeout bounds an orted's callback, from its start to its
+	// Welcome: the job's callback timeout. 0 means the default.
+	WelcomeTimeout time.Duration
 
 	// mpirun only.
 	Job         protocol.JobSpec

@@ -105,15 +105,11 @@ func (l *link) fail(err error) {
 	l.close()
 }
 
-// causeOr is the first error that broke the link on this side, or else
-// err, what its reader saw.
-func (l *link) causeOr(err error) error {
+// failure is the first error that broke the link on this side, if any.
+func (l *link) failure() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cause != nil {
-		return l.cause
-	}
-	return err
+	return l.cause
 }
 
 // serve reads the link's control messages and the streams its peer opens.
@@ -127,17 +123,29 @@ func (d *Daemon) serve(l *link) {
 func (d *Daemon) readLoop(l *link) {
 	for {
 		msg, err := l.read()
-		var bad badMessage
-		if errors.As(err, &bad) {
-			d.log.Warn("dropping daemon: bad message", "daemon", l.peer, "error", err)
-			l.fail(err)
-		}
 		if err != nil {
-			d.post(linkEnded{l, l.causeOr(err)})
+			d.post(linkEnded{l, d.whyEnded(l, err)})
 			return
 		}
 		d.post(received{l, msg})
 	}
+}
+
+// whyEnded says why a link's reader stopped on err: a bad message from
+// the peer, which drops the link, or a failure of this side's writer,
+// which closed the stream under the reader and is the real cause.
+func (d *Daemon) whyEnded(l *link, err error) error {
+	if errors.As(err, new(badMessage)) {
+		d.log.Warn("dropping daemon: bad message", "daemon", l.peer, "error", err)
+		l.fail(err)
+	}
+	if cause := l.failure(); cause != nil {
+		if !errors.As(cause, new(badMessage)) {
+			d.log.Error("dropping daemon: cannot send", "daemon", l.peer, "error", cause)
+		}
+		return cause
+	}
+	return err
 }
 
 // acceptStreams serves the streams the peer opens after the control

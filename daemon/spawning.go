@@ -17,7 +17,7 @@ const helloTimeout = 10 * time.Second
 
 // spawn starts a child's orted through the launch agent.
 func (d *Daemon) spawn(n spawn.Node) {
-	argv, stdin := d.ortedArgv(n.ID, n.Host), d.secretLine()
+	argv, stdin := ortedArgv(d.machine.Job(), d.addr, n.ID, n.Host), d.secretLine()
 	go func() {
 		proc, err := d.agent.Launch(d.ctx, n.Host, argv, stdin)
 		if !d.post(spawned{n.ID, proc, err}) && proc != nil {

@@ -1,7 +1,7 @@
 // Command orted is the prsh daemon that runs on every node of a job. It is
 // started by its parent in the spawn tree (mpirun or another orted) with
 //
-//	orted --parent tcp://IP:PORT --id N --node NAME [--log-level L]
+//	orted --parent tcp://IP:PORT --id N --node NAME --callback-timeout D [--log-level L]
 //
 // and reads the job's secret as the first line of its standard input, which
 // then stays open: when it closes, the parent is gone and orted ends
@@ -19,10 +19,12 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"prsh/daemon"
+	"prsh/daemon/protocol"
 	"prsh/errmgr"
 	"prsh/errmgr/proc"
 	"prsh/internal/profile"
@@ -47,6 +49,8 @@ func main() {
 	node := flags.String("node", "", "this node's name as the job knows it (required)")
 	bind := flags.String("bind", "", "IP address to listen on (default: the address the node was reached on)")
 	level := flags.String("log-level", "warn", "trace, debug, info, warn, error or off")
+	callback := flags.Duration("callback-timeout", protocol.DefaultCallbackMS*time.Millisecond,
+		"how long to call back the parent and get the job: the job's callback timeout, after which the parent gives up")
 	if err := flags.Parse(os.Args[1:]); err == flag.ErrHelp {
 		os.Exit(0)
 	} else if err != nil {
@@ -56,10 +60,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "orted: --parent, --id (1 or more) and --node are required, and nothing else")
 		os.Exit(errmgr.StatusFailed)
 	}
+	if *callback <= 0 {
+		fmt.Fprintf(os.Stderr, "orted: --callback-timeout must be positive, not %v\n", *callback)
+		os.Exit(errmgr.StatusFailed)
+	}
 	if *bind == "" {
 		*bind = daemon.NodeIP(*parent)
 	}
-	os.Exit(run(daemon.Config{ID: *id, Node: *node, ParentAddr: *parent, Bind: *bind}, *level))
+	os.Exit(run(daemon.Config{ID: *id, Node: *node, ParentAddr: *parent, Bind: *bind, WelcomeTimeout: *callback}, *level))
 }
 
 // run reads the secret, then runs the daemon until the job ends.

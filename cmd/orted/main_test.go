@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"prsh/transport"
 )
 
 // TestBadUsage: orted started by hand, or by a parent that got its argv
@@ -39,5 +43,50 @@ func TestBadUsage(t *testing.T) {
 	out, _ := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); code != 255 || !strings.Contains(string(out), "orted: stdin does not start with a job secret") {
 		t.Errorf("without a secret: exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestCallbackTimeout: an orted whose parent admits it but never sends
+// the job gives up after the --callback-timeout it was started with, and
+// says so; a timeout that cannot work is refused at once.
+func TestCallbackTimeout(t *testing.T) {
+	orted := filepath.Join(t.TempDir(), "orted")
+	if out, err := exec.Command("go", "build", "-o", orted, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	secret, err := transport.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := transport.Listen("127.0.0.1:0", secret, transport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go ln.Accept(context.Background()) // admitted, never welcomed
+
+	start := func(timeout string) (int, string) {
+		cmd := exec.Command(orted, "--parent", transport.URI(ln.Addr()), "--id", "1", "--node", "n1", "--callback-timeout", timeout)
+		lifeline, err := cmd.StdinPipe() // held open: the parent is alive
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lifeline.Close()
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(lifeline, "%x\n", secret)
+		cmd.Wait()
+		return cmd.ProcessState.ExitCode(), out.String()
+	}
+	code, out := start("700ms")
+	if want := "orted: n1: waiting for the job from parent: no job within the callback timeout (700ms)"; code != 255 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, output:\n%s\nwant 255 and %q", code, out, want)
+	}
+	code, out = start("0s")
+	if want := "orted: --callback-timeout must be positive, not 0s"; code != 255 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, output:\n%s\nwant 255 and %q", code, out, want)
 	}
 }

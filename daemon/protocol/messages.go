@@ -112,6 +112,15 @@ type JobSpec struct {
 	SkipUnreachable bool
 }
 
+// CallbackTimeoutMS is how long a spawned daemon may take to call back
+// and get its Welcome: CallbackMS, or the default when that is 0.
+func (j JobSpec) CallbackTimeoutMS() int64 {
+	if j.CallbackMS > 0 {
+		return j.CallbackMS
+	}
+	return DefaultCallbackMS
+}
+
 // Addrs carries contact addresses for phase 2.
 type Addrs struct {
 	Entries []routed.Entry

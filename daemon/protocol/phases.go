@@ -40,14 +40,7 @@ func (m *Machine) spawnStarted(id int) {
 		m.emit(StopDaemon{id})
 		return
 	}
-	m.emit(SetTimer{Timer{CallbackTimer, id}, m.callbackMS()})
-}
-
-func (m *Machine) callbackMS() int64 {
-	if m.job.CallbackMS > 0 {
-		return m.job.CallbackMS
-	}
-	return DefaultCallbackMS
+	m.emit(SetTimer{Timer{CallbackTimer, id}, m.job.CallbackTimeoutMS()})
 }
 
 func (m *Machine) callbackExpired(id int) {
@@ -55,7 +48,7 @@ func (m *Machine) callbackExpired(id int) {
 	if !ok || c.connected || c.failed || c.procDone {
 		return
 	}
-	m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %s (it was told to call %s)", formatMS(m.callbackMS()), m.cfg.Addr))
+	m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %s (it was told to call %s)", formatMS(m.job.CallbackTimeoutMS()), m.cfg.Addr))
 	m.emit(StopDaemon{id})
 }
 
