@@ -87,7 +87,8 @@ type Daemon struct {
 	ringWaiters   map[int]*pmiService // local ranks in the current ring, by rank
 	gatherWaiters []*pmiService       // local ranks in the current allgather
 	nodeAttrs     nodeAttrs
-	pmix          *pmixHost // the PMIx server of the local ranks, once started
+	pmix          *pmixHost       // the PMIx server of the local ranks, once started
+	pmixBoot      <-chan pmixBoot // the PMIx server booting, until startPMIx takes it
 
 	sink     iof.Sink
 	terminal *iof.Terminal
@@ -117,6 +118,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	d.ctx, d.stop = context.WithCancel(ctx)
 	defer d.stop()
 	defer d.stopPMIx()
+	d.bootPMIx()
 	if cfg.Lifeline != nil {
 		d.orphaned = make(chan struct{})
 		go d.watchLifeline()
