@@ -22,6 +22,7 @@ import (
 	"prsh/errmgr"
 	"prsh/errmgr/proc"
 	"prsh/iof"
+	"prsh/modex/pmi"
 	"prsh/spawn"
 	"prsh/spawn/launch"
 	"prsh/transport"
@@ -85,6 +86,7 @@ type Daemon struct {
 	gatherWaiters []*pmiService       // local ranks in the current allgather
 	nodeAttrs     nodeAttrs
 	pmix          *pmixHost // the PMIx server of the local ranks, once started
+	pmiPort       *pmi.Port // PMI_PORT of the local ranks, once open
 
 	sink     iof.Sink
 	terminal *iof.Terminal
