@@ -157,14 +157,14 @@ func (p *Port) handshake(conn net.Conn) (func(net.Conn), net.Conn, error) {
 		return nil, nil, fmt.Errorf("connected by user %d, not %d", uid, p.uid)
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(initackWait))
-	line, err := readLine(conn)
+	line, err := readInitack(conn)
 	if err != nil {
 		return nil, nil, err
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 	id, ok := initackID(line)
 	if !ok {
-		return nil, nil, errors.New("the first line is not cmd=initack pmiid=<id>")
+		return nil, nil, errors.New("the initack's id is not a positive int in decimal")
 	}
 	serve := p.claim(id)
 	if serve == nil {
@@ -173,31 +173,40 @@ func (p *Port) handshake(conn net.Conn) (func(net.Conn), net.Conn, error) {
 	return serve, &replayed{Conn: conn, r: io.MultiReader(strings.NewReader(line+"\n"), conn)}, nil
 }
 
-// readLine reads up to the first newline, a byte at a time: nothing after
-// it is taken from the connection, so Serve reads the rest.
-func readLine(conn net.Conn) (string, error) {
+// initackPrefix is how MPICH's client opens a PMI_PORT connection
+// ("cmd=initack pmiid=%d\n", then it waits for the reply).
+const initackPrefix = "cmd=initack pmiid="
+
+// maxIDDigits is the length of the largest id, 2^31-1.
+const maxIDDigits = 10
+
+// readInitack reads the initack line a byte at a time and stops at the
+// first byte that cannot belong to it: a client that says anything else
+// is refused at once, and nothing after the line is taken from the
+// connection, so Serve reads the rest.
+func readInitack(conn net.Conn) (string, error) {
 	var line []byte
 	b := make([]byte, 1)
-	for len(line) < maxLine {
+	for {
 		if _, err := conn.Read(b); err != nil {
 			return "", fmt.Errorf("no initack line: %w", err)
 		}
-		if b[0] == '\n' {
+		switch n := len(line); {
+		case b[0] == '\n' && n > len(initackPrefix):
 			return string(line), nil
+		case n < len(initackPrefix) && b[0] == initackPrefix[n]:
+		case n >= len(initackPrefix) && n < len(initackPrefix)+maxIDDigits && '0' <= b[0] && b[0] <= '9':
+		default:
+			return "", errors.New("the first line is not cmd=initack pmiid=<id>")
 		}
 		line = append(line, b[0])
 	}
-	return "", fmt.Errorf("no initack line in the first %d bytes", maxLine)
 }
 
-// initackID reads "cmd=initack pmiid=<id>", the id written as the client
+// initackID reads the id of an initack line, written as the client
 // writes it: %d of a positive int.
 func initackID(line string) (uint32, bool) {
-	req := parseLine(line)
-	if req.bad != "" || req.cmd != "initack" || len(req.items) != 1 || req.items[0].key != "pmiid" {
-		return 0, false
-	}
-	v := req.items[0].value
+	v := strings.TrimPrefix(line, initackPrefix)
 	n, err := strconv.ParseUint(v, 10, 31)
 	if err != nil || n == 0 || strconv.FormatUint(n, 10) != v {
 		return 0, false
