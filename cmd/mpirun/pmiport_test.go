@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"prsh/testbed"
@@ -60,4 +61,28 @@ func TestMPICHPrefersPMIFD(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
 	}
 	checkLines(t, res.stdout, []string{"rank 0 of 4 sum 6", "rank 1 of 4 sum 6", "rank 2 of 4 sum 6", "rank 3 of 4 sum 6"})
+}
+
+// TestPMIIDNotLogged: the ids ranks present on PMI_PORT appear nowhere in
+// mpirun's trace log, which carries the orteds' logs too.
+func TestPMIIDNotLogged(t *testing.T) {
+	hello := mpich(t, "hello")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	wrapper := "echo PMI_ID=$PMI_ID; unset PMI_FD; exec 3>&-; exec " + hello
+	res := mpirun(t, c, "-np", "4", "--log-level", "trace", "sh", "-c", wrapper)
+	if res.status != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	var ids int
+	for _, l := range lines(res.stdout) {
+		if id, ok := strings.CutPrefix(l, "PMI_ID="); ok {
+			ids++
+			if id == "" || strings.Contains(res.stderr, id) {
+				t.Errorf("PMI_ID %q is empty or in the log:\n%s", id, res.stderr)
+			}
+		}
+	}
+	if ids != 4 || !strings.Contains(res.stderr, "PMI_PORT") {
+		t.Fatalf("%d ids, want 4; or the log does not show the ranks on PMI_PORT:\n%s", ids, res.stderr)
+	}
 }
