@@ -22,6 +22,7 @@ import (
 	"prsh/errmgr"
 	"prsh/errmgr/proc"
 	"prsh/iof"
+	"prsh/modex/pmi"
 	"prsh/spawn"
 	"prsh/spawn/launch"
 	"prsh/transport"
@@ -89,6 +90,7 @@ type Daemon struct {
 	nodeAttrs     nodeAttrs
 	pmix          *pmixHost       // the PMIx server of the local ranks, once started
 	pmixBoot      <-chan pmixBoot // the PMIx server booting, until startPMIx takes it
+	pmiPort       *pmi.Port       // PMI_PORT of the local ranks, once open
 
 	sink     iof.Sink
 	terminal *iof.Terminal

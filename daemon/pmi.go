@@ -47,8 +47,6 @@ func pmiEnv(job protocol.JobSpec, app protocol.Launch, rank int) []string {
 	}
 }
 
-// servePMI serves one rank's PMI connection until the rank closes it or
-// the daemon ends.
 // newPMIService makes the PMI service of local rank id.
 func (d *Daemon) newPMIService(id int) *pmiService {
 	ctx, stop := context.WithCancel(d.ctx)
@@ -63,17 +61,27 @@ func (d *Daemon) newPMIService(id int) *pmiService {
 	return s
 }
 
-// servePMI serves rank r's PMI connection until the rank closes it, its
-// service is stopped or the daemon ends.
+// servePMI serves the PMI socket rank r inherited, unless a PMI_PORT
+// connection speaks for the rank first.
 func (d *Daemon) servePMI(conn net.Conn, r *rank) {
 	go func() {
 		defer close(r.pmiDone)
-		defer r.pmi.stop()
-		err := pmi.Serve(r.pmi.ctx, conn, r.pmi, d.log.Named("pmi").With("rank", r.id))
-		if ended, ok := pmiEnded(r.id, err); ok {
-			d.post(ended)
-		}
+		d.runPMI(&claimingConn{Conn: conn, s: r.pmi}, r, viaInherited)
 	}()
+}
+
+// runPMI serves one of rank r's connections; if it is the one that
+// speaks for the rank, it ends the rank's service and tells the machine
+// how the conversation ended.
+func (d *Daemon) runPMI(conn net.Conn, r *rank, via speaker) {
+	err := pmi.Serve(r.pmi.ctx, conn, r.pmi, d.log.Named("pmi").With("rank", r.id))
+	if r.pmi.speaker() != via {
+		return
+	}
+	r.pmi.stop()
+	if ended, ok := pmiEnded(r.id, err); ok {
+		d.post(ended)
+	}
 }
 
 // pmiEnded says what the end of a rank's PMI connection means for the
@@ -97,6 +105,7 @@ func pmiEnded(rank int, err error) (protocol.PMIEnded, bool) {
 type pmiService struct {
 	d       *Daemon
 	rank    int
+	speaks  atomic.Int32       // the speaker: which connection speaks for the rank
 	ctx     context.Context    // its server's lifetime
 	stop    context.CancelFunc // ends its server
 	waiting atomic.Bool        // it waits in a collective

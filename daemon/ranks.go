@@ -23,7 +23,9 @@ type rank struct {
 	groupGone bool // reaped, and nothing left in its process group
 	openPipes int
 	pmi       *pmiService   // its PMI service, once started
-	pmiDone   chan struct{} // closed when its PMI server has returned
+	pmiDone   chan struct{} // closed when the server of its inherited PMI socket has returned
+	portDone  chan struct{} // closed when the server of its PMI_PORT connection has returned
+	portID    string        // its PMI_ID, a secret; "" without a PMI_PORT
 }
 
 // startRanks starts this daemon's share of the ranks.
@@ -31,39 +33,42 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	d.app = app
 	d.fanout.SetRanks(app.RankNode)
 	d.startPMIx(app, mine)
+	d.openPMIPort(len(mine))
 	for local, id := range mine {
-		r := &rank{id: id, pmi: d.newPMIService(id), pmiDone: make(chan struct{})}
+		r := &rank{id: id, pmi: d.newPMIService(id), pmiDone: make(chan struct{}), portDone: make(chan struct{})}
 		d.ranks[id] = r
-		conn, pmiEnd, err := pmiSocket()
-		var cmd *exec.Cmd
-		if err == nil {
-			cmd, err = d.command(app, id, local, len(mine), pmiEnd)
-		}
-		if err == nil {
-			err = d.spawnRank(r, cmd)
-		}
-		if pmiEnd != nil {
-			pmiEnd.Close() // the rank has its copy
-		}
-		if err == nil {
-			d.servePMI(conn, r)
-		} else {
-			r.pmi.stop()
-			close(r.pmiDone)
-			if conn != nil {
-				conn.Close()
-			}
-		}
-		if err != nil {
+		if err := d.startRank(app, r, local, len(mine)); err != nil {
 			r.reaped, r.groupGone = true, true
 			d.next = append(d.next, protocol.RankNotStarted{Rank: id, Status: proc.ExecStatus(err), Err: err.Error()})
 		}
 	}
 }
 
+// startRank starts one rank's process and serves its PMI socket.
+func (d *Daemon) startRank(app protocol.Launch, r *rank, local, localSize int) error {
+	conn, pmiEnd, err := pmiSocket()
+	if err != nil {
+		d.pmiNeverStarted(r)
+		return err
+	}
+	defer pmiEnd.Close() // the rank has its copy
+	cmd, err := d.command(app, r, local, localSize, pmiEnd)
+	if err == nil {
+		err = d.spawnRank(r, cmd)
+	}
+	if err != nil {
+		conn.Close()
+		d.pmiNeverStarted(r)
+		return err
+	}
+	d.servePMI(conn, r)
+	return nil
+}
+
 // command builds the rank's process: argv[0] looked up in the daemon's
 // PATH, or relative to the working directory when it has a slash.
-func (d *Daemon) command(app protocol.Launch, id, local, localSize int, pmiEnd *os.File) (*exec.Cmd, error) {
+func (d *Daemon) command(app protocol.Launch, r *rank, local, localSize int, pmiEnd *os.File) (*exec.Cmd, error) {
+	id := r.id
 	if len(app.Argv) == 0 {
 		return nil, errors.New("no command to run")
 	}
@@ -81,6 +86,7 @@ func (d *Daemon) command(app protocol.Launch, id, local, localSize int, pmiEnd *
 	cmd := &exec.Cmd{Path: path, Args: app.Argv, Dir: wdir, ExtraFiles: []*os.File{pmiEnd}}
 	cmd.Env = append(append(os.Environ(), app.Env...), d.rankEnv(app, id, local, localSize)...)
 	cmd.Env = append(cmd.Env, pmiEnv(d.machine.Job(), app, id)...)
+	cmd.Env = append(cmd.Env, d.pmiPortEnv(r)...)
 	pmixEnv, err := d.pmixEnv(id)
 	if err != nil {
 		return nil, err
@@ -180,23 +186,42 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 // may hold its socket open: the server is then stopped.
 const pmiDrain = 2 * time.Second
 
-// awaitPMI waits until the rank's PMI server has read everything, so that
-// the machine learns how the rank used PMI (finalised or not, bad input)
-// before it learns that the rank ended. A server waiting in a collective
-// for the dead rank has nothing left to read: it is stopped at once.
+// awaitPMI waits until the server of the rank's PMI connection has read
+// everything, so that the machine learns how the rank used PMI
+// (finalised or not, bad input) before it learns that the rank ended.
+// The inherited socket is read to its end first, unless a PMI_PORT
+// connection speaks for the rank: what the rank wrote there before it
+// died may yet make it the speaker. Then no connection may claim the
+// rank any more.
 func (d *Daemon) awaitPMI(r *rank) {
 	if r.pmi == nil {
 		return
 	}
+	if r.pmi.speaker() != viaPort {
+		drainPMI(r, r.pmiDone)
+	}
+	switch r.pmi.seal() {
+	case viaPort:
+		drainPMI(r, r.portDone)
+	case nobody:
+		r.pmi.stop()
+	}
+	d.forgetPMIPortID(r)
+}
+
+// drainPMI waits for a server to return, at most pmiDrain. A server
+// waiting in a collective for the dead rank has nothing left to read: it
+// is stopped at once.
+func drainPMI(r *rank, done <-chan struct{}) {
 	wait := pmiDrain
 	if r.pmi.waiting.Load() {
 		wait = 0
 	}
 	select {
-	case <-r.pmiDone:
+	case <-done:
 	case <-time.After(wait):
 		r.pmi.stop()
-		<-r.pmiDone
+		<-done
 	}
 }
 

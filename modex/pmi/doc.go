@@ -14,7 +14,10 @@
 //
 // EXTENSIONS.md documents the commands beyond PMI-2 itself (ring,
 // allgather, and how Ifence and Iallgather work over one socket);
-// package client is a Go client that uses them.
+// package client is a Go client that uses them. It also documents Port,
+// PMI_PORT: how a rank's client that does not hold its inherited socket
+// reaches its server over loopback TCP, and the rule that only that rank
+// can claim its identity.
 //
 // The gotchas it deals with, in brief:
 //

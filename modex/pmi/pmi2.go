@@ -34,11 +34,9 @@ var pmi2Handlers = map[string]handler{
 }
 
 // fullinit2: the reply's rank and size are authoritative for the client;
-// pmirank is only the PMI_RANK it was started with.
+// pmirank is only what it was started with, and not looked at: MPICH's
+// client sends PMI_ID there when it is set, a secret (see Port).
 func (s *session) fullinit2(_ context.Context, req request) (outcome, error) {
-	if r, ok := req.get("pmirank"); ok && r != strconv.Itoa(s.info.Rank) {
-		s.log.Warn("fullinit pmirank differs from the rank", "pmirank", clip(r))
-	}
 	return goOn, s.reply2(req, "fullinit-response",
 		"pmi-version", "2", "pmi-subversion", "0",
 		"rank", strconv.Itoa(s.info.Rank), "size", strconv.Itoa(s.info.Size),
