@@ -14,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"prsh/modex/pmix"
 	"prsh/testbed"
 )
 
-// Our PMI services against MPICH's Hydra (mpiexec.hydra), on the very same
-// testbed nodes in one run. Hydra reaches the nodes with OpenSSH's client
+// Our PMI services against MPICH's Hydra (mpiexec.hydra), and against Open
+// MPI's own mpirun for Open MPI programs, on the very same testbed nodes in
+// one run. The other launcher reaches the nodes with OpenSSH's client
 // through the testbed's ssh_config, the way it would reach a real cluster.
 // Every testbed node shares this machine's cores, so what a real cluster
 // does in parallel on its nodes is serialised here, for both launchers.
@@ -74,7 +76,7 @@ func BenchmarkPMI(b *testing.B) {
 				addTo(theirs, runBench(b, c, "pmibench", append(hydra, "-hosts", hosts, "-n", np, prog, pmiRounds)...))
 			}
 			for _, m := range []string{"fence", "get1", "modex1", "getall", "getall0", "getsolo"} {
-				reportPair(b, m, ours[m+"_us"], theirs[m+"_us"])
+				reportPair(b, "hydra", m, ours[m+"_us"], theirs[m+"_us"])
 			}
 			b.ReportMetric(ours["ring_us"]/1e3/float64(b.N), "ours-ring-ms")
 			b.ReportMetric(ours["gather_us"]/1e3/float64(b.N), "ours-allgather-ms")
@@ -92,25 +94,89 @@ func BenchmarkPMI(b *testing.B) {
 func BenchmarkMPIInit(b *testing.B) {
 	prog := benchProgram(b, "initbench")
 	c, hydra := hydraCluster(b, 32)
-	for _, s := range []struct{ ranks, nodes int }{{32, 16}, {128, 32}} {
+	benchInit(b, c, prog, "hydra", func(hosts, np string) []string {
+		return append(slices.Clone(hydra), "-hosts", hosts, "-n", np, prog)
+	})
+}
+
+// initSizes are the jobs BenchmarkMPIInit and BenchmarkOpenMPIInit time.
+var initSizes = []struct{ ranks, nodes int }{{32, 16}, {128, 32}}
+
+// benchInit runs initbench (prog) alternately under our mpirun and under
+// the other launcher, whose command line for hosts and np is theirs, 5
+// times per b.N at each of initSizes, and reports the median slowest
+// MPI_Init and the median job, as the launcher saw it, of both.
+func benchInit(b *testing.B, c *testbed.Cluster, prog, them string, theirs func(hosts, np string) []string) {
+	for _, s := range initSizes {
 		b.Run(fmt.Sprintf("ranks=%d/nodes=%d", s.ranks, s.nodes), func(b *testing.B) {
 			hosts := hostSlots(c, s.nodes, s.ranks/s.nodes)
 			np := strconv.Itoa(s.ranks)
-			var init, job [2][]float64 // ours, Hydra's
+			var init, job [2][]float64 // ours, theirs
 			for i := 0; i < 5*b.N; i++ {
 				for l, cmd := range [][]string{
 					{filepath.Join(bin, "mpirun"), "-H", hosts, "-np", np, prog},
-					append(hydra, "-hosts", hosts, "-n", np, prog),
+					theirs(hosts, np),
 				} {
 					start := time.Now()
 					init[l] = append(init[l], runBench(b, c, "initbench", cmd...)["init_us"])
 					job[l] = append(job[l], float64(time.Since(start).Microseconds()))
 				}
 			}
-			reportPair(b, "init", median(init[0]), median(init[1]))
-			reportPair(b, "job", median(job[0]), median(job[1]))
+			reportPair(b, them, "init", median(init[0]), median(init[1]))
+			reportPair(b, them, "job", median(job[0]), median(job[1]))
 		})
 	}
+}
+
+// openMPIBenchPrograms compiles testdata/bench/mpi with Open MPI's
+// compiler, once.
+var openMPIBenchPrograms = sync.OnceValues(func() (string, error) {
+	cc, err := exec.LookPath("mpicc.openmpi")
+	if err != nil {
+		return "", errMissing
+	}
+	dir := filepath.Join(bin, "bench-openmpi")
+	return dir, compileC(dir, "testdata/bench/mpi/*.c", cc, []string{"-O2"}, nil)
+})
+
+// BenchmarkOpenMPIInit is BenchmarkMPIInit for an Open MPI program: our
+// mpirun, whose orteds serve it PMIx, against Open MPI's own mpirun
+// (ORTE: mpirun.openmpi and its orteds), on the same nodes with the same
+// ranks per node. Both mpiruns run on this machine, outside the nodes;
+// ORTE reaches the nodes with OpenSSH's client through the testbed's
+// ssh_config, and its orteds spawn each other along ORTE's default tree.
+// Nodes have their own hostnames (UTS), which Open MPI needs.
+//
+//	go test -tags pmix -run '^$' -bench OpenMPIInit -benchtime 1x ./cmd/mpirun
+func BenchmarkOpenMPIInit(b *testing.B) {
+	if !pmix.Available {
+		b.Skip("built without PMIx: go test -tags pmix (needs libpmix-dev)")
+	}
+	if os.Geteuid() != 0 {
+		b.Skip("Open MPI on the testbed needs a hostname per node (UTS namespaces: root)")
+	}
+	prog := testProgram(b, openMPIBenchPrograms, "Open MPI is not installed (apt-get install openmpi-bin libopenmpi-dev)", "initbench")
+	ompi, err := exec.LookPath("mpirun.openmpi")
+	if err != nil {
+		b.Skip("Open MPI's mpirun.openmpi is not installed (apt-get install openmpi-bin)")
+	}
+	// ORTE starts "orted" by name on the nodes, where the PATH may find
+	// ours first (bin/testbed puts its own directory first): name
+	// Open MPI's, installed beside its mpirun, or ORTE reports its
+	// daemons unreachable ("no path to node002").
+	installed, err := filepath.EvalSymlinks(ompi)
+	if err != nil {
+		b.Fatal(err)
+	}
+	orted := filepath.Join(filepath.Dir(installed), "orted")
+	if _, err := os.Stat(orted); err != nil {
+		b.Skipf("Open MPI's orted is not beside %s", installed)
+	}
+	c, ssh := sshCluster(b, testbed.Config{Nodes: 32, UTS: true})
+	benchInit(b, c, prog, "ompi", func(hosts, np string) []string {
+		return []string{ompi, "--allow-run-as-root", "--mca", "plm_rsh_agent", ssh,
+			"--mca", "orte_launch_agent", orted, "-H", hosts, "-np", np, prog}
+	})
 }
 
 // hydraCluster starts a testbed of n nodes and returns it with the start
@@ -122,20 +188,29 @@ func hydraCluster(b *testing.B, n int) (*testbed.Cluster, []string) {
 	if err != nil {
 		b.Skip("MPICH's mpiexec.hydra is not installed (apt-get install mpich)")
 	}
+	c, ssh := sshCluster(b, testbed.Config{Nodes: n})
+	return c, []string{hydra, "-launcher", "ssh", "-launcher-exec", ssh}
+}
+
+// sshCluster starts a testbed and returns it with the path of a wrapper
+// that runs OpenSSH's client with the testbed's ssh_config, for other
+// launchers to reach its nodes with. Without OpenSSH's client the
+// benchmark is skipped.
+func sshCluster(b *testing.B, cfg testbed.Config) (*testbed.Cluster, string) {
 	if _, err := exec.LookPath("ssh"); err != nil {
-		b.Skip("Hydra needs OpenSSH's client (apt-get install openssh-client)")
+		b.Skip("the other launcher needs OpenSSH's client (apt-get install openssh-client)")
 	}
-	c, err := testbed.Start(testbed.Config{Nodes: n})
+	c, err := testbed.Start(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close() })
-	wrapper := filepath.Join(c.Dir(), "hydra-ssh")
+	wrapper := filepath.Join(c.Dir(), "ssh")
 	script := "#!/bin/sh\nexec ssh -F " + c.SSHConfigPath() + ` "$@"` + "\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	return c, []string{hydra, "-launcher", "ssh", "-launcher-exec", wrapper}
+	return c, wrapper
 }
 
 // hostSlots is "node001:slots,…" for the first n nodes.
@@ -189,17 +264,17 @@ func addTo(sum, vals map[string]float64) {
 	}
 }
 
-// reportPair reports a measure for us and for Hydra (sums over b.N, in
-// µs), and how many times faster we are.
-func reportPair(b *testing.B, name string, ours, hydra float64) {
+// reportPair reports a measure for us and for them (Hydra, Open MPI's
+// mpirun), as sums over b.N in µs, and how many times faster we are.
+func reportPair(b *testing.B, them, name string, ours, theirs float64) {
 	n := float64(b.N)
 	if strings.HasPrefix(name, "init") || strings.HasPrefix(name, "job") {
 		n = 1 // already medians
 	}
 	b.ReportMetric(ours/1e3/n, "ours-"+name+"-ms")
-	b.ReportMetric(hydra/1e3/n, "hydra-"+name+"-ms")
+	b.ReportMetric(theirs/1e3/n, them+"-"+name+"-ms")
 	if ours > 0 {
-		b.ReportMetric(hydra/ours, "x-"+name)
+		b.ReportMetric(theirs/ours, "x-"+name)
 	}
 }
 

@@ -1,6 +1,6 @@
-/* MPI_Init time of an MPICH program: each rank times its own MPI_Init
- * (clock_gettime), and rank 0 prints the slowest, since the job waits for
- * it:  initbench ranks=N init_us=T */
+/* MPI_Init time of an MPI program (MPICH or Open MPI): each rank times its
+ * own MPI_Init (clock_gettime), and rank 0 prints the slowest, since the
+ * job waits for it:  initbench ranks=N init_us=T */
 #include <mpi.h>
 #include <stdio.h>
 #include <time.h>
