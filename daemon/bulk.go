@@ -34,6 +34,11 @@ var welcomeKind, _ = protocol.KindOf(protocol.Welcome{})
 // badMessage is a peer's breach of the protocol, which drops its link.
 type badMessage struct{ error }
 
+// oversize is a message of ours over the limit: this side's fault, the
+// link's real cause of loss, unlike a write that fails because the peer
+// or the session went away (the job's normal end among them).
+type oversize struct{ error }
+
 // write encodes msg and writes it, inline or by reference.
 func (l *link) write(msg protocol.Message) error {
 	kind, payload, err := protocol.Encode(msg)
@@ -45,7 +50,7 @@ func (l *link) write(msg protocol.Message) error {
 		return transport.WriteFrame(l.ctrl, kind, payload)
 	}
 	if len(payload) > l.maxMessage {
-		return fmt.Errorf("%s of %d bytes exceeds the %d-byte limit on a message", nameOf(msg), len(payload), l.maxMessage)
+		return oversize{fmt.Errorf("%s of %d bytes exceeds the %d-byte limit on a message", nameOf(msg), len(payload), l.maxMessage)}
 	}
 	if l.bulkOut == nil {
 		if l.bulkOut, err = openStream(l.conn, streamBulk); err != nil {

@@ -78,8 +78,11 @@ func (l *link) writeLoop() {
 		l.queue = nil
 		l.mu.Unlock()
 		for _, msg := range batch {
-			if err := l.write(msg); err != nil {
+			if err := l.write(msg); errors.As(err, new(oversize)) {
 				l.fail(err)
+				return
+			} else if err != nil {
+				l.conn.Close() // the reader reports the loss
 				return
 			}
 		}

@@ -230,9 +230,17 @@ func TestSecurityHostilePeers(t *testing.T) {
 		silent  = "i/o timeout" // the daemon's handshake deadline
 	)
 	wrongSecret := transport.ErrBadProof.Error()
+	pmiPorts := rankServerAddrs(c, j)
 	var knocks []knock
 	for pid, name := range daemons {
-		addrs := listeningAddrs(t, pid)
+		var addrs []string
+		for _, a := range listeningAddrs(t, pid) {
+			if !pmiPorts[a] {
+				addrs = append(addrs, a)
+			} else if !strings.HasPrefix(a, "127.0.0.1:") {
+				t.Errorf("%s serves its ranks PMI on %s, beyond loopback", name, a)
+			}
+		}
 		if len(addrs) == 0 {
 			t.Fatalf("%s (pid %d) listens nowhere", name, pid)
 		}
@@ -312,6 +320,32 @@ var hex64 = regexp.MustCompile(`[0-9a-fA-F]{64}`)
 // own environment came from outside the job and cannot be its secret
 // (made afresh by mpirun), so they are allowed. A variable named like
 // PRSH_SECRET would be a leak whatever its encoding.
+// rankServerAddrs lists the addresses where the ranks' environment says
+// their PMI servers listen (PMI_PORT, and the PMIx library's own TCP
+// port): not the daemons' transport, and guarded by their own rules
+// (the rank's user and a one-time id; the library's handshake).
+func rankServerAddrs(c *testbed.Cluster, j *secJob) map[string]bool {
+	addrs := map[string]bool{}
+	for _, p := range c.Leftovers() {
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID))
+		if err != nil || p.PID == j.cmd.Process.Pid {
+			continue
+		}
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch {
+			case k == "PMI_PORT":
+				addrs[v] = true
+			case strings.HasPrefix(k, "PMIX_SERVER_URI"):
+				if _, tcp, ok := strings.Cut(v, "tcp4://"); ok {
+					addrs[tcp] = true
+				}
+			}
+		}
+	}
+	return addrs
+}
+
 func TestSecurityNoSecretInProcs(t *testing.T) {
 	const nodes = 4
 	c := cluster(t, testbed.Config{Nodes: nodes, Slots: 2})
