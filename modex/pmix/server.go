@@ -213,14 +213,17 @@ func jobInfo(j Job) *list {
 	}
 	l.u32(C.PMIX_NODEID, uint32(index[j.Node]))
 	l.str(C.PMIX_HOSTNAME, j.Hosts[j.Node])
+	placed := map[int]int{} // ranks of each node so far: the next one's local rank
 	for r, n := range j.RankNode {
-		l.sub(C.PMIX_PROC_DATA, procInfo(j, r, n, index[n]))
+		l.sub(C.PMIX_PROC_DATA, procInfo(j, r, n, index[n], placed[n]))
+		placed[n]++
 	}
 	return l
 }
 
-// procInfo is one rank's entry: where it is and its place in its node.
-func procInfo(j Job, r, node, nodeID int) *list {
+// procInfo is one rank's entry: where it is and its place (local) in its
+// node.
+func procInfo(j Job, r, node, nodeID, local int) *list {
 	p := newList()
 	p.rank(C.PMIX_RANK, uint32(r))
 	p.u32(C.PMIX_APPNUM, 0)
@@ -228,12 +231,6 @@ func procInfo(j Job, r, node, nodeID int) *list {
 	p.u32(C.PMIX_APP_RANK, uint32(r))
 	p.str(C.PMIX_HOSTNAME, j.Hosts[node])
 	p.u32(C.PMIX_NODEID, uint32(nodeID))
-	local := 0
-	for q := 0; q < r; q++ {
-		if j.RankNode[q] == node {
-			local++
-		}
-	}
 	p.u16(C.PMIX_LOCAL_RANK, uint16(local))
 	p.u16(C.PMIX_NODE_RANK, uint16(local))
 	return p
@@ -248,9 +245,7 @@ func jobNodes(j Job) ([]int, map[int]int) {
 	for _, n := range j.RankNode {
 		seen[n] = true
 	}
-	if !seen[j.Node] {
-		seen[j.Node] = true // a node with no ranks still names itself
-	}
+	seen[j.Node] = true // a node with no ranks still names itself
 	for n := range j.Hosts {
 		if seen[n] {
 			index[n] = len(nodes)
