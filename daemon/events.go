@@ -77,6 +77,7 @@ func (d *Daemon) handle(ev any) {
 		d.step(protocol.Received{Link: e.link.id, Msg: e.msg})
 	case linkEnded:
 		delete(d.links, e.link.id)
+		d.log.Debug("link ended", "daemon", e.link.peer, "error", e.err)
 		d.step(protocol.LinkDown{Link: e.link.id, Err: e.err.Error()})
 	case outputOpened:
 		d.step(protocol.OutputOpened{Link: e.link.id})

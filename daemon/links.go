@@ -135,12 +135,16 @@ func (d *Daemon) readLoop(l *link) {
 }
 
 // whyEnded says why a link's reader stopped on err: a bad message from
-// the peer, which drops the link, or a failure of this side's writer,
-// which closed the stream under the reader and is the real cause.
+// the peer, which drops the link, a peer gone silent, or a failure of
+// this side's writer, which closed the stream under the reader and is
+// the real cause.
 func (d *Daemon) whyEnded(l *link, err error) error {
 	if errors.As(err, new(badMessage)) {
 		d.log.Warn("dropping daemon: bad message", "daemon", l.peer, "error", err)
 		l.fail(err)
+	}
+	if silent := l.conn.Err(); silent != nil {
+		return silent
 	}
 	if cause := l.failure(); cause != nil {
 		if !errors.As(cause, new(badMessage)) {

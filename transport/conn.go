@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,9 +20,13 @@ import (
 type Options struct {
 	// HandshakeTimeout bounds the handshake; 10 s when zero.
 	HandshakeTimeout time.Duration
-	// KeepAlive is the yamux keep-alive interval, which bounds how long a
-	// dead link goes unnoticed; 2 s when zero.
+	// KeepAlive is how long a link may be quiet before it is pinged; 2 s
+	// when zero.
 	KeepAlive time.Duration
+	// Silence is how long a link may go without a byte from the peer
+	// before it ends with ErrSilent; 20 s when zero. It bounds how long a
+	// hung or vanished peer goes unnoticed.
+	Silence time.Duration
 	// LocalIP is the address Dial connects from, so that a daemon's
 	// traffic leaves from the address of its node; "" lets the kernel pick.
 	LocalIP string
@@ -46,17 +51,35 @@ func (o Options) handshakeTimeout() time.Duration {
 	return 10 * time.Second
 }
 
+func (o Options) keepAlive() time.Duration {
+	if o.KeepAlive > 0 {
+		return o.KeepAlive
+	}
+	return 2 * time.Second
+}
+
+func (o Options) silence() time.Duration {
+	if o.Silence > 0 {
+		return o.Silence
+	}
+	return 20 * time.Second
+}
+
 func (o Options) yamux() *yamux.Config {
 	cfg := yamux.DefaultConfig()
-	cfg.KeepAliveInterval = 2 * time.Second
-	if o.KeepAlive > 0 {
-		cfg.KeepAliveInterval = o.KeepAlive
-	}
-	cfg.ConnectionWriteTimeout = 10 * time.Second
+	// Liveness is ours (see watch): yamux's keep-alive gives up when one
+	// ping is not answered within its write timeout, which on a loaded
+	// machine happens to live peers whose answer waits behind a fence's
+	// data. A write may take as long as a peer may be silent.
+	cfg.EnableKeepAlive = false
+	cfg.ConnectionWriteTimeout = o.silence()
 	// A larger window keeps output flowing between processes that share
 	// few cores; it is also the bound on what one stream buffers.
 	cfg.MaxStreamWindowSize = 2 << 20
-	cfg.LogOutput = io.Discard
+	// yamux's own lines (a keep-alive that timed out, a bad frame) say
+	// why a session ended, which its streams only report as EOF.
+	cfg.LogOutput = nil
+	cfg.Logger = o.logger().Named("yamux").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
 	return cfg
 }
 
@@ -69,7 +92,9 @@ func (o Options) logger() hclog.Logger {
 
 // Conn is an authenticated, multiplexed connection to another daemon.
 type Conn struct {
-	sess *yamux.Session
+	sess  *yamux.Session
+	heard atomic.Int64          // see heardConn
+	cause atomic.Pointer[error] // see Err
 }
 
 // Open opens a new stream to the peer.
@@ -111,12 +136,12 @@ func Dial(ctx context.Context, addr string, secret []byte, opt Options) (*Conn, 
 		raw.Close()
 		return nil, fmt.Errorf("%s: %w", hostport, err)
 	}
-	sess, err := yamux.Client(raw, opt.yamux())
+	c, err := newConn(raw, opt, true)
 	if err != nil {
 		raw.Close()
 		return nil, err
 	}
-	return &Conn{sess: sess}, nil
+	return c, nil
 }
 
 // hungUp says the peer closed the connection before sending anything.
@@ -204,14 +229,14 @@ func (l *Listener) admit(raw net.Conn) {
 		raw.Close()
 		return
 	}
-	sess, err := yamux.Server(raw, l.opt.yamux())
+	c, err := newConn(raw, l.opt, false)
 	if err != nil {
 		raw.Close()
 		return
 	}
 	select {
-	case l.conns <- &Conn{sess: sess}:
+	case l.conns <- c:
 	case <-l.done:
-		sess.Close()
+		c.Close()
 	}
 }

@@ -1,0 +1,95 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// ErrSilent ends a link whose peer has sent nothing for Options.Silence.
+var ErrSilent = errors.New("it stopped answering")
+
+// epoch is the origin of the monotonic times a Conn keeps as integers.
+var epoch = time.Now()
+
+// heardConn records when the last byte from the peer arrived. Every byte
+// counts as a sign of life, not only the answer to a ping: on a machine
+// so loaded that a ping's answer waits behind megabytes of a fence's
+// data, the data itself shows the peer is alive.
+type heardConn struct {
+	net.Conn
+	heard *atomic.Int64 // time.Since(epoch) of the last byte, in ns
+}
+
+func (c heardConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.heard.Store(int64(time.Since(epoch)))
+	}
+	return n, err
+}
+
+// newConn runs yamux over an authenticated connection and watches that
+// the peer keeps talking.
+func newConn(raw net.Conn, opt Options, client bool) (*Conn, error) {
+	c := &Conn{}
+	c.heard.Store(int64(time.Since(epoch)))
+	in := heardConn{Conn: raw, heard: &c.heard}
+	var err error
+	if client {
+		c.sess, err = yamux.Client(in, opt.yamux())
+	} else {
+		c.sess, err = yamux.Server(in, opt.yamux())
+	}
+	if err != nil {
+		return nil, err
+	}
+	go c.watch(opt.keepAlive(), opt.silence())
+	return c, nil
+}
+
+// watch pings a peer that has been quiet for a keep-alive interval, so
+// that a live one answers, and ends the connection with ErrSilent once it
+// has been quiet for silence.
+func (c *Conn) watch(every, silence time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var pinging atomic.Bool
+	for {
+		select {
+		case <-c.sess.CloseChan():
+			return
+		case <-tick.C:
+		}
+		quiet := time.Since(epoch) - time.Duration(c.heard.Load())
+		switch {
+		case quiet >= silence:
+			c.end(fmt.Errorf("%w: nothing heard for %v", ErrSilent, quiet.Round(time.Second)))
+			return
+		case quiet >= every && pinging.CompareAndSwap(false, true):
+			go func() {
+				c.sess.Ping() // the answer, if any, is heard by the reader
+				pinging.Store(false)
+			}()
+		}
+	}
+}
+
+// end closes the connection, recording why.
+func (c *Conn) end(cause error) {
+	c.cause.CompareAndSwap(nil, &cause)
+	c.sess.Close()
+}
+
+// Err says why the connection ended, when it was this side's decision
+// (the peer went silent); nil otherwise.
+func (c *Conn) Err() error {
+	if p := c.cause.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
