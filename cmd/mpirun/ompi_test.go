@@ -225,3 +225,17 @@ func TestPMIxDirectModex(t *testing.T) {
 	}
 	checkLines(t, res.stdout, want)
 }
+
+// TestPMIxTopology: every rank finds its node's hardware topology in the
+// job's info, as under Open MPI's own daemons, so that MPI_Init does not
+// make each rank discover the node again.
+func TestPMIxTopology(t *testing.T) {
+	topology := openMPI(t, "topology")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "4", topology)
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{"rank 0: topology given", "rank 1: topology given",
+		"rank 2: topology given", "rank 3: topology given"})
+}

@@ -3,7 +3,7 @@
 package pmix
 
 /*
-#cgo pkg-config: pmix
+#cgo pkg-config: pmix hwloc
 #include <pmix.h>
 #include "shim.h"
 */
@@ -26,9 +26,10 @@ const Available = true
 
 // Server is the library's server in this process (there can be one).
 type Server struct {
-	ns      string
-	handler Handler
-	queue   upcalls
+	ns       string
+	handler  Handler
+	queue    upcalls
+	topology string // this node's, as hwloc XML; "" if unknown
 }
 
 // active is the server the library's upcalls reach.
@@ -57,6 +58,10 @@ func Start(tmpdir, host string, h Handler) (*Server, error) {
 		active.Store(nil)
 		return nil, status("PMIx_server_init", rc)
 	}
+	if xml := C.prsh_topology_xml(); xml != nil {
+		s.topology = C.GoString(xml)
+		C.free(unsafe.Pointer(xml))
+	}
 	return s, nil
 }
 
@@ -83,6 +88,9 @@ func (s *Server) Close() {
 func (s *Server) RegisterJob(j Job) error {
 	s.ns = j.Namespace
 	l := jobInfo(j)
+	if s.topology != "" {
+		l.str(C.PMIX_LOCAL_TOPO, s.topology)
+	}
 	if l.err != nil {
 		return l.err
 	}

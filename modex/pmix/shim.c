@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <hwloc.h>
 #include "shim.h"
 #include "_cgo_export.h"
 
@@ -257,4 +258,22 @@ int prsh_add_node_map(void *list, const char *nodes) {
 
 int prsh_add_proc_map(void *list, const char *ranks) {
     return add_map(list, PMIX_PROC_MAP, ranks, PMIx_generate_ppn);
+}
+
+// prsh_topology_xml is this node's hardware topology as hwloc XML, from
+// the copy the library loaded, or NULL. Ranks that get it as the job's
+// "pmix.ltopo" skip their own discovery of the node (Open MPI 4.1 reads
+// it in MPI_Init, as under its own daemons).
+char *prsh_topology_xml(void) {
+    pmix_topology_t topo = {0};
+    if (PMIx_Load_topology(&topo) != PMIX_SUCCESS || topo.topology == NULL ||
+        topo.source == NULL || strncmp(topo.source, "hwloc", 5) != 0)
+        return NULL;
+    char *buf;
+    int len;
+    if (hwloc_topology_export_xmlbuffer((hwloc_topology_t)topo.topology, &buf, &len, 0) != 0)
+        return NULL;
+    char *xml = strdup(buf);
+    hwloc_free_xmlbuffer((hwloc_topology_t)topo.topology, buf);
+    return xml;
 }
