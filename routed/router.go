@@ -1,5 +1,7 @@
 package routed
 
+import "slices"
+
 // Router holds messages for neighbours whose address is not known yet and
 // releases them, in order, once phase 2 delivers the address: never an
 // error, never a poll. M is the driver's message type.
@@ -53,6 +55,16 @@ func (r *Router[M]) Learned(ids ...int) []Delivery[M] {
 		delete(r.pending, id)
 	}
 	return out
+}
+
+// Waiting lists, in ascending order, the daemons messages are held for.
+func (r *Router[M]) Waiting() []int {
+	ids := make([]int, 0, len(r.pending))
+	for id := range r.pending {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // Held is the number of messages waiting for an address.

@@ -123,7 +123,7 @@ func (j JobSpec) CallbackTimeoutMS() int64 {
 
 // Addrs carries contact addresses for phase 2.
 type Addrs struct {
-	Entries []routed.Entry
+	Entries routed.Entries // on the wire, a list of {ID, Addr}
 }
 
 // Launch is the application launch, broadcast over the routing topology.
