@@ -10,6 +10,7 @@ type Router[M any] struct {
 	topo    Topology
 	known   func(id int) bool
 	pending map[int][]M
+	held    int // messages in pending
 }
 
 // Delivery asks the driver to send Msg to the neighbour Via.
@@ -38,6 +39,7 @@ func (r *Router[M]) to(via int, msg M) []Delivery[M] {
 		return []Delivery[M]{{via, msg}}
 	}
 	r.pending[via] = append(r.pending[via], msg)
+	r.held++
 	return nil
 }
 
@@ -52,6 +54,7 @@ func (r *Router[M]) Learned(ids ...int) []Delivery[M] {
 		for _, m := range r.pending[id] {
 			out = append(out, Delivery[M]{id, m})
 		}
+		r.held -= len(r.pending[id])
 		delete(r.pending, id)
 	}
 	return out
@@ -68,10 +71,4 @@ func (r *Router[M]) Waiting() []int {
 }
 
 // Held is the number of messages waiting for an address.
-func (r *Router[M]) Held() int {
-	n := 0
-	for _, q := range r.pending {
-		n += len(q)
-	}
-	return n
-}
+func (r *Router[M]) Held() int { return r.held }

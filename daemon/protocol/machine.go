@@ -347,6 +347,16 @@ func (m *Machine) sortedChildren() []*child {
 	return out
 }
 
+// Spawned lists, in id order, the daemons this one spawned, adopted ones
+// included.
+func (m *Machine) Spawned() []int {
+	ids := make([]int, 0, len(m.children))
+	for _, c := range m.sortedChildren() {
+		ids = append(ids, c.id)
+	}
+	return ids
+}
+
 // SpawnParent is id's parent in the spawn tree.
 func (m *Machine) SpawnParent(id int) int { return m.spawnTree.Parent(id) }
 

@@ -313,15 +313,18 @@ func (m *Machine) afterGather(sends []routed.Send, fresh routed.Entries) {
 // fresh holds them: it looks up the few daemons messages wait for rather
 // than walk every address learned.
 func heldIn(waiting []int, fresh routed.Entries) []int {
-	at := map[int]int{}
-	var ids []int
+	type found struct{ id, at int }
+	var in []found
 	for _, id := range waiting {
-		if i, ok := fresh.IndexOf(id); ok {
-			at[id] = i
-			ids = append(ids, id)
+		if at, ok := fresh.IndexOf(id); ok {
+			in = append(in, found{id, at})
 		}
 	}
-	slices.SortFunc(ids, func(a, b int) int { return at[a] - at[b] })
+	slices.SortFunc(in, func(a, b found) int { return a.at - b.at })
+	ids := make([]int, len(in))
+	for i, f := range in {
+		ids[i] = f.id
+	}
 	return ids
 }
 
@@ -352,6 +355,9 @@ func (m *Machine) reachable(id int) bool {
 func (m *Machine) receiveLaunch(app Launch) {
 	if m.launched {
 		return
+	}
+	if m.isRoot() {
+		app.RanksByNode = slices.IsSorted(app.RankNode)
 	}
 	m.launched, m.app = true, app
 	for _, c := range m.routing.Fanout(m.self) {
