@@ -190,6 +190,9 @@ func printMilestones(w io.Writer, r sim.Result) {
 	for _, l := range lines {
 		fmt.Fprintf(w, "  %-30s %s\n", l.what, seconds(l.at))
 	}
+	if r.Phase2 < 0 {
+		fmt.Fprintf(w, "  phase 2 did not complete before the job ended: %d daemons of %d had every address\n", r.Addressed, r.Daemons)
+	}
 	fmt.Fprintf(w, "  %-30s %d\n", "mpirun's exit status", r.Status)
 }
 

@@ -38,7 +38,10 @@ type Result struct {
 	Messages, Bytes                 int64
 	Events                          int
 	Left                            []string // orteds still running at the end
-	OverBudget                      bool     // stopped after MaxEvents
+	// Addressed is how many daemons knew every address at the end: phase
+	// 2 need not complete before a short job ends.
+	Addressed, Daemons int
+	OverBudget         bool // stopped after MaxEvents
 }
 
 // ticksPerMS: the model's clock counts microseconds.
@@ -61,12 +64,18 @@ func Simulate(m Model, maxEvents int) (Result, error) {
 		Started: s.Reached[protocol.Started], Exited: s.Reached[protocol.Exited],
 		MpirunExit: -1, LastExit: s.LastExit, Status: s.Status, Stderr: s.Stderr,
 		Messages: s.Messages, Bytes: s.Bytes, Events: s.Steps, OverBudget: over,
+		Daemons: m.Nodes + 1,
 	}
 	if s.Done {
 		r.MpirunExit = s.ExitAt
 	}
 	if !over {
 		r.Left = s.Running()
+	}
+	for id := range m.Nodes + 1 {
+		if d := s.Machine(id); d != nil && d.Known() == m.Nodes+1 {
+			r.Addressed++
+		}
 	}
 	return r, nil
 }
