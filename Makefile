@@ -20,7 +20,7 @@ test:
 	$(GO) vet -tags '$(TAGS)' ./...
 	$(GO) test -tags '$(TAGS)' -race -timeout 60m ./...
 	$(GO) test -run 'Radix' ./topo -topo.fullgrid    # every n ≤ 2000, every δ in 1..64
-	$(GO) test -run 'Launch' ./daemon/protocol/sim   # the 2000-orted launches, too slow under -race
+	$(GO) test -run 'Launch|Simulate100k' ./daemon/protocol/sim   # the 2000-orted launches and the 100k simulation, too slow under -race
 	$(MAKE) fuzz
 
 # Every fuzzer runs briefly on top of its seed corpus in testdata/fuzz. The

@@ -1,20 +1,11 @@
 package routed
 
-import (
-	"fmt"
-	"sort"
-)
-
-// Entry is one daemon's contact address.
-type Entry struct {
-	ID   int
-	Addr string
-}
+import "fmt"
 
 // Send asks the driver to send Entries to daemon To over the spawn tree.
 type Send struct {
 	To      int
-	Entries []Entry
+	Entries Entries
 }
 
 // Allgather is phase 2 at one daemon: the paper's Algorithm 2, a flooding
@@ -30,21 +21,25 @@ type Allgather struct {
 	parent   int // -1 for mpirun
 	children map[int]bool
 	reported []int // children that sent their subtree, in order
-	known    map[int]string
-	upward   []Entry // self and every reported child's subtree
-	size     int
+	reporter map[int]bool
+	known    Ranges
+	book     *Book
+	upward   []Entries // self and every reported child's subtree
 	sentUp   bool
 }
 
-// NewAllgather returns the machine of daemon self with address addr, among
-// size daemons. children are self's direct children in the spawn tree.
-func NewAllgather(self int, addr string, parent int, children []int, size int) *Allgather {
+// NewAllgather returns the machine of daemon self with address addr.
+// children are self's direct children in the spawn tree; book holds the
+// addresses and says how many daemons there are.
+func NewAllgather(self int, addr string, parent int, children []int, book *Book) *Allgather {
 	a := &Allgather{
-		self: self, parent: parent, size: size,
+		self: self, parent: parent, book: book,
 		children: make(map[int]bool, len(children)),
-		known:    map[int]string{self: addr},
-		upward:   []Entry{{self, addr}},
+		reporter: make(map[int]bool, len(children)),
+		known:    RangesOf(self),
+		upward:   []Entries{EntriesOf(Entry{self, addr})},
 	}
+	book.own(self, addr)
 	for _, c := range children {
 		a.children[c] = true
 	}
@@ -57,55 +52,83 @@ func (a *Allgather) Start() []Send { return a.maybeReportUp() }
 // Receive handles a list of entries from the parent or a child. It returns
 // the messages to send and the entries learned for the first time, which
 // the router needs to release held messages.
-func (a *Allgather) Receive(from int, entries []Entry) ([]Send, []Entry, error) {
+func (a *Allgather) Receive(from int, entries Entries) ([]Send, Entries, error) {
 	if from != a.parent && !a.children[from] {
-		return nil, nil, fmt.Errorf("routed: daemon %d got addresses from %d, neither parent nor child", a.self, from)
+		return nil, Entries{}, fmt.Errorf("routed: daemon %d got addresses from %d, neither parent nor child", a.self, from)
+	}
+	if from != a.parent && a.reporter[from] {
+		return nil, Entries{}, fmt.Errorf("routed: daemon %d reported twice to %d", from, a.self)
 	}
 	fresh := a.learn(entries)
 	var out []Send
 	for _, c := range a.reported {
-		if c != from && len(fresh) > 0 {
+		if c != from && fresh.Len() > 0 {
 			out = append(out, Send{c, fresh})
 		}
 	}
 	if from != a.parent {
-		if a.hasReported(from) {
-			return nil, nil, fmt.Errorf("routed: daemon %d reported twice to %d", from, a.self)
-		}
 		out = append(out, Send{from, a.everythingBut(entries)})
 		a.reported = append(a.reported, from)
-		a.upward = append(a.upward, entries...)
+		a.reporter[from] = true
+		a.upward = append(a.upward, entries)
 		out = append(out, a.maybeReportUp()...)
 	}
 	return out, fresh, nil
 }
 
-func (a *Allgather) learn(entries []Entry) []Entry {
-	var fresh []Entry
-	for _, e := range entries {
-		if _, ok := a.known[e.ID]; !ok && e.ID >= 0 && e.ID < a.size {
-			a.known[e.ID] = e.Addr
-			fresh = append(fresh, e)
+// learn marks known what entries holds that is in range and new here, and
+// returns that part, in order. A list that is all new, the usual case, is
+// taken whole; the rest is sorted out part by part.
+func (a *Allgather) learn(entries Entries) Entries {
+	ids := entries.IDs()
+	switch {
+	case entries.Len() == 0 || a.known.ContainsAll(ids):
+		return Entries{}
+	case !entries.repeats() && ids.Within(0, a.book.Size()) && !a.known.Intersects(ids):
+		a.known.AddAll(ids)
+		a.book.learnAll(entries)
+		return entries
+	case entries.l.parts != nil:
+		parts := make([]Entries, len(entries.l.parts))
+		for i, p := range entries.l.parts {
+			parts[i] = a.learn(p)
 		}
+		return Concat(parts...)
+	}
+	var runs []Run
+	for _, r := range entries.l.runs {
+		runs = a.learnRun(r, runs)
+	}
+	return entriesOfRuns(runs)
+}
+
+// learnRun appends to fresh the parts of r that are in range and new here.
+func (a *Allgather) learnRun(r Run, fresh []Run) []Run {
+	if r.First < 0 || r.First > a.book.Size()-len(r.Addrs) {
+		for i, addr := range r.Addrs { // partly out of range: one by one
+			if id := r.First + i; id >= 0 && id < a.book.Size() && !a.known.Contains(id) {
+				fresh = a.learnRun(Run{id, []string{addr}}, fresh)
+			}
+		}
+		return fresh
+	}
+	for _, s := range a.known.Minus(r.First, r.First+len(r.Addrs)) {
+		a.known.Add(s.Lo, s.Hi)
+		a.book.learn(r, s.Lo, s.Hi)
+		fresh = append(fresh, Run{s.Lo, r.Addrs[s.Lo-r.First : s.Hi-r.First]})
 	}
 	return fresh
 }
 
 // everythingBut is what a reporting child does not know yet: every entry
-// known here except the ones it just sent.
-func (a *Allgather) everythingBut(sent []Entry) []Entry {
-	skip := make(map[int]bool, len(sent))
-	for _, e := range sent {
-		skip[e.ID] = true
+// known here except the ones it just sent, in id order.
+func (a *Allgather) everythingBut(sent Entries) Entries {
+	rest := a.known.Without(sent.IDs())
+	runs := make([]Run, len(rest.Spans()))
+	for i, s := range rest.Spans() {
+		runs[i] = a.book.run(s)
 	}
-	out := make([]Entry, 0, len(a.known)-len(skip))
-	for id, addr := range a.known {
-		if !skip[id] {
-			out = append(out, Entry{id, addr})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return entriesOfRuns(runs)
 }
 
 func (a *Allgather) maybeReportUp() []Send {
@@ -113,36 +136,30 @@ func (a *Allgather) maybeReportUp() []Send {
 		return nil
 	}
 	a.sentUp = true
-	return []Send{{a.parent, a.upward}}
-}
-
-func (a *Allgather) hasReported(c int) bool {
-	for _, r := range a.reported {
-		if r == c {
-			return true
-		}
-	}
-	return false
+	return []Send{{a.parent, Concat(a.upward...)}}
 }
 
 // Skip replaces a child that was never spawned by the children adopted in
 // its place (see spawn.Phase1.AdoptOrphans), and records the skipped
 // daemon with an empty address, a tombstone that travels like any entry so
 // that every daemon learns it is gone and phase 2 can still complete.
-func (a *Allgather) Skip(child int, adopted []int) ([]Send, []Entry, error) {
-	if !a.children[child] || a.hasReported(child) {
-		return nil, nil, fmt.Errorf("routed: daemon %d cannot skip %d: not a child yet to report", a.self, child)
+func (a *Allgather) Skip(child int, adopted []int) ([]Send, Entries, error) {
+	if !a.children[child] || a.reporter[child] {
+		return nil, Entries{}, fmt.Errorf("routed: daemon %d cannot skip %d: not a child yet to report", a.self, child)
 	}
 	delete(a.children, child)
 	for _, c := range adopted {
 		a.children[c] = true
 	}
-	tomb := Entry{ID: child}
-	fresh := a.learn([]Entry{tomb})
-	a.upward = append(a.upward, fresh...)
+	var fresh Entries
+	if !a.known.Contains(child) {
+		a.book.own(child, "")
+		fresh = a.learn(EntriesOf(Entry{ID: child}))
+	}
+	a.upward = append(a.upward, fresh)
 	var out []Send
 	for _, c := range a.reported {
-		if len(fresh) > 0 {
+		if fresh.Len() > 0 {
 			out = append(out, Send{c, fresh})
 		}
 	}
@@ -152,12 +169,14 @@ func (a *Allgather) Skip(child int, adopted []int) ([]Send, []Entry, error) {
 // Lookup returns the address of daemon id if it is known; a skipped
 // daemon is known with an empty address.
 func (a *Allgather) Lookup(id int) (string, bool) {
-	addr, ok := a.known[id]
-	return addr, ok
+	if !a.known.Contains(id) {
+		return "", false
+	}
+	return a.book.Get(id), true
 }
 
 // Complete reports whether every daemon's address is known here.
-func (a *Allgather) Complete() bool { return len(a.known) == a.size }
+func (a *Allgather) Complete() bool { return a.known.Len() == a.book.Size() }
 
 // Known is the number of addresses known here.
-func (a *Allgather) Known() int { return len(a.known) }
+func (a *Allgather) Known() int { return a.known.Len() }

@@ -121,19 +121,20 @@ func TestRouter(t *testing.T) {
 // TestAllgatherErrors: addresses from a daemon that is neither the parent
 // nor a child, or a child reporting twice, are errors.
 func TestAllgatherErrors(t *testing.T) {
-	a := routed.NewAllgather(1, "one", 0, []int{3, 4}, 6)
+	a := routed.NewAllgather(1, "one", 0, []int{3, 4}, routed.NewBook(6))
 	if sends := a.Start(); len(sends) != 0 {
 		t.Errorf("daemon 1 with children: Start = %v, want nothing before they report", sends)
 	}
 	for _, from := range []int{2, 5, 1, -1} {
-		if _, _, err := a.Receive(from, []routed.Entry{{from, "x"}}); err == nil {
+		if _, _, err := a.Receive(from, routed.EntriesOf(routed.Entry{ID: from, Addr: "x"})); err == nil {
 			t.Errorf("daemon 1: Receive from %d, neither parent nor child: want an error", from)
 		}
 	}
-	if _, _, err := a.Receive(3, []routed.Entry{{3, "three"}}); err != nil {
+	three := routed.EntriesOf(routed.Entry{ID: 3, Addr: "three"})
+	if _, _, err := a.Receive(3, three); err != nil {
 		t.Fatalf("daemon 1: first report of 3: %v", err)
 	}
-	if _, _, err := a.Receive(3, []routed.Entry{{3, "three"}}); err == nil {
+	if _, _, err := a.Receive(3, three); err == nil {
 		t.Error("daemon 1: second report of 3: want an error")
 	}
 }
@@ -142,10 +143,10 @@ func TestAllgatherErrors(t *testing.T) {
 // 0 ─ 1 ─ {2, 3}.
 func TestAllgatherByHand(t *testing.T) {
 	type e = routed.Entry
-	type s = routed.Send
-	a := routed.NewAllgather(1, "one", 0, []int{2, 3}, 4)
-	leaf := routed.NewAllgather(2, "two", 1, nil, 4)
-	if got, want := leaf.Start(), []s{{1, []e{{2, "two"}}}}; !reflect.DeepEqual(got, want) {
+	type s = send
+	a := routed.NewAllgather(1, "one", 0, []int{2, 3}, routed.NewBook(4))
+	leaf := routed.NewAllgather(2, "two", 1, nil, routed.NewBook(4))
+	if got, want := plain(leaf.Start()), []s{{1, []e{{2, "two"}}}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("leaf 2: Start = %v, want its address to its parent %v", got, want)
 	}
 	steps := []struct {
@@ -162,10 +163,11 @@ func TestAllgatherByHand(t *testing.T) {
 		{0, []e{{0, "zero"}}, []s{{2, []e{{0, "zero"}}}, {3, []e{{0, "zero"}}}}, []e{{0, "zero"}}},
 	}
 	for i, st := range steps {
-		sends, fresh, err := a.Receive(st.from, st.entries)
+		got, gotFresh, err := a.Receive(st.from, routed.EntriesOf(st.entries...))
 		if err != nil {
 			t.Fatalf("step %d: Receive from %d: %v", i, st.from, err)
 		}
+		sends, fresh := plain(got), gotFresh.Slice()
 		if !reflect.DeepEqual(sends, st.wantSends) || !reflect.DeepEqual(fresh, st.wantFresh) {
 			t.Fatalf("step %d: Receive(%d, %v) = %v, fresh %v; want %v, fresh %v", i, st.from, st.entries, sends, fresh, st.wantSends, st.wantFresh)
 		}
@@ -173,6 +175,20 @@ func TestAllgatherByHand(t *testing.T) {
 	if !a.Complete() || a.Known() != 4 {
 		t.Errorf("daemon 1: Complete() = %v with %d known, want all 4", a.Complete(), a.Known())
 	}
+}
+
+// send is a routed.Send with its entries as a plain list, to compare.
+type send struct {
+	To      int
+	Entries []routed.Entry
+}
+
+func plain(sends []routed.Send) []send {
+	out := make([]send, len(sends))
+	for i, s := range sends {
+		out[i] = send{s.To, s.Entries.Slice()}
+	}
+	return out
 }
 
 // TestLaunchHeldUntilLearned: mpirun launches at its start, before any
@@ -268,11 +284,11 @@ func b2i(b bool) int {
 // tombstone (an empty address) reaches everyone so phase 2 still completes.
 func TestAllgatherSkip(t *testing.T) {
 	// 0 ─ 1 ─ 2 ─ 3: daemon 2 is skipped, 1 adopts 3.
-	root := routed.NewAllgather(0, "a0", -1, []int{1}, 4)
-	one := routed.NewAllgather(1, "a1", 0, []int{2}, 4)
-	three := routed.NewAllgather(3, "a3", 1, nil, 4)
+	root := routed.NewAllgather(0, "a0", -1, []int{1}, routed.NewBook(4))
+	one := routed.NewAllgather(1, "a1", 0, []int{2}, routed.NewBook(4))
+	three := routed.NewAllgather(3, "a3", 1, nil, routed.NewBook(4))
 	sends, fresh, err := one.Skip(2, []int{3})
-	if err != nil || len(sends) != 0 || len(fresh) != 1 || fresh[0] != (routed.Entry{ID: 2}) {
+	if err != nil || len(sends) != 0 || fresh.Len() != 1 || fresh.Slice()[0] != (routed.Entry{ID: 2}) {
 		t.Fatalf("Skip = %v, %v, %v", sends, fresh, err)
 	}
 	if _, _, err := one.Skip(2, nil); err == nil {
@@ -283,7 +299,7 @@ func TestAllgatherSkip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var toRoot []routed.Entry
+	var toRoot routed.Entries
 	for _, s := range sends {
 		switch s.To {
 		case 0:

@@ -1,5 +1,7 @@
 package routed
 
+import "slices"
+
 // Router holds messages for neighbours whose address is not known yet and
 // releases them, in order, once phase 2 delivers the address: never an
 // error, never a poll. M is the driver's message type.
@@ -8,6 +10,7 @@ type Router[M any] struct {
 	topo    Topology
 	known   func(id int) bool
 	pending map[int][]M
+	held    int // messages in pending
 }
 
 // Delivery asks the driver to send Msg to the neighbour Via.
@@ -36,6 +39,7 @@ func (r *Router[M]) to(via int, msg M) []Delivery[M] {
 		return []Delivery[M]{{via, msg}}
 	}
 	r.pending[via] = append(r.pending[via], msg)
+	r.held++
 	return nil
 }
 
@@ -50,16 +54,21 @@ func (r *Router[M]) Learned(ids ...int) []Delivery[M] {
 		for _, m := range r.pending[id] {
 			out = append(out, Delivery[M]{id, m})
 		}
+		r.held -= len(r.pending[id])
 		delete(r.pending, id)
 	}
 	return out
 }
 
-// Held is the number of messages waiting for an address.
-func (r *Router[M]) Held() int {
-	n := 0
-	for _, q := range r.pending {
-		n += len(q)
+// Waiting lists, in ascending order, the daemons messages are held for.
+func (r *Router[M]) Waiting() []int {
+	ids := make([]int, 0, len(r.pending))
+	for id := range r.pending {
+		ids = append(ids, id)
 	}
-	return n
+	slices.Sort(ids)
+	return ids
 }
+
+// Held is the number of messages waiting for an address.
+func (r *Router[M]) Held() int { return r.held }

@@ -82,7 +82,7 @@ func newApp(std stdio) *cli.App {
 		ErrWriter:       std.err,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // Main picks the status
-		Commands:        []*cli.Command{runCommand(std), upCommand(std)},
+		Commands:        []*cli.Command{runCommand(std), upCommand(std), simCommand(std)},
 	}
 }
 

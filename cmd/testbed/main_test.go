@@ -314,3 +314,34 @@ func readFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestSim: a simulated launch prints its milestones and exits 0; a
+// refused node ends it with mpirun's line and status; a sweep writes its
+// table, its CSV and its plot.
+func TestSim(t *testing.T) {
+	code, out, errOut := runMain(t, "sim", "--nodes", "50", "--spawn-degree", "4")
+	if code != 0 || !strings.Contains(out, "phase 1 (daemons spawned)") || errOut != "" {
+		t.Errorf("sim: status %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = runMain(t, "sim", "--nodes", "50", "--fail", "node017=refuse")
+	if want := "mpirun: node017: ssh: dial tcp node017:22: connect: connection refused\n"; code != 255 || errOut != want {
+		t.Errorf("sim --fail node017=refuse: status %d, stderr %q; want 255 and %q", code, errOut, want)
+	}
+	dir := t.TempDir()
+	csvPath, png := filepath.Join(dir, "sweep.csv"), filepath.Join(dir, "sweep.png")
+	code, out, errOut = runMain(t, "sim", "--nodes", "20,40", "--spawn-degree", "2,flat", "--csv", csvPath, "--plot", png)
+	if code != 0 || strings.Count(out, "\n") != 5 {
+		t.Fatalf("sweep: status %d, stdout %q, stderr %q; want a header and 4 rows", code, out, errOut)
+	}
+	if b, err := os.ReadFile(csvPath); err != nil || strings.Count(string(b), "\n") != 5 || !strings.Contains(string(b), "\n40,flat,") {
+		t.Errorf("sweep CSV: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("sweep plot: not a PNG (%v)", err)
+	}
+	for _, bad := range [][]string{{"--nodes", "0"}, {"--spawn-degree", "wide"}, {"--fail", "node017=melt"}, {"--on-unreachable", "retry"}, {"--nodes", "50", "--fail", "node051=refuse"}} {
+		if code, _, _ := runMain(t, append([]string{"sim"}, bad...)...); code != exitFailure {
+			t.Errorf("sim %v: status %d, want %d", bad, code, exitFailure)
+		}
+	}
+}

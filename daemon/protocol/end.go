@@ -9,16 +9,34 @@ import (
 
 // startRanks starts this daemon's share of the ranks.
 func (m *Machine) startRanks() {
-	var mine []int
-	for r, d := range m.app.RankNode {
-		if d == m.self {
-			mine = append(mine, r)
-			m.ranks[r] = &rank{}
-		}
+	mine := m.localRanks()
+	for _, r := range mine {
+		m.ranks[r] = &rank{}
 	}
 	m.emit(StartRanks{App: m.app, Ranks: mine})
 	m.reach(Started)
 	m.checkExited()
+}
+
+// localRanks lists the ranks the job map places on this daemon.
+func (m *Machine) localRanks() []int {
+	nodes := m.app.RankNode
+	if m.app.RanksByNode {
+		first, _ := slices.BinarySearch(nodes, m.self)
+		last, _ := slices.BinarySearch(nodes, m.self+1)
+		var mine []int
+		for r := first; r < last; r++ {
+			mine = append(mine, r)
+		}
+		return mine
+	}
+	var mine []int
+	for r, d := range nodes {
+		if d == m.self {
+			mine = append(mine, r)
+		}
+	}
+	return mine
 }
 
 func (m *Machine) rankNotStarted(e RankNotStarted) {

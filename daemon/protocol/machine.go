@@ -49,6 +49,10 @@ type Config struct {
 	Parent     int
 	ParentLink LinkID
 	Nodes      []spawn.Node // the subtree this daemon spawns
+	// Book holds the addresses phase 2 learns; nil means a table of this
+	// daemon's own. A simulator shares one among its daemons (see
+	// routed.NewSharedBook).
+	Book *routed.Book
 
 	// mpirun only.
 	App       Launch
@@ -159,7 +163,14 @@ func New(cfg Config) (*Machine, error) {
 	if job.SkipUnreachable {
 		m.phase1.AdoptOrphans()
 	}
-	m.gather = routed.NewAllgather(m.self, cfg.Addr, cfg.Parent, m.spawnTree.Children(m.self), job.Daemons)
+	book := cfg.Book
+	if book == nil {
+		book = routed.NewBook(job.Daemons)
+	}
+	if book.Size() != job.Daemons {
+		return nil, fmt.Errorf("an address table for %d daemons in a job of %d", book.Size(), job.Daemons)
+	}
+	m.gather = routed.NewAllgather(m.self, cfg.Addr, cfg.Parent, m.spawnTree.Children(m.self), book)
 	m.router = routed.NewRouter[Message](m.self, rt, m.reachable)
 	for k := range m.milestones {
 		m.milestones[k] = newReduction(m.spawnTree.Children(m.self))
@@ -334,6 +345,16 @@ func (m *Machine) sortedChildren() []*child {
 		out[i] = m.children[id]
 	}
 	return out
+}
+
+// Spawned lists, in id order, the daemons this one spawned, adopted ones
+// included.
+func (m *Machine) Spawned() []int {
+	ids := make([]int, 0, len(m.children))
+	for _, c := range m.sortedChildren() {
+		ids = append(ids, c.id)
+	}
+	return ids
 }
 
 // SpawnParent is id's parent in the spawn tree.

@@ -123,7 +123,7 @@ func (j JobSpec) CallbackTimeoutMS() int64 {
 
 // Addrs carries contact addresses for phase 2.
 type Addrs struct {
-	Entries []routed.Entry
+	Entries routed.Entries // on the wire, a list of {ID, Addr}
 }
 
 // Launch is the application launch, broadcast over the routing topology.
@@ -133,6 +133,10 @@ type Launch struct {
 	Wdir     string   // "" = the daemon's home directory
 	WdirSet  bool     // the user asked for Wdir: a missing one is an error
 	RankNode []int    // daemon id of each rank
+	// RanksByNode says RankNode never decreases (ranks placed node by
+	// node). mpirun finds it out once, so that each of n daemons finds
+	// its ranks by a binary search, not a scan of every rank.
+	RanksByNode bool
 	// StdinRank is the rank that gets mpirun's stdin, StdinAll or
 	// StdinNone.
 	StdinRank   int

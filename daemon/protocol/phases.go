@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"slices"
+
 	"prsh/errmgr"
 	"prsh/routed"
 	"prsh/spawn"
@@ -288,7 +290,7 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 	}
 }
 
-func (m *Machine) gotAddrs(from int, entries []routed.Entry) {
+func (m *Machine) gotAddrs(from int, entries routed.Entries) {
 	sends, fresh, err := m.gather.Receive(from, entries)
 	if err != nil {
 		m.warn("phase 2: %v", err)
@@ -299,16 +301,31 @@ func (m *Machine) gotAddrs(from int, entries []routed.Entry) {
 
 // afterGather sends what phase 2 asks for and releases the messages that
 // were waiting for the addresses just learned.
-func (m *Machine) afterGather(sends []routed.Send, fresh []routed.Entry) {
+func (m *Machine) afterGather(sends []routed.Send, fresh routed.Entries) {
 	m.sendAddrs(sends)
 	if m.router.Held() > 0 {
-		ids := make([]int, len(fresh))
-		for i, e := range fresh {
-			ids[i] = e.ID
-		}
-		m.deliver(m.router.Learned(ids...))
+		m.deliver(m.router.Learned(heldIn(m.router.Waiting(), fresh)...))
 	}
 	m.checkAddressed()
+}
+
+// heldIn lists the daemons of waiting that fresh brought, in the order
+// fresh holds them: it looks up the few daemons messages wait for rather
+// than walk every address learned.
+func heldIn(waiting []int, fresh routed.Entries) []int {
+	type found struct{ id, at int }
+	var in []found
+	for _, id := range waiting {
+		if at, ok := fresh.IndexOf(id); ok {
+			in = append(in, found{id, at})
+		}
+	}
+	slices.SortFunc(in, func(a, b found) int { return a.at - b.at })
+	ids := make([]int, len(in))
+	for i, f := range in {
+		ids[i] = f.id
+	}
+	return ids
 }
 
 func (m *Machine) sendAddrs(sends []routed.Send) {
@@ -338,6 +355,9 @@ func (m *Machine) reachable(id int) bool {
 func (m *Machine) receiveLaunch(app Launch) {
 	if m.launched {
 		return
+	}
+	if m.isRoot() {
+		app.RanksByNode = slices.IsSorted(app.RankNode)
 	}
 	m.launched, m.app = true, app
 	for _, c := range m.routing.Fanout(m.self) {

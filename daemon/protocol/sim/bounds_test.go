@@ -217,7 +217,7 @@ func (w *watch) welcome(from, to int, m protocol.Welcome) {
 	}
 }
 
-func (w *watch) gather(at int64, from, to int, entries []routed.Entry) {
+func (w *watch) gather(at int64, from, to int, entries routed.Entries) {
 	if !w.sp.edge(from, to) {
 		w.fail("daemon %d: addresses to %d, not a spawn-tree neighbour", from, to)
 		return
@@ -226,8 +226,8 @@ func (w *watch) gather(at int64, from, to int, entries []routed.Entry) {
 	if w.sp.parent[to] == from {
 		w.log[to].fromParent++
 	}
-	w.log[to].entriesIn += len(entries)
-	for _, e := range entries {
+	w.log[to].entriesIn += entries.Len()
+	for e := range entries.All() {
 		if e.ID < 0 || e.ID > w.c.n || e.Addr != w.addrs[e.ID] {
 			w.fail("daemon %d: got the entry %+v from %d, not a daemon's address", to, e, from)
 			return

@@ -118,13 +118,14 @@ func nodeIDs(ns []spawn.Node) string {
 
 // entryIDs lists the ids of address entries; a tombstone (a skipped
 // daemon, no address) is marked with a cross.
-func entryIDs(es []routed.Entry) string {
-	ids := make([]string, len(es))
-	for i, e := range es {
-		ids[i] = fmt.Sprint(e.ID)
+func entryIDs(es routed.Entries) string {
+	ids := make([]string, 0, es.Len())
+	for e := range es.All() {
+		id := fmt.Sprint(e.ID)
 		if e.Addr == "" {
-			ids[i] += "✗"
+			id += "✗"
 		}
+		ids = append(ids, id)
 	}
 	return "[" + strings.Join(ids, " ") + "]"
 }

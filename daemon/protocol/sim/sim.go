@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"prsh/daemon/protocol"
+	"prsh/routed"
 	"prsh/spawn"
 )
 
@@ -25,12 +26,29 @@ type Options struct {
 	TimeoutMS int64
 	Remap     func(skipped map[int]bool) ([]int, error)
 
+	// TicksPerMS is the virtual clock's resolution: every time below is in
+	// ticks, and the machine's timers (in ms) are scaled to them. 0 means
+	// 1, a clock in milliseconds.
+	TicksPerMS int64
 	// Delay is the time a message takes from one daemon to another; nil
-	// means 1 ms. Messages on one link stay in order whatever it returns.
+	// means 1 tick. Messages on one link stay in order whatever it returns.
 	Delay func(from, to int) int64
+	// BytesPerTick is a link's bandwidth: a message also takes its size
+	// over it, and waits for the link to carry the ones before it. 0 means
+	// no bound.
+	BytesPerTick float64
 	// SpawnMS is the time from a Spawn to its result (the ssh session);
 	// StartMS the time from there to the new orted's callback.
 	SpawnMS, StartMS int64
+	// SpawnCost is the time a spawner spends on each session before the
+	// next (forking ssh, its handshake's CPU): sessions start one after
+	// another. MaxSessions bounds the sessions being opened at once at a
+	// spawner (0 = no bound), as the ssh agent does.
+	SpawnCost   int64
+	MaxSessions int
+	// ShareBook gives every daemon one address table (routed.NewSharedBook)
+	// instead of one each: a large cluster's memory.
+	ShareBook bool
 	// RankMS is how long a rank runs before it exits with RankStatus[rank]
 	// (0 by default); a negative RankMS runs the ranks until signalled.
 	RankMS     int64
@@ -53,6 +71,9 @@ type Fault struct {
 	Refuse     string // the spawn fails with this error
 	NoCallback bool   // the orted starts but never calls back
 	DieAt      int64  // the orted dies at this time (0 = never)
+	// Signal is how a dead orted's end is reported to its spawner; ""
+	// means "signal: killed".
+	Signal string
 }
 
 // Sim is one simulated run.
@@ -62,15 +83,22 @@ type Sim struct {
 	seq     int64
 	queue   events
 	d       []*daemon
-	lastArr map[[2]int]int64 // per directed link end pair: the last arrival
 	nextEnd int
-	ends    map[endKey]end // a link end → the other end
-	Stderr  []string       // what mpirun printed
-	Status  int            // mpirun's exit status, once it exited
-	ExitAt  int64          // when mpirun exited
-	Done    bool           // mpirun exited
-	Errors  []string       // what the sim found wrong in the machine's actions
+	Stderr  []string // what mpirun printed
+	Status  int      // mpirun's exit status, once it exited
+	ExitAt  int64    // when mpirun exited
+	Done    bool     // mpirun exited
+	Errors  []string // what the sim found wrong in the machine's actions
 	Steps   int
+	// Reached is when each milestone reached mpirun (-1: never).
+	Reached [protocol.NumMilestones]int64
+	// LastExit is when the last orted ended.
+	LastExit int64
+	// Messages and Bytes count what the daemons sent.
+	Messages, Bytes int64
+
+	book      *routed.Book
+	hostBytes int // the size of the job's host list, in every Welcome
 }
 
 type endKey struct {
@@ -83,17 +111,39 @@ type end struct {
 	link   protocol.LinkID
 }
 
+// linkEnd is one end of a link: a slice per daemon, not a map over the
+// whole cluster, as every message looks it up.
+type linkEnd struct {
+	other   end
+	open    bool
+	lastArr int64 // the last arrival of a message sent from this end
+}
+
+// end is daemon id's end of link l, or nil.
+func (s *Sim) end(id int, l protocol.LinkID) *linkEnd {
+	d := s.d[id]
+	if l < 1 || int(l) > len(d.links) {
+		return nil
+	}
+	return &d.links[l-1]
+}
+
 type daemon struct {
 	id       int
 	m        *protocol.Machine
 	created  bool // its process exists
 	dead     bool // died or exited
 	lastLink protocol.LinkID
-	parent   endKey // the link to the spawn parent, once welcomed
+	links    []linkEnd // by LinkID-1
+	parent   endKey    // the link to the spawn parent, once welcomed
 	timers   map[protocol.Timer]int64
 	ranks    map[int]*rankState // local ranks still running
 	spawner  int                // who spawned it
 	upLink   endKey             // the parent's end of the callback link
+	// The sessions it spawns: when the next may start, and when each
+	// opening ends.
+	spawnFree int64
+	openings  []int64
 }
 
 type rankState struct {
@@ -115,9 +165,20 @@ func New(opt Options) *Sim {
 	if opt.Delay == nil {
 		opt.Delay = func(int, int) int64 { return 1 }
 	}
-	s := &Sim{opt: opt, lastArr: map[[2]int]int64{}, ends: map[endKey]end{}, Status: -1}
-	for id := 0; id <= opt.Nodes; id++ {
-		s.d = append(s.d, &daemon{id: id, timers: map[protocol.Timer]int64{}, ranks: map[int]*rankState{}, spawner: -1})
+	if opt.TicksPerMS <= 0 {
+		opt.TicksPerMS = 1
+	}
+	s := &Sim{opt: opt, Status: -1}
+	for k := range s.Reached {
+		s.Reached[k] = -1
+	}
+	s.hostBytes = listBytes(opt.Job.Hosts)
+	if opt.ShareBook {
+		s.book = routed.NewSharedBook(opt.Job.Daemons)
+	}
+	s.d = make([]*daemon, opt.Nodes+1)
+	for id := range s.d {
+		s.d[id] = &daemon{id: id, spawner: -1}
 	}
 	return s
 }
@@ -148,7 +209,7 @@ func (s *Sim) Start() error {
 	}
 	m, err := protocol.New(protocol.Config{
 		ID: 0, Node: "mpirun", Addr: Addr(0), Job: s.opt.Job, Parent: -1, Nodes: nodes,
-		App: s.opt.App, TimeoutMS: s.opt.TimeoutMS, Remap: s.opt.Remap,
+		App: s.opt.App, TimeoutMS: s.opt.TimeoutMS, Remap: s.opt.Remap, Book: s.book,
 	})
 	if err != nil {
 		return err
@@ -176,13 +237,19 @@ func (s *Sim) WantModex(id, reqID, rank int) {
 }
 
 // Kill makes daemon id die now, as a SIGKILLed orted does.
-func (s *Sim) Kill(id int) {
+func (s *Sim) Kill(id int) { s.kill(id, "") }
+
+// kill makes daemon id die, reported to its spawner as how.
+func (s *Sim) kill(id int, how string) {
 	d := s.d[id]
 	if d.dead || !d.created {
 		return
 	}
+	if how == "" {
+		how = "signal: killed"
+	}
 	s.tracef("d%d dies", id)
-	s.die(d, "signal: killed")
+	s.die(d, how)
 }
 
 // Run processes events until the queue is empty or virtual time passes
@@ -193,16 +260,33 @@ func (s *Sim) Run(until int64) error {
 			s.now = until
 			return nil
 		}
-		e := s.queue.pop()
-		s.now = e.at
-		s.Steps++
-		if e.f != nil {
-			e.f()
-		} else {
-			s.arrive(e.to, e.msg)
-		}
+		s.next()
 	}
 	return nil
+}
+
+// RunBounded processes events until the queue is empty or maxEvents
+// were processed (0 = no bound); it says whether it stopped early.
+func (s *Sim) RunBounded(maxEvents int) bool {
+	for len(s.queue) > 0 {
+		if maxEvents > 0 && s.Steps >= maxEvents {
+			return true
+		}
+		s.next()
+	}
+	return false
+}
+
+// next processes the earliest event.
+func (s *Sim) next() {
+	e := s.queue.pop()
+	s.now = e.at
+	s.Steps++
+	if e.f != nil {
+		e.f()
+	} else {
+		s.arrive(e.to, e.msg)
+	}
 }
 
 func (s *Sim) push(at int64, f func()) {
@@ -235,24 +319,31 @@ func (s *Sim) connect(a, b int) (protocol.LinkID, protocol.LinkID) {
 	da.lastLink++
 	db.lastLink++
 	la, lb := da.lastLink, db.lastLink
-	s.ends[endKey{a, la}] = end{b, lb}
-	s.ends[endKey{b, lb}] = end{a, la}
+	da.links = append(da.links, linkEnd{other: end{b, lb}, open: true})
+	db.links = append(db.links, linkEnd{other: end{a, la}, open: true})
 	return la, lb
 }
 
 // transmit carries msg over link l of daemon from, in order, after the
 // link's delay.
 func (s *Sim) transmit(from int, l protocol.LinkID, msg protocol.Message) {
-	to, ok := s.ends[endKey{from, l}]
-	if !ok {
+	e := s.end(from, l)
+	if e == nil || !e.open {
 		return // closed
 	}
+	to := e.other
 	if s.opt.OnSend != nil {
 		s.opt.OnSend(s.now, from, to.daemon, msg)
 	}
-	key := [2]int{from, to.daemon}
-	at := max(s.now+s.opt.Delay(from, to.daemon), s.lastArr[key])
-	s.lastArr[key] = at
+	size := s.size(msg)
+	s.Messages++
+	s.Bytes += int64(size)
+	wire := int64(0)
+	if s.opt.BytesPerTick > 0 {
+		wire = int64(float64(size) / s.opt.BytesPerTick)
+	}
+	at := max(s.now+s.opt.Delay(from, to.daemon)+wire, e.lastArr+wire)
+	e.lastArr = at
 	s.seq++
 	s.queue.push(item{at: at, seq: s.seq, to: to, msg: msg})
 }
@@ -264,7 +355,7 @@ func (s *Sim) arrive(to end, msg protocol.Message) {
 	if d.dead {
 		return
 	}
-	if _, open := s.ends[endKey{to.daemon, to.link}]; !open {
+	if e := s.end(to.daemon, to.link); e == nil || !e.open {
 		return
 	}
 	if d.m == nil {
@@ -281,7 +372,7 @@ func (s *Sim) arrive(to end, msg protocol.Message) {
 func (s *Sim) welcome(d *daemon, l protocol.LinkID, w protocol.Welcome) {
 	m, err := protocol.New(protocol.Config{
 		ID: d.id, Node: s.opt.Job.Hosts[d.id], Addr: Addr(d.id), Job: w.Job,
-		Parent: w.Parent, ParentLink: l, Nodes: w.Nodes,
+		Parent: w.Parent, ParentLink: l, Nodes: w.Nodes, Book: s.book,
 	})
 	if err != nil {
 		s.tracef("d%d: %v", d.id, err)
@@ -293,13 +384,14 @@ func (s *Sim) welcome(d *daemon, l protocol.LinkID, w protocol.Welcome) {
 
 // closeEnd closes one end of a link: the other end sees it go down.
 func (s *Sim) closeEnd(id int, l protocol.LinkID, why string) {
-	other, ok := s.ends[endKey{id, l}]
-	if !ok {
+	e := s.end(id, l)
+	if e == nil || !e.open {
 		return
 	}
-	delete(s.ends, endKey{id, l})
-	delete(s.ends, endKey{other.daemon, other.link})
-	at := max(s.now+s.opt.Delay(id, other.daemon), s.lastArr[[2]int{id, other.daemon}])
+	other := e.other
+	e.open = false
+	s.end(other.daemon, other.link).open = false
+	at := max(s.now+s.opt.Delay(id, other.daemon), e.lastArr)
 	s.later(at, other.daemon, protocol.LinkDown{Link: other.link, Err: why})
 }
 
@@ -314,17 +406,30 @@ func (s *Sim) die(d *daemon, how string) {
 	for l := protocol.LinkID(1); l <= d.lastLink; l++ {
 		s.closeEnd(d.id, l, "EOF")
 	}
+	if d.id > 0 {
+		s.LastExit = max(s.LastExit, s.now)
+	}
 	if p := d.spawner; p >= 0 {
 		if d.upLink.daemon == p {
 			s.later(s.now+1, p, protocol.OutputClosed{Link: d.upLink.link})
 		}
 		s.later(s.now+1, p, protocol.DaemonExited{ID: d.id, Err: how})
 	}
-	for _, c := range s.d {
-		if c.spawner == d.id && c.created && !c.dead {
+	for _, id := range s.spawned(d) {
+		if c := s.d[id]; c.spawner == d.id && c.created && !c.dead {
 			s.later(s.now+1, c.id, protocol.Orphaned{Why: "its parent's session ended"})
 		}
 	}
+}
+
+// spawned lists, in id order, the daemons d's machine spawned (adopted
+// ones included): a walk over the whole cluster at each daemon's end
+// would be O(n²).
+func (s *Sim) spawned(d *daemon) []int {
+	if d.m == nil {
+		return nil
+	}
+	return d.m.Spawned()
 }
 
 func (s *Sim) carry(d *daemon, acts []protocol.Action) {
@@ -364,6 +469,8 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 		s.setTimer(d, a.Timer, a.MS)
 	case protocol.CancelTimer:
 		delete(d.timers, a.Timer)
+	case protocol.Reached:
+		s.Reached[a.Kind] = s.now
 	case protocol.Print:
 		s.Stderr = append(s.Stderr, a.Line)
 	case protocol.Exit:
@@ -373,7 +480,7 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 
 func (s *Sim) spawn(p *daemon, id int) {
 	c, f := s.d[id], s.opt.Faults[id]
-	s.push(s.now+s.opt.SpawnMS, func() {
+	s.push(s.sessionOpen(p)+s.opt.SpawnMS, func() {
 		if p.dead {
 			return
 		}
@@ -383,13 +490,29 @@ func (s *Sim) spawn(p *daemon, id int) {
 		}
 		c.created, c.spawner = true, p.id
 		if f.DieAt > 0 {
-			s.push(max(f.DieAt, s.now), func() { s.Kill(id) })
+			s.push(max(f.DieAt, s.now), func() { s.kill(id, f.Signal) })
 		}
 		s.step(p, protocol.SpawnStarted{ID: id})
 		if !f.NoCallback {
 			s.push(s.now+s.opt.StartMS, func() { s.callBack(p, c) })
 		}
 	})
+}
+
+// sessionOpen is when a session p starts now may begin to open: after the
+// serial cost of the sessions before it, and once fewer than MaxSessions
+// are opening.
+func (s *Sim) sessionOpen(p *daemon) int64 {
+	if s.opt.SpawnCost == 0 && s.opt.MaxSessions == 0 {
+		return s.now
+	}
+	at := max(s.now, p.spawnFree) + s.opt.SpawnCost
+	p.spawnFree = at
+	if k := len(p.openings) - s.opt.MaxSessions; s.opt.MaxSessions > 0 && k >= 0 {
+		at = max(at, p.openings[k])
+	}
+	p.openings = append(p.openings, at+s.opt.SpawnMS)
+	return at
 }
 
 // callBack connects a new orted to its parent: its Hello (LinkUp at the
@@ -421,6 +544,9 @@ func (s *Sim) dial(d *daemon, peer int) {
 }
 
 func (s *Sim) startRanks(d *daemon, ranks []int) {
+	if d.ranks == nil {
+		d.ranks = map[int]*rankState{}
+	}
 	for _, r := range ranks {
 		d.ranks[r] = &rankState{}
 		if s.usesPMI() {
@@ -463,8 +589,11 @@ func (s *Sim) signalRanks(d *daemon, sig int) {
 func (s *Sim) setTimer(d *daemon, t protocol.Timer, ms int64) {
 	s.seq++
 	gen := s.seq
+	if d.timers == nil {
+		d.timers = map[protocol.Timer]int64{}
+	}
 	d.timers[t] = gen
-	s.push(s.now+ms, func() {
+	s.push(s.now+ms*s.opt.TicksPerMS, func() {
 		if d.timers[t] != gen {
 			return // cancelled or set again
 		}
@@ -503,9 +632,18 @@ func (s *Sim) trace(d *daemon, a protocol.Action) {
 	if s.opt.Trace == nil {
 		return
 	}
-	if line := Describe(a, func(l protocol.LinkID) int { return s.ends[endKey{d.id, l}].daemon }); line != "" {
+	if line := Describe(a, func(l protocol.LinkID) int { return s.peer(d.id, l) }); line != "" {
 		s.tracef("d%d %s", d.id, line)
 	}
+}
+
+// peer is the daemon at the other end of daemon id's link l; 0 once the
+// link closed.
+func (s *Sim) peer(id int, l protocol.LinkID) int {
+	if e := s.end(id, l); e != nil && e.open {
+		return e.other.daemon
+	}
+	return 0
 }
 
 // item is an event: f, or when f is nil the arrival of msg at to.

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"prsh/daemon/protocol/sim"
+)
+
+func simCommand(std stdio) *cli.Command {
+	return &cli.Command{
+		Name:  "sim",
+		Usage: "simulate a launch of /bin/true on a virtual clock: the daemons' own protocol machine, no processes or sockets",
+		Description: `Runs mpirun's and every orted's protocol machine (daemon/protocol) for
+one rank per node, on a discrete-event clock with the cost model below,
+and prints when phase 1 (spawn), phase 2 (addresses), the launch and the
+exits complete. A failing node (--fail) ends the run as mpirun would: the
+same lines on stderr, the same exit status.
+
+Lists in --nodes or --spawn-degree make a sweep: a table on stdout, and
+--csv and --plot write it as CSV and as a PNG of time against nodes, one
+line per spawn degree.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "nodes", Aliases: []string{"n"}, Value: "1000", Usage: "number of nodes, or a comma-separated list"},
+			&cli.StringFlag{Name: "spawn-degree", Value: "32", Usage: "δ, \"flat\" (mpirun spawns every orted), or a comma-separated list"},
+			&cli.StringFlag{Name: "routed", Value: "radix", Usage: "routing topology: radix (radix δ), binomial, direct"},
+			&cli.DurationFlag{Name: "ssh-latency", Value: 100 * time.Millisecond, Usage: "one hop of a session: from its start until the orted runs"},
+			&cli.DurationFlag{Name: "spawn-cost", Value: 20 * time.Millisecond, Usage: "serial cost of each session at its spawner"},
+			&cli.DurationFlag{Name: "startup", Value: 30 * time.Millisecond, Usage: "an orted's start-up until it calls back"},
+			&cli.DurationFlag{Name: "msg-latency", Value: 100 * time.Microsecond, Usage: "latency of a message between two daemons"},
+			&cli.Float64Flag{Name: "bandwidth", Value: 1000, Usage: "bandwidth of a link between two daemons, in MB/s (0: no bound)"},
+			&cli.IntFlag{Name: "max-sessions", Value: 64, Usage: "sessions a spawner opens at once (the ssh agent's bound)"},
+			&cli.DurationFlag{Name: "rank-time", Value: time.Millisecond, Usage: "how long each rank runs"},
+			&cli.DurationFlag{Name: "callback-timeout", Value: 30 * time.Second, Usage: "how long a spawned orted may take to call back"},
+			&cli.StringSliceFlag{Name: "fail", Usage: "NODE=refuse, NODE=no-callback or NODE=die@DURATION (virtual time), e.g. node017=die@3s"},
+			&cli.StringFlag{Name: "on-unreachable", Value: "abort", Usage: "abort or skip, as mpirun's flag"},
+			&cli.IntFlag{Name: "max-events", Value: 300_000_000, Usage: "stop a run after this many events (0: no bound)"},
+			&cli.StringFlag{Name: "csv", Usage: "write the results as CSV to this file"},
+			&cli.StringFlag{Name: "plot", Usage: "write a PNG of time against nodes, one line per δ, to this file"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the simulator to this file"},
+		},
+		Action: func(c *cli.Context) error { return simAction(c, std) },
+	}
+}
+
+func simAction(c *cli.Context, std stdio) error {
+	nodes, err := intList(c.String("nodes"))
+	if err != nil {
+		return fmt.Errorf("--nodes: %w", err)
+	}
+	degrees, err := degreeList(c.String("spawn-degree"))
+	if err != nil {
+		return fmt.Errorf("--spawn-degree: %w", err)
+	}
+	base, err := modelFromFlags(c)
+	if err != nil {
+		return err
+	}
+	if path := c.String("cpuprofile"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	if len(nodes) == 1 && len(degrees) == 1 {
+		return simOne(c, std, base, nodes[0], degrees[0])
+	}
+	return sweep(c, std, base, nodes, degrees)
+}
+
+// flat is the spawn degree of a flat launch: mpirun spawns every orted.
+const flat = 0
+
+// degreeOf is the spawn degree of a run on n nodes.
+func degreeOf(d, n int) int {
+	if d == flat {
+		return n
+	}
+	return d
+}
+
+func degreeName(d int) string {
+	if d == flat {
+		return "flat"
+	}
+	return strconv.Itoa(d)
+}
+
+func modelFromFlags(c *cli.Context) (sim.Model, error) {
+	us := func(flag string) int64 { return c.Duration(flag).Microseconds() }
+	m := sim.Model{
+		Routed: c.String("routed"), SSHLatency: us("ssh-latency"), SpawnCost: us("spawn-cost"),
+		Startup: us("startup"), Latency: us("msg-latency"), BytesPerUS: c.Float64("bandwidth"),
+		MaxSessions: c.Int("max-sessions"), RankTime: us("rank-time"),
+		CallbackMS: c.Duration("callback-timeout").Milliseconds(),
+	}
+	switch c.String("on-unreachable") {
+	case "abort":
+	case "skip":
+		m.SkipUnreachable = true
+	default:
+		return m, fmt.Errorf("--on-unreachable %q: want abort or skip", c.String("on-unreachable"))
+	}
+	faults, err := parseFails(splitList(c.StringSlice("fail")))
+	m.Faults = faults
+	return m, err
+}
+
+// parseFails reads NODE=refuse, NODE=no-callback and NODE=die@DURATION.
+// A refused node's error and a dead orted's end are worded as the native
+// ssh agent reports them, so that mpirun's line is the live one.
+func parseFails(specs []string) (map[string]sim.Fault, error) {
+	out := map[string]sim.Fault{}
+	for _, spec := range specs {
+		name, what, _ := strings.Cut(spec, "=")
+		f := out[name]
+		switch {
+		case name == "":
+			return nil, fmt.Errorf("--fail %q: want NODE=refuse, NODE=no-callback or NODE=die@DURATION", spec)
+		case what == "refuse":
+			f.Refuse = "ssh: dial tcp " + name + ":22: connect: connection refused"
+		case what == "no-callback":
+			f.NoCallback = true
+		case strings.HasPrefix(what, "die@"):
+			d, err := time.ParseDuration(strings.TrimPrefix(what, "die@"))
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("--fail %q: want a positive virtual time after die@, e.g. die@3s", spec)
+			}
+			f.DieAt, f.Signal = d.Microseconds(), "signal KILL"
+		default:
+			return nil, fmt.Errorf("--fail %q: want NODE=refuse, NODE=no-callback or NODE=die@DURATION", spec)
+		}
+		out[name] = f
+	}
+	return out, nil
+}
+
+// simOne runs one launch, prints its milestones and mpirun's stderr, and
+// ends with mpirun's exit status.
+func simOne(c *cli.Context, std stdio, m sim.Model, nodes, degree int) error {
+	m.Nodes, m.SpawnDegree = nodes, degreeOf(degree, nodes)
+	start := time.Now()
+	r, err := sim.Simulate(m, c.Int("max-events"))
+	if err != nil {
+		return err
+	}
+	wall := time.Since(start)
+	fmt.Fprintf(std.out, "simulated %d nodes, δ=%s, routed %s: ssh latency %v, spawn cost %v, start-up %v, message %v at %g MB/s\n",
+		nodes, degreeName(degree), m.Routed, c.Duration("ssh-latency"), c.Duration("spawn-cost"),
+		c.Duration("startup"), c.Duration("msg-latency"), c.Float64("bandwidth"))
+	printMilestones(std.out, r)
+	fmt.Fprintf(std.out, "%d events, %d messages (%.1f MB) in %.1fs\n", r.Events, r.Messages, float64(r.Bytes)/1e6, wall.Seconds())
+	for _, l := range r.Stderr {
+		fmt.Fprintln(std.err, l)
+	}
+	if r.OverBudget {
+		return fmt.Errorf("sim: stopped after --max-events %d", c.Int("max-events"))
+	}
+	if err := writeOutputs(c, []row{{nodes, degree, r, wall}}); err != nil {
+		return err
+	}
+	if r.Status != 0 {
+		return exitCode(r.Status)
+	}
+	return nil
+}
+
+func printMilestones(w io.Writer, r sim.Result) {
+	lines := []struct {
+		what string
+		at   int64
+	}{
+		{"phase 1 (daemons spawned)", r.Phase1},
+		{"phase 2 (addresses exchanged)", r.Phase2},
+		{"launch (ranks started)", r.Started},
+		{"ranks exited", r.Exited},
+		{"mpirun exited", r.MpirunExit},
+		{"last orted exited", r.LastExit},
+	}
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %-30s %s\n", l.what, seconds(l.at))
+	}
+	if r.Phase2 < 0 {
+		fmt.Fprintf(w, "  phase 2 did not complete before the job ended: %d daemons of %d had every address\n", r.Addressed, r.Daemons)
+	}
+	fmt.Fprintf(w, "  %-30s %d\n", "mpirun's exit status", r.Status)
+}
+
+// seconds shows a virtual time in µs, or "-" for one that never came.
+func seconds(us int64) string {
+	if us < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3fs", float64(us)/1e6)
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList([]string{s}) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty list")
+	}
+	return out, nil
+}
+
+func degreeList(s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList([]string{s}) {
+		if f == "flat" {
+			out = append(out, flat)
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is neither a positive number nor flat", f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty list")
+	}
+	return out, nil
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"prsh/daemon/protocol/sim"
+)
+
+// row is one simulated launch of a sweep.
+type row struct {
+	nodes, degree int // degree may be flat
+	r             sim.Result
+	wall          time.Duration
+}
+
+// sweep runs every (nodes, δ) pair, smallest first, and prints a table
+// as each finishes.
+func sweep(c *cli.Context, std stdio, base sim.Model, nodes, degrees []int) error {
+	var rows []row
+	fmt.Fprintf(std.out, "%8s %6s %10s %10s %10s %10s %10s %12s %8s\n",
+		"nodes", "δ", "phase1", "phase2", "launch", "exited", "mpirun", "messages", "wall")
+	for _, n := range nodes {
+		for _, d := range degrees {
+			m := base
+			m.Nodes, m.SpawnDegree = n, degreeOf(d, n)
+			start := time.Now()
+			r, err := sim.Simulate(m, c.Int("max-events"))
+			if err != nil {
+				return err
+			}
+			rw := row{n, d, r, time.Since(start)}
+			rows = append(rows, rw)
+			printRow(std.out, rw)
+		}
+	}
+	return writeOutputs(c, rows)
+}
+
+func printRow(w io.Writer, rw row) {
+	r := rw.r
+	if r.OverBudget {
+		fmt.Fprintf(w, "%8d %6s   stopped after %d events (--max-events), at %s of virtual time\n",
+			rw.nodes, degreeName(rw.degree), r.Events, seconds(max(r.Phase1, r.Phase2, r.Started)))
+		return
+	}
+	fmt.Fprintf(w, "%8d %6s %10s %10s %10s %10s %10s %12d %7.1fs\n",
+		rw.nodes, degreeName(rw.degree), seconds(r.Phase1), seconds(r.Phase2), seconds(r.Started),
+		seconds(r.Exited), seconds(r.MpirunExit), r.Messages, rw.wall.Seconds())
+}
+
+func writeOutputs(c *cli.Context, rows []row) error {
+	if path := c.String("csv"); path != "" {
+		if err := writeCSV(path, rows); err != nil {
+			return err
+		}
+	}
+	if path := c.String("plot"); path != "" {
+		return writePlot(path, rows)
+	}
+	return nil
+}
+
+func writeCSV(path string, rows []row) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write([]string{"nodes", "spawn_degree", "phase1_s", "phase2_s", "launch_s", "exited_s", "mpirun_exit_s",
+		"last_exit_s", "status", "messages", "bytes", "events", "completed", "wall_s"})
+	sec := func(us int64) string {
+		if us < 0 {
+			return ""
+		}
+		return strconv.FormatFloat(float64(us)/1e6, 'f', 6, 64)
+	}
+	for _, rw := range rows {
+		r := rw.r
+		w.Write([]string{strconv.Itoa(rw.nodes), degreeName(rw.degree), sec(r.Phase1), sec(r.Phase2),
+			sec(r.Started), sec(r.Exited), sec(r.MpirunExit), sec(r.LastExit), strconv.Itoa(r.Status),
+			strconv.FormatInt(r.Messages, 10), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Events),
+			strconv.FormatBool(!r.OverBudget), strconv.FormatFloat(rw.wall.Seconds(), 'f', 2, 64)})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// writePlot draws mpirun's exit time against the number of nodes, one
+// line per spawn degree, as the paper's Figure 2; runs that did not
+// complete are left out.
+func writePlot(path string, rows []row) error {
+	p := plot.New()
+	p.Title.Text = "simulated mpirun /bin/true"
+	p.X.Label.Text = "nodes"
+	p.Y.Label.Text = "time (s)"
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	var order []int
+	lines := map[int]plotter.XYs{}
+	for _, rw := range rows {
+		if rw.r.OverBudget || rw.r.MpirunExit < 0 {
+			continue
+		}
+		if _, ok := lines[rw.degree]; !ok {
+			order = append(order, rw.degree)
+		}
+		lines[rw.degree] = append(lines[rw.degree], plotter.XY{X: float64(rw.nodes), Y: float64(rw.r.MpirunExit) / 1e6})
+	}
+	for i, d := range order {
+		l, pts, err := plotter.NewLinePoints(lines[d])
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		pts.Color, pts.Shape = l.Color, plotutil.Shape(i)
+		if l.Color == nil {
+			l.Color = color.Black
+		}
+		p.Add(l, pts)
+		p.Legend.Add("δ="+degreeName(d), l, pts)
+	}
+	return p.Save(16*vg.Centimeter, 11*vg.Centimeter, path)
+}
