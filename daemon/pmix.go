@@ -112,11 +112,24 @@ func rankNodes(rankNode []int) []int {
 	return slices.Compact(nodes)
 }
 
+// openMPIEnv is what every rank is told for Open MPI 4, beside the PMIx
+// library's variables (other programs ignore it). schizo=ompi keeps a
+// rank that no resource manager claims from declaring itself a
+// singleton: with no schizo component left to claim it, it picks its
+// PMIx bootstrap from the library's variables, even inside a Slurm or
+// Flux allocation. The others are what ORTE tells
+// its ranks, sparing each the probes of components that cannot apply:
+// the PMI-1/2 and Cray PMIx paths, other bootstraps than PMIx (ess), and
+// the test segments of every shared-memory method.
+var openMPIEnv = []string{
+	"OMPI_MCA_schizo=ompi",
+	"OMPI_MCA_ess=pmi",
+	"OMPI_MCA_pmix=^s1,s2,cray,isolated",
+	"OMPI_MCA_shmem_RUNTIME_QUERY_hint=mmap",
+}
+
 // pmixEnv registers rank with the library and returns what its client
-// needs to find the server. OMPI_MCA_schizo=ompi keeps Open MPI 4 from
-// declaring a rank that no resource manager claims a singleton: with no
-// schizo component left to claim it, it picks its PMIx bootstrap from the
-// environment the library set, even inside a Slurm or Flux allocation.
+// needs to find the server.
 func (d *Daemon) pmixEnv(rank int) ([]string, error) {
 	if !pmix.Available {
 		return d.pmixTripwire(rank)
@@ -128,7 +141,7 @@ func (d *Daemon) pmixEnv(rank int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(env, "OMPI_MCA_schizo=ompi"), nil
+	return env, nil
 }
 
 // pmixTripwire gives a rank of a build without PMIx the address where its
@@ -151,7 +164,7 @@ func (d *Daemon) pmixTripwire(rank int) ([]string, error) {
 		ln.Close()
 	}()
 	uri := "prsh-no-pmix.0;tcp4://" + ln.Addr().String()
-	env := []string{"PMIX_NAMESPACE=" + d.machine.Job().ID, "PMIX_RANK=" + strconv.Itoa(rank), "OMPI_MCA_schizo=ompi"}
+	env := []string{"PMIX_NAMESPACE=" + d.machine.Job().ID, "PMIX_RANK=" + strconv.Itoa(rank)}
 	for _, v := range []string{"41", "4", "3", "21", "2"} {
 		env = append(env, "PMIX_SERVER_URI"+v+"="+uri)
 	}

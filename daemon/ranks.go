@@ -84,7 +84,9 @@ func (d *Daemon) command(app protocol.Launch, r *rank, local, localSize int, pmi
 		return nil, fmt.Errorf("cannot run %s: %w", app.Argv[0], proc.UnwrapExec(err))
 	}
 	cmd := &exec.Cmd{Path: path, Args: app.Argv, Dir: wdir, ExtraFiles: []*os.File{pmiEnd}}
-	cmd.Env = append(append(os.Environ(), app.Env...), d.rankEnv(app, id, local, localSize)...)
+	// Open MPI's defaults go before the job's -x, which may change them.
+	cmd.Env = append(append(os.Environ(), openMPIEnv...), app.Env...)
+	cmd.Env = append(cmd.Env, d.rankEnv(app, id, local, localSize)...)
 	cmd.Env = append(cmd.Env, pmiEnv(d.machine.Job(), app, id)...)
 	cmd.Env = append(cmd.Env, d.pmiPortEnv(r)...)
 	pmixEnv, err := d.pmixEnv(id)
