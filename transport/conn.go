@@ -67,9 +67,29 @@ func (o Options) logger() hclog.Logger {
 	return hclog.NewNullLogger()
 }
 
-// Conn is an authenticated, multiplexed connection to another daemon.
+// Conn is an authenticated, sealed, multiplexed connection to another
+// daemon.
 type Conn struct {
 	sess *yamux.Session
+	link *sealedConn
+}
+
+// newConn seals raw with the handshake's keys and runs yamux over it; the
+// dialer is yamux's client.
+func newConn(raw net.Conn, k keys, opt Options, dialer bool) (*Conn, error) {
+	link, err := seal(raw, k)
+	if err != nil {
+		return nil, err
+	}
+	start := yamux.Server
+	if dialer {
+		start = yamux.Client
+	}
+	sess, err := start(link, opt.yamux())
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{sess: sess, link: link}, nil
 }
 
 // Open opens a new stream to the peer.
@@ -83,6 +103,11 @@ func (c *Conn) Close() error { return c.sess.Close() }
 
 // Done is closed when the connection has ended, for whatever reason.
 func (c *Conn) Done() <-chan struct{} { return c.sess.CloseChan() }
+
+// Err is why the connection ended if a record on it failed to open (an
+// error wrapping ErrBadRecord): the link was tampered with. It is nil while
+// the connection is up and when it ended otherwise.
+func (c *Conn) Err() error { return c.link.failure() }
 
 // RemoteAddr is the peer's TCP address.
 func (c *Conn) RemoteAddr() net.Addr { return c.sess.RemoteAddr() }
@@ -102,7 +127,7 @@ func Dial(ctx context.Context, addr string, secret []byte, opt Options) (*Conn, 
 	// The handshake heeds ctx too: a peer that accepts and then says
 	// nothing must not hold a cancelled Dial for the whole timeout.
 	stop := context.AfterFunc(ctx, func() { raw.Close() })
-	err = dialerHandshake(raw, secret, opt.handshakeTimeout())
+	k, err := dialerHandshake(raw, secret, opt.handshakeTimeout())
 	if !stop() {
 		raw.Close()
 		return nil, fmt.Errorf("%s: %w", hostport, ctx.Err())
@@ -111,12 +136,11 @@ func Dial(ctx context.Context, addr string, secret []byte, opt Options) (*Conn, 
 		raw.Close()
 		return nil, fmt.Errorf("%s: %w", hostport, err)
 	}
-	sess, err := yamux.Client(raw, opt.yamux())
+	c, err := newConn(raw, k, opt, true)
 	if err != nil {
 		raw.Close()
-		return nil, err
 	}
-	return &Conn{sess: sess}, nil
+	return c, err
 }
 
 // hungUp says the peer closed the connection before sending anything.
@@ -191,7 +215,7 @@ func (l *Listener) acceptLoop() {
 }
 
 func (l *Listener) admit(raw net.Conn) {
-	err := listenerHandshake(raw, l.secret, l.opt.handshakeTimeout())
+	k, err := listenerHandshake(raw, l.secret, l.opt.handshakeTimeout())
 	<-l.slots
 	if err != nil {
 		log := l.opt.logger().Warn
@@ -204,14 +228,14 @@ func (l *Listener) admit(raw net.Conn) {
 		raw.Close()
 		return
 	}
-	sess, err := yamux.Server(raw, l.opt.yamux())
+	c, err := newConn(raw, k, l.opt, false)
 	if err != nil {
 		raw.Close()
 		return
 	}
 	select {
-	case l.conns <- &Conn{sess: sess}:
+	case l.conns <- c:
 	case <-l.done:
-		sess.Close()
+		c.Close()
 	}
 }
