@@ -108,9 +108,10 @@ func (d *direction) seal(dst, plain []byte) ([]byte, error) {
 	return dst, d.advance()
 }
 
-// open opens a record's body in place.
-func (d *direction) open(hdr, body []byte) ([]byte, error) {
-	plain, err := d.aead.Open(body[:0], d.nextNonce(), body, hdr)
+// open appends the plaintext of a record's body to dst, which may be
+// body[:0]; it fails unless the record is the next one its sender sealed.
+func (d *direction) open(dst, hdr, body []byte) ([]byte, error) {
+	plain, err := d.aead.Open(dst, d.nextNonce(), body, hdr)
 	if err != nil {
 		return nil, ErrBadRecord
 	}
@@ -138,15 +139,34 @@ func (rr *recordReader) Read(p []byte) (int, error) {
 		if rr.err != nil {
 			return 0, rr.err
 		}
-		rr.plain, rr.err = rr.next()
+		var n int
+		if n, rr.err = rr.next(p); n > 0 {
+			return n, nil
+		}
 	}
 	n := copy(p, rr.plain)
 	rr.plain = rr.plain[n:]
 	return n, nil
 }
 
-// next reads and opens the next record.
-func (rr *recordReader) next() ([]byte, error) {
+// next reads the next record and opens it into p when it fits there,
+// which spares a copy, or else into rr.plain.
+func (rr *recordReader) next(p []byte) (int, error) {
+	body, err := rr.readRecord()
+	if err != nil {
+		return 0, err
+	}
+	if len(p) >= len(body)-tagSize {
+		plain, err := rr.dir.open(p[:0], rr.hdr[:], body)
+		return len(plain), err
+	}
+	rr.plain, err = rr.dir.open(body[:0], rr.hdr[:], body)
+	return 0, err
+}
+
+// readRecord reads the next record's header into rr.hdr and returns its
+// body, unopened.
+func (rr *recordReader) readRecord() ([]byte, error) {
 	if _, err := io.ReadFull(rr.r, rr.hdr[:]); err != nil {
 		return nil, err
 	}
@@ -161,7 +181,7 @@ func (rr *recordReader) next() ([]byte, error) {
 	if _, err := io.ReadFull(rr.r, body); err != nil {
 		return nil, unexpected(err)
 	}
-	return rr.dir.open(rr.hdr[:], body)
+	return body, nil
 }
 
 // recordWriter seals what is written to it into records.
