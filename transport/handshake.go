@@ -56,8 +56,7 @@ func listenerHandshake(c net.Conn, secret []byte, timeout time.Duration) (keys, 
 	if err != nil {
 		return keys{}, err
 	}
-	toListener, toDialer, err := linkKeys(secret, ns, nc)
-	return keys{send: toDialer, receive: toListener}, err
+	return linkKeys(secret, ns, nc, false)
 }
 
 // dialerHandshake is the dialer's side of the handshake; it returns the
@@ -67,8 +66,7 @@ func dialerHandshake(c net.Conn, secret []byte, timeout time.Duration) (keys, er
 	if err != nil {
 		return keys{}, err
 	}
-	toListener, toDialer, err := linkKeys(secret, ns, nc)
-	return keys{send: toListener, receive: toDialer}, err
+	return linkKeys(secret, ns, nc, true)
 }
 
 // listenerProof is the listener's side of the mutual proof; it returns

@@ -39,17 +39,21 @@ var ErrBadRecord = errors.New("link record failed authentication (altered, forge
 // keys are one connection's keys, as this side uses them.
 type keys struct{ send, receive []byte }
 
-// linkKeys derives a connection's keys from the job secret and the
-// handshake's nonces: fresh for every connection, and different each way,
-// so that no record can be replayed to another connection or reflected
-// back to its sender.
-func linkKeys(secret, ns, nc []byte) (dialerToListener, listenerToDialer []byte, err error) {
+// linkKeys derives one side's keys of a connection from the job secret
+// and the handshake's nonces: fresh for every connection, and different
+// each way, so that no record can be replayed to another connection or
+// reflected back to its sender.
+func linkKeys(secret, ns, nc []byte, dialer bool) (keys, error) {
 	salt := append(append([]byte{}, ns...), nc...)
-	if dialerToListener, err = hkdf.Key(sha256.New, secret, salt, "prsh link dialer to listener", 32); err != nil {
-		return nil, nil, err
+	toListener, err := hkdf.Key(sha256.New, secret, salt, "prsh link dialer to listener", 32)
+	if err != nil {
+		return keys{}, err
 	}
-	listenerToDialer, err = hkdf.Key(sha256.New, secret, salt, "prsh link listener to dialer", 32)
-	return dialerToListener, listenerToDialer, err
+	toDialer, err := hkdf.Key(sha256.New, secret, salt, "prsh link listener to dialer", 32)
+	if dialer {
+		return keys{send: toListener, receive: toDialer}, err
+	}
+	return keys{send: toDialer, receive: toListener}, err
 }
 
 // direction is one direction of a connection: its current key and the
@@ -64,7 +68,7 @@ type direction struct {
 }
 
 func newDirection(key []byte) (*direction, error) {
-	d := &direction{key: key, rekeyEvery: rekeyEvery}
+	d := &direction{rekeyEvery: rekeyEvery}
 	return d, d.setKey(key)
 }
 

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"io"
 	"net"
-	"sync"
 	"syscall"
 	"testing"
 	"testing/iotest"
 	"time"
 
 	"github.com/hashicorp/yamux"
+
+	"prsh/internal/mitm"
 )
 
 // editor decides what a man in the middle forwards in place of each of
@@ -23,49 +24,19 @@ type editor func(rec []byte, out net.Conn) bool
 // tamperingProxy sits between a dialer and the listener at target: it
 // forwards the handshake untouched, then hands each of the dialer's
 // records to edit. What the listener sends goes back untouched.
-type tamperingProxy struct {
-	ln   net.Listener
-	mu   sync.Mutex
-	wire bytes.Buffer // every byte the dialer sent and the listener answered
-}
-
-func newTamperingProxy(t *testing.T, target string, edit editor) *tamperingProxy {
+func tamperingProxy(t *testing.T, target string, edit editor) *mitm.Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	p := &tamperingProxy{ln: ln}
-	go p.serve(target, edit)
-	return p
-}
-
-func (p *tamperingProxy) serve(target string, edit editor) {
-	in, err := p.ln.Accept()
-	if err != nil {
-		return
-	}
-	defer in.Close()
-	out, err := net.Dial("tcp", target)
-	if err != nil {
-		return
-	}
-	defer out.Close()
-	go func() {
-		io.Copy(in, io.TeeReader(out, p))
-		in.Close()
-	}()
-	from := io.TeeReader(in, p)
-	if _, err := io.CopyN(out, from, dialerMsgSize); err != nil {
-		return
-	}
-	for {
-		rec, err := readRawRecord(from)
-		if err != nil || !edit(rec, out) {
+	return mitm.Start(t, target, func(from io.Reader, to net.Conn) {
+		if _, err := io.CopyN(to, from, dialerMsgSize); err != nil {
 			return
 		}
-	}
+		for {
+			rec, err := readRawRecord(from)
+			if err != nil || !edit(rec, to) {
+				return
+			}
+		}
+	})
 }
 
 // readRawRecord reads one record, header included, without opening it.
@@ -79,26 +50,14 @@ func readRawRecord(r io.Reader) ([]byte, error) {
 	return rec, err
 }
 
-func (p *tamperingProxy) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.wire.Write(b)
-}
-
-func (p *tamperingProxy) seen() []byte {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]byte(nil), p.wire.Bytes()...)
-}
-
 // connectVia dials ln through p and returns both ends and the stream the
 // dialer opened, as the listener sees it.
-func connectVia(t *testing.T, ln *Listener, p *tamperingProxy, s []byte) (d, l *Conn, out, in net.Conn) {
+func connectVia(t *testing.T, ln *Listener, p *mitm.Proxy, s []byte) (d, l *Conn, out, in net.Conn) {
 	t.Helper()
 	ctx := timeout(t)
 	// No keep-alive pings among the records the test counts.
 	quiet := Options{KeepAlive: time.Hour}
-	d, err := Dial(ctx, p.ln.Addr().String(), s, quiet)
+	d, err := Dial(ctx, p.Addr(), s, quiet)
 	if err != nil {
 		t.Fatalf("Dial through the proxy: %v", err)
 	}
@@ -195,7 +154,7 @@ func TestTamperedRecords(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := secret(t)
 			ln := listen(t, s, Options{KeepAlive: time.Hour})
-			p := newTamperingProxy(t, ln.Addr().String(), bodyEditor(tt.change))
+			p := tamperingProxy(t, ln.Addr().String(), bodyEditor(tt.change))
 			_, l, out, in := connectVia(t, ln, p, s)
 			frames := [][]byte{bytes.Repeat([]byte{'a'}, 2000), bytes.Repeat([]byte{'b'}, 2000), bytes.Repeat([]byte{'c'}, 2000)}
 			for i, f := range frames {
@@ -237,7 +196,7 @@ func TestTamperedRecords(t *testing.T) {
 func TestLinkIsSealed(t *testing.T) {
 	s := secret(t)
 	ln := listen(t, s, Options{KeepAlive: time.Hour})
-	p := newTamperingProxy(t, ln.Addr().String(), func(rec []byte, out net.Conn) bool { return forward(out, rec) })
+	p := tamperingProxy(t, ln.Addr().String(), func(rec []byte, out net.Conn) bool { return forward(out, rec) })
 	d, l, out, in := connectVia(t, ln, p, s)
 	there := bytes.Repeat([]byte("-x SECRET_VALUE=hunter2 "), 5000) // beyond one record
 	back := []byte("output of rank 0: the answer is 42")
@@ -253,7 +212,7 @@ func TestLinkIsSealed(t *testing.T) {
 	if _, got, err := ReadFrame(out, MaxFrame); err != nil || !bytes.Equal(got, back) {
 		t.Fatalf("read %q, %v; want %q", got, err, back)
 	}
-	wire := p.seen()
+	wire := p.Seen()
 	for _, plain := range [][]byte{[]byte("hunter2"), []byte("the answer is 42"), []byte("hello")} {
 		if bytes.Contains(wire, plain) {
 			t.Errorf("%q travelled in the clear", plain)
@@ -267,11 +226,15 @@ func TestLinkIsSealed(t *testing.T) {
 // testKeys are the two sides' keys of one connection.
 func testKeys(t testing.TB, ns, nc []byte) (dialer, listener keys) {
 	t.Helper()
-	toListener, toDialer, err := linkKeys(bytes.Repeat([]byte{7}, SecretSize), ns, nc)
+	s := bytes.Repeat([]byte{7}, SecretSize)
+	dialer, err := linkKeys(s, ns, nc, true)
+	if err == nil {
+		listener, err = linkKeys(s, ns, nc, false)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return keys{send: toListener, receive: toDialer}, keys{send: toDialer, receive: toListener}
+	return dialer, listener
 }
 
 func testDirection(t testing.TB, key []byte) *direction {
