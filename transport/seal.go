@@ -27,7 +27,7 @@ const (
 	recordHeader = 4
 	// rekeyEvery is how many records one key seals before both sides of
 	// a direction move to the next key, in step: at most 256 GiB per key
-	// keeps AES-GCM as far from its usage bound as TLS 1.3 does.
+	// keeps AES-GCM at least as far from its usage bound as TLS 1.3 does.
 	rekeyEvery = 1 << 22
 )
 
@@ -62,9 +62,9 @@ type direction struct {
 	key        []byte
 	aead       cipher.AEAD
 	seq        uint64
-	rekeyEvery uint64
-	nonce      [12]byte // 4 zero bytes, then seq
-	hdr        [recordHeader]byte
+	rekeyEvery uint64             // the constant, but for tests
+	nonce      [12]byte           // 4 zero bytes, then seq
+	hdr        [recordHeader]byte // of the record being sealed: here, sealing allocates nothing
 }
 
 func newDirection(key []byte) (*direction, error) {
