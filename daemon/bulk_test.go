@@ -47,6 +47,13 @@ func bare(t *testing.T, max int) linkEnd {
 // control stream, as callBack and greet do.
 func connected(t *testing.T) (connA *transport.Conn, ctrlA net.Conn, connB *transport.Conn, ctrlB net.Conn) {
 	t.Helper()
+	return connectedVia(t, func(addr string) string { return addr })
+}
+
+// connectedVia is connected with A dialing via(the listener's host:port)
+// rather than the listener itself: B is the listener.
+func connectedVia(t *testing.T, via func(string) string) (connA *transport.Conn, ctrlA net.Conn, connB *transport.Conn, ctrlB net.Conn) {
+	t.Helper()
 	secret, err := transport.NewSecret()
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +64,7 @@ func connected(t *testing.T) (connA *transport.Conn, ctrlA net.Conn, connB *tran
 	}
 	defer ln.Close()
 	ctx := context.Background()
-	if connA, err = transport.Dial(ctx, transport.URI(ln.Addr()), secret, transport.Options{}); err != nil {
+	if connA, err = transport.Dial(ctx, via(ln.Addr().String()), secret, transport.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { connA.Close() })

@@ -135,19 +135,24 @@ func (d *Daemon) readLoop(l *link) {
 }
 
 // whyEnded says why a link's reader stopped on err: a bad message from
-// the peer, which drops the link, a peer gone silent, or a failure of
-// this side's writer, which closed the stream under the reader and is
-// the real cause.
+// the peer or a record that failed to open (someone on the path changed
+// the link's bytes), either of which drops the link, a peer gone silent,
+// or a failure of this side's writer, which closed the stream under the
+// reader and is the real cause.
 func (d *Daemon) whyEnded(l *link, err error) error {
 	if errors.As(err, new(badMessage)) {
 		d.log.Warn("dropping daemon: bad message", "daemon", l.peer, "error", err)
 		l.fail(err)
 	}
-	if silent := l.conn.Err(); silent != nil {
-		return silent
+	switch cause := l.conn.Err(); {
+	case errors.Is(cause, transport.ErrSilent):
+		return cause
+	case cause != nil:
+		d.log.Warn("dropping daemon: its link was tampered with", "daemon", l.peer, "peer", l.conn.RemoteAddr().String(), "error", cause)
+		l.fail(cause)
 	}
 	if cause := l.failure(); cause != nil {
-		if !errors.As(cause, new(badMessage)) {
+		if errors.As(cause, new(oversize)) {
 			d.log.Error("dropping daemon: cannot send", "daemon", l.peer, "error", cause)
 		}
 		return cause

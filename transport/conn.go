@@ -90,9 +90,11 @@ func (o Options) logger() hclog.Logger {
 	return hclog.NewNullLogger()
 }
 
-// Conn is an authenticated, multiplexed connection to another daemon.
+// Conn is an authenticated, sealed, multiplexed connection to another
+// daemon.
 type Conn struct {
 	sess  *yamux.Session
+	link  *sealedConn           // what yamux reads and writes
 	heard atomic.Int64          // see heardConn
 	cause atomic.Pointer[error] // see Err
 }
@@ -127,7 +129,7 @@ func Dial(ctx context.Context, addr string, secret []byte, opt Options) (*Conn, 
 	// The handshake heeds ctx too: a peer that accepts and then says
 	// nothing must not hold a cancelled Dial for the whole timeout.
 	stop := context.AfterFunc(ctx, func() { raw.Close() })
-	err = dialerHandshake(raw, secret, opt.handshakeTimeout())
+	k, err := dialerHandshake(raw, secret, opt.handshakeTimeout())
 	if !stop() {
 		raw.Close()
 		return nil, fmt.Errorf("%s: %w", hostport, ctx.Err())
@@ -136,12 +138,11 @@ func Dial(ctx context.Context, addr string, secret []byte, opt Options) (*Conn, 
 		raw.Close()
 		return nil, fmt.Errorf("%s: %w", hostport, err)
 	}
-	c, err := newConn(raw, opt, true)
+	c, err := newConn(raw, k, opt, true)
 	if err != nil {
 		raw.Close()
-		return nil, err
 	}
-	return c, nil
+	return c, err
 }
 
 // hungUp says the peer closed the connection before sending anything.
@@ -216,7 +217,7 @@ func (l *Listener) acceptLoop() {
 }
 
 func (l *Listener) admit(raw net.Conn) {
-	err := listenerHandshake(raw, l.secret, l.opt.handshakeTimeout())
+	k, err := listenerHandshake(raw, l.secret, l.opt.handshakeTimeout())
 	<-l.slots
 	if err != nil {
 		log := l.opt.logger().Warn
@@ -229,7 +230,7 @@ func (l *Listener) admit(raw net.Conn) {
 		raw.Close()
 		return
 	}
-	c, err := newConn(raw, l.opt, false)
+	c, err := newConn(raw, k, l.opt, false)
 	if err != nil {
 		raw.Close()
 		return

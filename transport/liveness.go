@@ -33,19 +33,21 @@ func (c heardConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// newConn runs yamux over an authenticated connection and watches that
-// the peer keeps talking.
-func newConn(raw net.Conn, opt Options, client bool) (*Conn, error) {
-	c := &Conn{}
-	c.heard.Store(int64(time.Since(epoch)))
-	in := heardConn{Conn: raw, heard: &c.heard}
-	var err error
-	if client {
-		c.sess, err = yamux.Client(in, opt.yamux())
-	} else {
-		c.sess, err = yamux.Server(in, opt.yamux())
-	}
+// newConn seals an authenticated connection with the handshake's keys,
+// runs yamux over it (the dialer is yamux's client) and watches that the
+// peer keeps talking.
+func newConn(raw net.Conn, k keys, opt Options, dialer bool) (*Conn, error) {
+	link, err := seal(raw, k)
 	if err != nil {
+		return nil, err
+	}
+	c := &Conn{link: link}
+	c.heard.Store(int64(time.Since(epoch)))
+	start := yamux.Server
+	if dialer {
+		start = yamux.Client
+	}
+	if c.sess, err = start(heardConn{Conn: link, heard: &c.heard}, opt.yamux()); err != nil {
 		return nil, err
 	}
 	go c.watch(opt.keepAlive(), opt.silence())
@@ -85,9 +87,14 @@ func (c *Conn) end(cause error) {
 	c.sess.Close()
 }
 
-// Err says why the connection ended, when it was this side's decision
-// (the peer went silent); nil otherwise.
+// Err says why the connection ended when this side ended it: a record
+// that failed to open (an error wrapping ErrBadRecord: someone changed
+// the link's bytes) or a peer gone silent (ErrSilent). It is nil while the
+// connection is up and when it ended otherwise.
 func (c *Conn) Err() error {
+	if err := c.link.failure(); err != nil {
+		return err
+	}
 	if p := c.cause.Load(); p != nil {
 		return *p
 	}

@@ -268,13 +268,19 @@ func TestHandshakeBadProof(t *testing.T) {
 // played by fake, and returns its result.
 func againstFakeDialer(t *testing.T, s []byte, fake func(net.Conn)) error {
 	t.Helper()
-	return handshakeAgainst(t, func(c net.Conn) error { return listenerHandshake(c, s, patience) }, fake)
+	return handshakeAgainst(t, func(c net.Conn) error {
+		_, err := listenerHandshake(c, s, patience)
+		return err
+	}, fake)
 }
 
 // againstFakeListener runs dialerHandshake against fake.
 func againstFakeListener(t *testing.T, s []byte, fake func(net.Conn)) error {
 	t.Helper()
-	return handshakeAgainst(t, func(c net.Conn) error { return dialerHandshake(c, s, patience) }, fake)
+	return handshakeAgainst(t, func(c net.Conn) error {
+		_, err := dialerHandshake(c, s, patience)
+		return err
+	}, fake)
 }
 
 func handshakeAgainst(t *testing.T, side func(net.Conn) error, fake func(net.Conn)) error {
@@ -383,7 +389,9 @@ func TestHostilePeers(t *testing.T) {
 	}{
 		{"garbage", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + strings.Repeat("garbage ", 20)), "not a prsh peer", "WARN"},
 		{"right magic, bad proof", append(append([]byte{}, magic...), make([]byte, nonceSize+sha256.Size)...), ErrBadProof.Error(), "WARN"},
-		{"short then hang up", []byte("PRSH\x01abc"), "unexpected EOF", "WARN"},
+		{"short then hang up", append(append([]byte{}, magic...), "abc"...), "unexpected EOF", "WARN"},
+		// A peer of the unsealed wire, version 1, is refused at once.
+		{"old version", append([]byte("PRSH\x01"), make([]byte, nonceSize+sha256.Size)...), "not a prsh peer", "WARN"},
 		{"silent", nil, "timeout", "WARN"},
 		// The listener's nonce is fresh, so yesterday's proof is worthless.
 		{"replay", replay, ErrBadProof.Error(), "WARN"},
@@ -861,9 +869,9 @@ func FuzzReadFrame(f *testing.F) {
 func FuzzHandshake(f *testing.F) {
 	ns := bytes.Repeat([]byte{5}, nonceSize)
 	f.Add([]byte{})
-	f.Add([]byte("PRSH\x01"))
+	f.Add(magic)
+	f.Add(append(append(append([]byte{}, magic...), ns...), make([]byte, sha256.Size)...))
 	f.Add(append(append([]byte("PRSH\x01"), ns...), make([]byte, sha256.Size)...))
-	f.Add(append(append([]byte("PRSH\x02"), ns...), make([]byte, sha256.Size)...))
 	f.Add([]byte("SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n"))
 	s := bytes.Repeat([]byte{0x42}, SecretSize)
 	f.Fuzz(func(t *testing.T, data []byte) {

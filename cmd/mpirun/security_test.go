@@ -182,7 +182,7 @@ func readHello(addr, localIP string) (net.Conn, error) {
 	}
 	raw.SetDeadline(time.Now().Add(time.Minute))
 	hello := make([]byte, helloSize)
-	if _, err := io.ReadFull(raw, hello); err != nil || !bytes.HasPrefix(hello, []byte("PRSH\x01")) {
+	if _, err := io.ReadFull(raw, hello); err != nil || !bytes.HasPrefix(hello, []byte("PRSH")) {
 		raw.Close()
 		return nil, fmt.Errorf("hello %q, %v; not a daemon's port?", hello, err)
 	}
