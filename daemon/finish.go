@@ -12,6 +12,10 @@ import (
 // or a second Ctrl-C), waits for a stalled stdout before leaving the rest.
 const abandonWait = time.Second
 
+// flushWait bounds how long an exiting orted waits for its parent to take
+// the last of its subtree's output.
+const flushWait = 5 * time.Second
+
 // finish ends the daemon as the machine decided. mpirun writes what is
 // left of the ranks' unfinished lines: all of it on an orderly end, for at
 // most abandonWait when it leaves without its daemons.
@@ -29,11 +33,29 @@ func (d *Daemon) finish(e protocol.Exit) {
 			wait = abandonWait
 		}
 		d.flushTerminal(wait)
+		if e.Status == 0 && !d.outputComplete() {
+			e.Status = 255
+		}
 		d.reportTimes()
 	} else if d.upStream != nil {
 		d.upStream.Close()
+		if d.parent != nil {
+			d.parent.conn.Flush(flushWait)
+		}
 	}
 	d.exit <- e.Status
+}
+
+// outputComplete says whether every rank's output reached the terminal
+// whole, and if not names the first rank that lost some: a job whose
+// output was cut short must not end as a success.
+func (d *Daemon) outputComplete() bool {
+	r, cut := d.terminal.CutShort(len(d.app.RankNode))
+	if cut {
+		fmt.Fprintf(d.cfg.Stderr, "mpirun: %s: the output of rank %d was cut short on its way to mpirun\n",
+			d.machine.Job().Hosts[d.app.RankNode[r]], r)
+	}
+	return !cut
 }
 
 // gaveUp tells the user which daemons did not finish in time, and why

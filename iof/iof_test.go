@@ -847,3 +847,33 @@ func TestTerminalShortLineAfterLongOne(t *testing.T) {
 		data(1, Stdout, "other\n"), data(0, Stdout, " line\n"))
 	checkWrites(t, "stdout", out.pieces(), []string{long + "end\n", "other\n", "short line\n"})
 }
+
+// TestTerminalCutShort: a rank counts as whole once both its streams have
+// ended; the first rank that lacks an end is named, whatever came of its
+// data.
+func TestTerminalCutShort(t *testing.T) {
+	term := NewTerminal(io.Discard, io.Discard, Options{})
+	send := func(c Chunk) {
+		if err := term.Send(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, cut := term.CutShort(0); cut {
+		t.Fatalf("no ranks: rank %d cut short", r)
+	}
+	send(Chunk{Rank: 0, Stream: Stdout, Data: []byte("a\n")})
+	send(Chunk{Rank: 0, Stream: Stdout, EOF: true})
+	send(Chunk{Rank: 0, Stream: Stderr, EOF: true})
+	send(Chunk{Rank: 1, Stream: Stderr, EOF: true})
+	send(Chunk{Rank: 1, Stream: Stdout, Data: []byte("tail without its end")})
+	if r, cut := term.CutShort(2); !cut || r != 1 {
+		t.Fatalf("CutShort(2) = %d, %v; want rank 1", r, cut)
+	}
+	send(Chunk{Rank: 1, Stream: Stdout, EOF: true})
+	if r, cut := term.CutShort(2); cut {
+		t.Fatalf("both ranks ended, yet rank %d is cut short", r)
+	}
+	if r, cut := term.CutShort(3); !cut || r != 2 {
+		t.Fatalf("CutShort(3) = %d, %v; want rank 2, which sent nothing", r, cut)
+	}
+}

@@ -37,6 +37,7 @@ type Terminal struct {
 	opt     Options
 	out     map[Stream]io.Writer
 	pending map[key][]byte
+	ended   map[int]Stream // the streams of each rank whose end came, as bits
 	files   map[key]*os.File
 	now     func() time.Time
 	err     error
@@ -55,6 +56,7 @@ func NewTerminal(stdout, stderr io.Writer, opt Options) *Terminal {
 		opt:     opt,
 		out:     map[Stream]io.Writer{Stdout: stdout, Stderr: stderr},
 		pending: map[key][]byte{},
+		ended:   map[int]Stream{},
 		files:   map[key]*os.File{},
 		now:     time.Now,
 	}
@@ -85,8 +87,24 @@ func (t *Terminal) Send(c Chunk) error {
 	if c.EOF {
 		delete(t.pending, k)
 		t.closeFile(k)
+		t.ended[c.Rank] |= c.Stream
 	}
 	return nil
+}
+
+// CutShort returns the first of ranks 0..n-1 whose stdout or stderr has
+// not ended, and whether there is one. Each daemon sends a stream's end
+// after its last byte, so a stream without an end lost its tail on the
+// way: a link that ended as if cleanly (EOF) before its data did.
+func (t *Terminal) CutShort(n int) (int, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for r := range n {
+		if t.ended[r] != Stdout|Stderr {
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 func (t *Terminal) lineLimit() int {
