@@ -57,7 +57,7 @@ func checkParsed(t *testing.T, hosts []Host) {
 		}
 		seen[h.Name] = true
 	}
-	if _, err := Build(hosts, Options{}); err != nil {
+	if _, err := Build(hosts, Options{NP: 1}); err != nil {
 		t.Fatalf("Build rejects parsed hosts %v: %v", hosts, err)
 	}
 }
@@ -82,5 +82,23 @@ func FuzzExpandHostRange(f *testing.F) {
 		if !strings.ContainsAny(s, "[]") && (len(names) != 1 || names[0] != s) {
 			t.Fatalf("ExpandHostRange(%q) = %q, want the name itself", s, names)
 		}
+	})
+}
+
+// FuzzSlurmHosts checks that no Slurm allocation panics the parser and
+// that whatever parses is usable by Build.
+func FuzzSlurmHosts(f *testing.F) {
+	f.Add("n[1-3],login", "2(x3),1")
+	f.Add("n[01-02]", "")
+	f.Add("n[1-2]", "2(x")
+	f.Fuzz(func(t *testing.T, list, tasks string) {
+		hosts, err := SlurmHosts(list, tasks)
+		if err != nil {
+			if hosts != nil {
+				t.Fatalf("SlurmHosts(%q, %q) = %v with error %v", list, tasks, hosts, err)
+			}
+			return
+		}
+		checkParsed(t, hosts)
 	})
 }

@@ -46,7 +46,7 @@ func ParseMapBy(s string) (MapBy, error) {
 
 // Options are the mpirun flags that shape the job map.
 type Options struct {
-	NP            int // 0 = default: one rank per node (or NPerNode per node if set)
+	NP            int // 0 = default: one rank per slot (or NPerNode per node if set)
 	NPerNode      int // 0 = unset
 	MapBy         MapBy
 	Oversubscribe bool
@@ -86,7 +86,7 @@ func Build(hosts []Host, opt Options) (*Map, error) {
 		return nil, err
 	}
 	var rankNode []int
-	if opt.NPerNode > 0 || opt.NP == 0 {
+	if opt.NPerNode > 0 {
 		rankNode, err = mapPerNode(nodes, opt)
 	} else {
 		rankNode, err = mapBySlots(nodes, opt)
@@ -114,8 +114,8 @@ func mergeHosts(hosts []Host) ([]Host, error) {
 	return set.hosts, nil
 }
 
-// mapPerNode places a fixed number of ranks on every node: -npernode, or
-// one per node when neither -np nor -npernode is given.
+// mapPerNode places -npernode ranks on every node, or fewer when -np
+// stops it first.
 func mapPerNode(nodes []Host, opt Options) ([]int, error) {
 	per, n := max(opt.NPerNode, 1), len(nodes)
 	if per > MaxRanks/n {
@@ -165,6 +165,12 @@ func checkPerNode(nodes []Host, rankNode []int, opt Options) error {
 // --oversubscribe, goes round robin over nodes below their max_slots.
 func mapBySlots(nodes []Host, opt Options) ([]int, error) {
 	np, total := opt.NP, totalSlots(nodes)
+	if np == 0 { // Open MPI's default: one rank per slot
+		if total > MaxRanks {
+			return nil, fmt.Errorf("one rank per slot on %s is more than the limit of %d ranks; give -np", hostNames(nodes), MaxRanks)
+		}
+		np = total
+	}
 	if err := checkCapacity(nodes, np, total, opt.Oversubscribe); err != nil {
 		return nil, err
 	}
