@@ -153,8 +153,8 @@ func checkPerNode(nodes []Host, rankNode []int, opt Options) error {
 		case h.MaxSlots > 0 && c > h.MaxSlots:
 			return fmt.Errorf("-npernode %d puts %d ranks on host %s, above its max_slots=%d", opt.NPerNode, c, h.Name, h.MaxSlots)
 		case c > h.Slots && !opt.Oversubscribe:
-			return fmt.Errorf("-npernode %d puts %d ranks on host %s, which has %d slots; use --oversubscribe to allow it",
-				opt.NPerNode, c, h.Name, h.Slots)
+			return fmt.Errorf("-npernode %d puts %d ranks on host %s, which has %s; use --oversubscribe to allow it",
+				opt.NPerNode, c, h.Name, Slots(h.Slots))
 		}
 	}
 	return nil
@@ -202,9 +202,17 @@ func checkCapacity(nodes []Host, np, total int, oversubscribe bool) error {
 		return fmt.Errorf("-np %d exceeds the %d ranks that max_slots allows on %s", np, limit, hostNames(nodes))
 	}
 	if !oversubscribe {
-		return fmt.Errorf("-np %d exceeds the %d slots available; use --oversubscribe to allow it", np, total)
+		return fmt.Errorf("-np %d exceeds the %s available; use --oversubscribe to allow it", np, Slots(total))
 	}
 	return nil
+}
+
+// Slots says "1 slot" or "n slots".
+func Slots(n int) string {
+	if n == 1 {
+		return "1 slot"
+	}
+	return fmt.Sprintf("%d slots", n)
 }
 
 // totalSlots sums the slots of nodes, saturating at MaxRanks+1: any larger

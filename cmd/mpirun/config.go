@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -95,7 +96,7 @@ func remapper(c *cli.Context, m *job.Map) func(skipped map[int]bool) ([]int, err
 }
 
 func jobMap(c *cli.Context) (*job.Map, error) {
-	hosts, err := hostList(c)
+	src, err := hostList(c)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -103,9 +104,9 @@ func jobMap(c *cli.Context) (*job.Map, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	m, err := job.Build(hosts, opt)
+	m, err := job.Build(src.hosts, opt)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usageError{fmt.Errorf("%w (%s)", err, src.from)}
 	}
 	return m, nil
 }
@@ -125,23 +126,48 @@ func jobOptions(c *cli.Context) (job.Options, error) {
 	}, nil
 }
 
-// hostList reads -H, else the hostfile, else runs on this host alone.
-func hostList(c *cli.Context) ([]job.Host, error) {
+// hostSource is the host list and where it came from, which messages
+// about slots name.
+type hostSource struct {
+	hosts []job.Host
+	from  string
+}
+
+// hostList reads -H, else --hostfile, else MPIRUN_HOSTFILE, else the batch
+// system's allocation, else runs on this host with a slot per CPU.
+// MPIRUN_HOSTFILE comes before the allocation so that a testbed started
+// inside a batch job keeps its own nodes.
+func hostList(c *cli.Context) (hostSource, error) {
 	if values := c.StringSlice("host"); len(values) > 0 {
 		var hosts []job.Host
 		for _, v := range values {
 			h, err := job.ParseHostList(v)
 			if err != nil {
-				return nil, err
+				return hostSource{}, err
 			}
 			hosts = append(hosts, h...)
 		}
-		return hosts, nil
+		return hostSource{hosts, "hosts from -H"}, nil
 	}
-	if path := c.String("hostfile"); path != "" {
-		return job.ReadHostfile(path)
+	for _, path := range []string{c.String("hostfile"), os.Getenv("MPIRUN_HOSTFILE")} {
+		if path != "" {
+			hosts, err := job.ReadHostfile(path)
+			return hostSource{hosts, "hosts from " + path}, err
+		}
 	}
-	return []job.Host{{Name: "localhost", Slots: 1}}, nil
+	alloc, err := job.DetectAllocation(os.Getenv)
+	if err != nil || alloc != nil {
+		return allocationSource(alloc), err
+	}
+	n := runtime.NumCPU()
+	return hostSource{[]job.Host{{Name: "localhost", Slots: n}}, "no hosts given: localhost with " + job.Slots(n)}, nil
+}
+
+func allocationSource(a *job.Allocation) hostSource {
+	if a == nil {
+		return hostSource{}
+	}
+	return hostSource{a.Hosts, "hosts from the batch allocation of " + a.Source}
 }
 
 func jobSpec(c *cli.Context, m *job.Map) (protocol.JobSpec, error) {
@@ -296,7 +322,7 @@ func nodes(m *job.Map) []spawn.Node {
 // application is the launch message: the command, its environment and
 // where every rank runs.
 func application(c *cli.Context, m *job.Map) (protocol.Launch, error) {
-	env, err := exports(c.StringSlice("x"))
+	env, err := exports(rawValues(c, "x"))
 	if err != nil {
 		return protocol.Launch{}, usageError{err}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -10,7 +11,7 @@ func flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "np", Aliases: []string{"n"}, Usage: "number of ranks (default: one per node)"},
 		&cli.StringSliceFlag{Name: "host", Aliases: []string{"H"}, Usage: "hosts as `a,b:4,c`; repeats add slots"},
-		&cli.StringFlag{Name: "hostfile", Aliases: []string{"machinefile"}, EnvVars: []string{"MPIRUN_HOSTFILE"}, Usage: "hostfile with lines `host [slots=N] [max_slots=M]`"},
+		&cli.StringFlag{Name: "hostfile", Aliases: []string{"machinefile"}, Usage: "hostfile with lines `host [slots=N] [max_slots=M]` (default: $MPIRUN_HOSTFILE, else the batch allocation)"},
 		&cli.IntFlag{Name: "spawn-degree", Value: 32, Usage: "δ: how many daemons each daemon spawns; 0 = spawn along the routing tree"},
 		&cli.StringFlag{Name: "routed", Value: "radix", Usage: "routing topology: radix, binomial or direct"},
 		&cli.IntFlag{Name: "routed-radix", Usage: "radix of the radix topology (default: the spawn degree, or 64)"},
@@ -27,7 +28,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "orted", Usage: "path of orted on the nodes (default: beside mpirun)"},
 		&cli.StringFlag{Name: "bind", Usage: "IP address mpirun listens on (default: the one that reaches the first node)"},
 		&cli.StringFlag{Name: "wdir", Usage: "working directory of the ranks (default: mpirun's, else home)"},
-		&cli.StringSliceFlag{Name: "x", Usage: "export `VAR` or VAR=value to the ranks"},
+		&cli.GenericFlag{Name: "x", Value: &rawList{}, Usage: "export `VAR` or VAR=value to the ranks"},
 		&cli.BoolFlag{Name: "report-launch-times", Usage: "print when each launch phase completed"},
 		&cli.BoolFlag{Name: "tag-output", Usage: "prefix each line with [1,RANK]<stdout>: or <stderr>:"},
 		&cli.BoolFlag{Name: "prepend-rank", Aliases: []string{"l"}, Usage: "prefix each line with [RANK]"},
@@ -40,4 +41,19 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "trace, debug, info, warn, error or off"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "same as --log-level debug"},
 	}
+}
+
+// rawList collects a repeated flag's values exactly as given: urfave/cli's
+// slice flags trim spaces, and -x 'PAD= x ' must reach the ranks whole.
+type rawList []string
+
+func (l *rawList) Set(v string) error { *l = append(*l, v); return nil }
+func (l *rawList) String() string     { return strings.Join(*l, " ") }
+
+// rawValues returns the values of a rawList flag.
+func rawValues(c *cli.Context, name string) []string {
+	if l, ok := c.Generic(name).(*rawList); ok {
+		return *l
+	}
+	return nil
 }

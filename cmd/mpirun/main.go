@@ -30,6 +30,9 @@ func main() {
 		Usage:           "run a parallel job on the nodes of a cluster",
 		UsageText:       "mpirun [options] COMMAND [ARGS...]",
 		HideHelpCommand: true,
+		// -x 'MSG=hello, world' and -x CUDA_VISIBLE_DEVICES=0,1 are one
+		// value each; -H splits its own lists, knowing brackets.
+		DisableSliceFlagSeparator: true,
 		Flags:           flags(),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usageError{err}

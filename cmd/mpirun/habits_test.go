@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"prsh/testbed"
+)
+
+// The habits users bring from Open MPI, Hydra and batch systems (issue 18).
+
+// TestExportKeepsCommas: -x values reach the ranks whole, commas and
+// spaces included.
+func TestExportKeepsCommas(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	res := mpirun(t, c, "-x", "CUDA_VISIBLE_DEVICES=0,1", "-x", "MSG=hello, world", "-x", "PADDED= a , b ",
+		"sh", "-c", `echo "$PRSH_RANK|$CUDA_VISIBLE_DEVICES|$MSG|$PADDED|"`)
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	wantSet(t, res.stdout, "0|0,1|hello, world| a , b |", "1|0,1|hello, world| a , b |")
+}
+
+// TestSlotsMakeRanks: without -np there is one rank per slot, whether the
+// slots come from host:N, a hostfile, a range or a repeated name.
+func TestSlotsMakeRanks(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2})
+	cases := []struct {
+		name string
+		args []string
+		want []string // "rank node" of each rank
+	}{
+		{"host:N", []string{"-H", "node001:2,node002:2"}, []string{"0 node001", "1 node001", "2 node002", "3 node002"}},
+		{"hostfile slots", nil, []string{"0 node001", "1 node001", "2 node002", "3 node002", "4 node003", "5 node003"}},
+		{"range", []string{"-H", "node[001-002,003]"}, []string{"0 node001", "1 node002", "2 node003"}},
+		{"range with slots", []string{"-H", "node[002-003]:2", "--map-by", "node"}, []string{"0 node002", "1 node003", "2 node002", "3 node003"}},
+		{"repeats", []string{"-H", "node003,node003"}, []string{"0 node003", "1 node003"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mpirun(t, c, append(tc.args, "sh", "-c", `echo "$PRSH_RANK $PRSH_TESTBED_NODE"`)...)
+			if res.status != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+			}
+			wantSet(t, res.stdout, tc.want...)
+		})
+	}
+}
+
+// TestLocalSlots: -H localhost:4 is four ranks, started without ssh.
+func TestLocalSlots(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	res := mpirun(t, c, "-H", "localhost:4", "sh", "-c", `echo "$PRSH_RANK $PRSH_NODE"`)
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	wantSet(t, res.stdout, "0 localhost", "1 localhost", "2 localhost", "3 localhost")
+	if c.Sessions() != 0 {
+		t.Errorf("%d ssh sessions for a local run", c.Sessions())
+	}
+}
+
+// TestBatchAllocation: with no hosts given, the nodes and slots of a
+// Slurm, PBS or LSF allocation are used.
+func TestBatchAllocation(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	nodefile := filepath.Join(t.TempDir(), "nodefile")
+	os.WriteFile(nodefile, []byte("node002\nnode002\nnode003\n"), 0o644)
+	cases := []struct {
+		name string
+		env  []string
+		want []string
+	}{
+		{"slurm", []string{"SLURM_JOB_NODELIST=node[001-003]", "SLURM_TASKS_PER_NODE=2(x2),1"},
+			[]string{"0 node001", "1 node001", "2 node002", "3 node002", "4 node003"}},
+		{"pbs", []string{"PBS_NODEFILE=" + nodefile}, []string{"0 node002", "1 node002", "2 node003"}},
+		{"lsf hostfile", []string{"LSB_DJOB_HOSTFILE=" + nodefile}, []string{"0 node002", "1 node002", "2 node003"}},
+		{"lsf hosts", []string{"LSB_MCPU_HOSTS=node003 2 node001 1"}, []string{"0 node003", "1 node003", "2 node001"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mpirunInAllocation(t, c, tc.env, "sh", "-c", `echo "$PRSH_RANK $PRSH_TESTBED_NODE"`)
+			if res.status != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+			}
+			wantSet(t, res.stdout, tc.want...)
+		})
+	}
+	t.Run("mismatch", func(t *testing.T) {
+		res := mpirunInAllocation(t, c, []string{"SLURM_JOB_NODELIST=node[001-003]", "SLURM_TASKS_PER_NODE=2(x2)"}, "/bin/true")
+		if res.status != statusUsage {
+			t.Errorf("exit %d, want %d", res.status, statusUsage)
+		}
+		checkOneLine(t, res.stderr, `^mpirun: batch allocation from Slurm .*SLURM_TASKS_PER_NODE "2\(x2\)" gives 2 nodes, SLURM_JOB_NODELIST names 3`)
+	})
+}
+
+// mpirunInAllocation runs mpirun on the cluster as inside a batch job
+// whose environment is alloc: without MPIRUN_HOSTFILE, and without any
+// allocation the test itself runs in.
+func mpirunInAllocation(t *testing.T, c *testbed.Cluster, alloc []string, args ...string) result {
+	t.Helper()
+	var env []string
+	for _, kv := range append(os.Environ(), c.Env()...) {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != testbed.EnvHostfile && !strings.HasPrefix(name, "SLURM_") && !strings.HasPrefix(name, "PBS_") && !strings.HasPrefix(name, "LSB_") {
+			env = append(env, kv)
+		}
+	}
+	res := runMpirun(t, filepath.Join(bin, "mpirun"), append(env, alloc...), args...)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Fatalf("mpirun %v left processes running: %+v", args, left)
+	}
+	return res
+}
