@@ -33,7 +33,7 @@ func main() {
 		// -x 'MSG=hello, world' and -x CUDA_VISIBLE_DEVICES=0,1 are one
 		// value each; -H splits its own lists, knowing brackets.
 		DisableSliceFlagSeparator: true,
-		Flags:           flags(),
+		Flags:                     flags(),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usageError{err}
 		},
