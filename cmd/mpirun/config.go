@@ -23,7 +23,12 @@ import (
 
 // configure turns the command line into mpirun's daemon configuration.
 func configure(c *cli.Context) (daemon.Config, error) {
-	jobMap, err := jobMap(c)
+	contexts, err := appContexts(c.Args().Slice(), c.Int("np"))
+	if err != nil {
+		return daemon.Config{}, usageError{err}
+	}
+	np := totalRanks(contexts)
+	jobMap, err := jobMap(c, np)
 	if err != nil {
 		return daemon.Config{}, err
 	}
@@ -40,7 +45,7 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	if err != nil {
 		return daemon.Config{}, err
 	}
-	app, err := application(c, jobMap)
+	app, err := application(c, jobMap, contexts)
 	if err != nil {
 		return daemon.Config{}, err
 	}
@@ -53,7 +58,7 @@ func configure(c *cli.Context) (daemon.Config, error) {
 		Bind: bindIP(c, agent, jobMap), Job: spec, Nodes: nodes(jobMap), App: app, Agent: agent,
 		Stdout: os.Stdout, Stderr: os.Stderr, ReportTimes: c.Bool("report-launch-times"),
 		Output: outputOptions(c), Stdin: stdinSource(app.StdinRank), Timeout: limit,
-		Remap: remapper(c, jobMap),
+		Remap: remapper(c, jobMap, np),
 	}, nil
 }
 
@@ -69,7 +74,7 @@ func onUnreachable(value string) (skip bool, err error) {
 
 // remapper places the ranks again on the nodes that came up, with the
 // same options; a default -np shrinks with the nodes.
-func remapper(c *cli.Context, m *job.Map) func(skipped map[int]bool) ([]int, error) {
+func remapper(c *cli.Context, m *job.Map, np int) func(skipped map[int]bool) ([]int, error) {
 	return func(skipped map[int]bool) ([]int, error) {
 		var hosts []job.Host
 		var ids []int
@@ -82,7 +87,7 @@ func remapper(c *cli.Context, m *job.Map) func(skipped map[int]bool) ([]int, err
 		if len(hosts) == 0 {
 			return nil, fmt.Errorf("no node could be reached")
 		}
-		opt, _ := jobOptions(c) // checked when the first map was built
+		opt, _ := jobOptions(c, np) // checked when the first map was built
 		survivors, err := job.Build(hosts, opt)
 		if err != nil {
 			return nil, fmt.Errorf("placing the ranks on the %d nodes that came up: %w", len(hosts), err)
@@ -95,12 +100,12 @@ func remapper(c *cli.Context, m *job.Map) func(skipped map[int]bool) ([]int, err
 	}
 }
 
-func jobMap(c *cli.Context) (*job.Map, error) {
+func jobMap(c *cli.Context, np int) (*job.Map, error) {
 	src, err := hostList(c)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	opt, err := jobOptions(c)
+	opt, err := jobOptions(c, np)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -112,8 +117,8 @@ func jobMap(c *cli.Context) (*job.Map, error) {
 }
 
 // jobOptions are the placement flags, used for the first map and again
-// when nodes are left out.
-func jobOptions(c *cli.Context) (job.Options, error) {
+// when nodes are left out; np is the job's rank count, 0 for the default.
+func jobOptions(c *cli.Context, np int) (job.Options, error) {
 	if c.IsSet("np") && c.Int("np") <= 0 {
 		return job.Options{}, fmt.Errorf("-np must be at least 1, not %d", c.Int("np"))
 	}
@@ -122,7 +127,7 @@ func jobOptions(c *cli.Context) (job.Options, error) {
 		return job.Options{}, err
 	}
 	return job.Options{
-		NP: c.Int("np"), NPerNode: c.Int("npernode"), MapBy: mapBy, Oversubscribe: c.Bool("oversubscribe"),
+		NP: np, NPerNode: c.Int("npernode"), MapBy: mapBy, Oversubscribe: c.Bool("oversubscribe"),
 	}, nil
 }
 
@@ -319,10 +324,14 @@ func nodes(m *job.Map) []spawn.Node {
 	return out
 }
 
-// application is the launch message: the command, its environment and
+// application is the launch message: the programs, their environment and
 // where every rank runs.
-func application(c *cli.Context, m *job.Map) (protocol.Launch, error) {
+func application(c *cli.Context, m *job.Map, contexts []appContext) (protocol.Launch, error) {
 	env, err := exports(rawValues(c, "x"))
+	if err != nil {
+		return protocol.Launch{}, usageError{err}
+	}
+	first, err := exports(contexts[0].env)
 	if err != nil {
 		return protocol.Launch{}, usageError{err}
 	}
@@ -331,7 +340,7 @@ func application(c *cli.Context, m *job.Map) (protocol.Launch, error) {
 		return protocol.Launch{}, usageError{err}
 	}
 	app := protocol.Launch{
-		Argv: c.Args().Slice(), Env: env, RankNode: make([]int, m.Size()),
+		Argv: contexts[0].argv, Env: append(env, first...), RankNode: make([]int, m.Size()),
 		StdinRank: target, MergeStderr: c.Bool("merge-stderr-to-stdout"),
 	}
 	for r, node := range m.RankNode {
@@ -341,6 +350,9 @@ func application(c *cli.Context, m *job.Map) (protocol.Launch, error) {
 		app.Wdir, app.WdirSet = absPath(wdir), true
 	} else if cwd, err := os.Getwd(); err == nil {
 		app.Wdir = cwd
+	}
+	if app.More, err = moreApps(contexts, env, app.Wdir, app.WdirSet); err != nil {
+		return protocol.Launch{}, usageError{err}
 	}
 	return app, nil
 }

@@ -117,3 +117,47 @@ func mpirunInAllocation(t *testing.T, c *testbed.Cluster, alloc []string, args .
 	}
 	return res
 }
+
+// TestMPMD: programs separated by ":" are one world, ranks numbered in
+// order, each with its own -x and --wdir on top of mpirun's.
+func TestMPMD(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	dir := t.TempDir()
+	show := `echo "$PRSH_RANK/$PRSH_SIZE/$PMI_SIZE $0 app=$OMPI_APPNUM g=$G own=$OWN $(pwd)"`
+	res := mpirun(t, c, "-x", "G=1,2", "--wdir", "/", "-np", "1", "sh", "-c", show, "A",
+		":", "-np", "2", "-x", "OWN=b b", "--wdir", dir, "sh", "-c", show, "B",
+		":", "-n", "1", "-env", "OWN", "c", "sh", "-c", show, "C")
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	wantSet(t, res.stdout, "0/4/4 A app=0 g=1,2 own= /",
+		"1/4/4 B app=1 g=1,2 own=b b "+dir, "2/4/4 B app=1 g=1,2 own=b b "+dir,
+		"3/4/4 C app=2 g=1,2 own=c /")
+}
+
+// TestMPMDMistakes: a colon used wrongly is a usage error naming the
+// program, never a silent misparse.
+func TestMPMDMistakes(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	cases := []struct {
+		name string
+		args []string
+		line string
+	}{
+		{"trailing colon", []string{"-np", "1", "echo", "A", ":"}, `^mpirun: program 2 of 2 \(\): no command after ':' number 1 \(see mpirun --help\)$`},
+		{"leading colon", []string{":", "echo", "A"}, `^mpirun: program 1 of 2 \(\): no command before the first ':'`},
+		{"no count", []string{"-np", "1", "echo", "A", ":", "echo", "B"}, `^mpirun: program 2 of 2 \(echo B\): no -np: with several programs`},
+		{"unknown option", []string{"-np", "1", "echo", "A", ":", "-np", "1", "--bogus", "echo"}, `^mpirun: program 2 of 2 .*unknown option --bogus`},
+		{"bad count", []string{"-np", "1", "echo", "A", ":", "-np", "two", "echo"}, `^mpirun: program 2 of 2 .*-np "two": want a count`},
+		{"too many ranks", []string{"-np", "1", "echo", "A", ":", "-np", "2", "echo"}, `^mpirun: -np 3 exceeds the 2 slots available`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mpirun(t, c, tc.args...)
+			if res.status != statusUsage {
+				t.Errorf("exit %d, want %d; stderr:\n%s", res.status, statusUsage, res.stderr)
+			}
+			checkOneLine(t, res.stderr, tc.line)
+		})
+	}
+}
