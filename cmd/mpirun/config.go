@@ -283,10 +283,21 @@ func agent(c *cli.Context, m *job.Map, spec protocol.JobSpec, log hclog.Logger) 
 		ConfigFile: spec.SSHConfig, ConnectTimeout: c.Duration("ssh-connect-timeout"),
 		MaxSessions: spec.MaxSessions, Logger: log.Named("ssh"),
 	})
+	if err == nil {
+		err = a.CheckHosts(hostNames(m))
+	}
 	if err != nil {
 		return nil, usageError{err}
 	}
 	return a, nil
+}
+
+func hostNames(m *job.Map) []string {
+	names := make([]string, len(m.Nodes))
+	for i, h := range m.Nodes {
+		names[i] = h.Name
+	}
+	return names
 }
 
 func isLocal(host string) bool {
