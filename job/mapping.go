@@ -39,9 +39,30 @@ func ParseMapBy(s string) (MapBy, error) {
 	case v == "node":
 		return MapByNode, nil
 	case strings.HasPrefix(v, "ppr:"):
-		return 0, fmt.Errorf("--map-by %q is not supported; use -npernode instead", s)
+		return 0, fmt.Errorf("--map-by %q: ppr is a count per node, see ParseMapping", s)
 	}
-	return 0, fmt.Errorf("unknown --map-by value %q (want slot, node or core)", s)
+	return 0, fmt.Errorf("unknown --map-by value %q (want slot, node, core or ppr:N:node)", s)
+}
+
+// ParseMapping parses a --map-by value as ParseMapBy does, and Open MPI's
+// "ppr:N:node" (N ranks per node), which is -npernode N: perNode is N, or
+// 0 for the other values. Other ppr resources need a topology prsh does
+// not know.
+func ParseMapping(s string) (m MapBy, perNode int, err error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	rest, ok := strings.CutPrefix(v, "ppr:")
+	if !ok {
+		m, err = ParseMapBy(s)
+		return m, 0, err
+	}
+	count, resource, _ := strings.Cut(rest, ":")
+	if resource != "node" {
+		return 0, 0, fmt.Errorf("--map-by %q: only ppr:N:node is supported (prsh knows no sockets or cores)", s)
+	}
+	if perNode, err = parseCount(count); err != nil {
+		return 0, 0, fmt.Errorf("--map-by %q: count %w", s, err)
+	}
+	return MapBySlot, perNode, nil
 }
 
 // Options are the mpirun flags that shape the job map.

@@ -25,12 +25,20 @@ func TestParseMapBy(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"socket":     `unknown --map-by value "socket" (want slot, node or core)`,
-		"nodes":      `unknown --map-by value "nodes"`,
-		"ppr:2:node": `--map-by "ppr:2:node" is not supported; use -npernode instead`,
+		"socket":       `unknown --map-by value "socket" (want slot, node, core or ppr:N:node)`,
+		"nodes":        `unknown --map-by value "nodes"`,
+		"ppr:2:socket": `--map-by "ppr:2:socket": only ppr:N:node is supported`,
+		"ppr:0:node":   `--map-by "ppr:0:node": count must be at least 1`,
+		"ppr:x:node":   `--map-by "ppr:x:node": count "x" is not a positive whole number`,
+		"ppr:2":        `only ppr:N:node`,
 	} {
-		if _, err := ParseMapBy(in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseMapBy(%q) error = %v, want %q", in, err, want)
+		if _, _, err := ParseMapping(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseMapping(%q) error = %v, want %q", in, err, want)
+		}
+	}
+	for in, want := range map[string]int{"ppr:4:node": 4, "PPR:1:Node": 1, "node": 0} {
+		if _, per, err := ParseMapping(in); err != nil || per != want {
+			t.Errorf("ParseMapping(%q) = %d, %v; want %d per node", in, per, err, want)
 		}
 	}
 }

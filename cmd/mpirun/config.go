@@ -23,20 +23,26 @@ import (
 
 // configure turns the command line into mpirun's daemon configuration.
 func configure(c *cli.Context) (daemon.Config, error) {
+	if err := checkPeerFlags(c); err != nil {
+		return daemon.Config{}, usageError{err}
+	}
 	contexts, err := appContexts(c.Args().Slice(), c.Int("np"))
 	if err != nil {
 		return daemon.Config{}, usageError{err}
 	}
+	log := logger(c)
 	np := totalRanks(contexts)
-	jobMap, err := jobMap(c, np)
+	jobMap, err := jobMap(c, np, log)
 	if err != nil {
 		return daemon.Config{}, err
+	}
+	if c.Bool("display-map") {
+		displayMap(os.Stderr, jobMap, contexts)
 	}
 	spec, err := jobSpec(c, jobMap)
 	if err != nil {
 		return daemon.Config{}, err
 	}
-	log := logger(c)
 	agent, err := agent(c, jobMap, spec, log)
 	if err != nil {
 		return daemon.Config{}, err
@@ -100,10 +106,14 @@ func remapper(c *cli.Context, m *job.Map, np int) func(skipped map[int]bool) ([]
 	}
 }
 
-func jobMap(c *cli.Context, np int) (*job.Map, error) {
+func jobMap(c *cli.Context, np int, log hclog.Logger) (*job.Map, error) {
 	src, err := hostList(c)
 	if err != nil {
 		return nil, usageError{err}
+	}
+	log.Debug("hosts", "from", src.from, "nodes", len(src.hosts))
+	if c.Bool("display-allocation") {
+		displayAllocation(os.Stderr, src)
 	}
 	opt, err := jobOptions(c, np)
 	if err != nil {
@@ -122,12 +132,18 @@ func jobOptions(c *cli.Context, np int) (job.Options, error) {
 	if c.IsSet("np") && c.Int("np") <= 0 {
 		return job.Options{}, fmt.Errorf("-np must be at least 1, not %d", c.Int("np"))
 	}
-	mapBy, err := job.ParseMapBy(c.String("map-by"))
-	if err != nil {
+	perNode := c.Int("npernode")
+	mapBy, ppr, err := job.ParseMapping(c.String("map-by"))
+	switch {
+	case err != nil:
 		return job.Options{}, err
+	case ppr > 0 && perNode > 0 && ppr != perNode:
+		return job.Options{}, fmt.Errorf("--map-by ppr:%d:node and -npernode %d disagree", ppr, perNode)
+	case ppr > 0:
+		perNode = ppr
 	}
 	return job.Options{
-		NP: np, NPerNode: c.Int("npernode"), MapBy: mapBy, Oversubscribe: c.Bool("oversubscribe"),
+		NP: np, NPerNode: perNode, MapBy: mapBy, Oversubscribe: c.Bool("oversubscribe"),
 	}, nil
 }
 
@@ -228,6 +244,9 @@ func checkBounds(c *cli.Context) error {
 	if n := c.Int("ssh-max-sessions"); n < 1 {
 		return fmt.Errorf("--ssh-max-sessions must be at least 1, not %d", n)
 	}
+	if ip := c.String("listen-ip"); ip != "" && net.ParseIP(ip) == nil {
+		return fmt.Errorf("--listen-ip %q: want an IP address of this host, such as 10.0.0.1", ip)
+	}
 	return nil
 }
 
@@ -305,10 +324,10 @@ func isLocal(host string) bool {
 	return host == "localhost" || host == "127.0.0.1" || host == "::1" || host == self
 }
 
-// bindIP is the address mpirun listens on: --bind, else the local address
+// bindIP is the address mpirun listens on: --listen-ip, else the local address
 // that reaches the first node.
 func bindIP(c *cli.Context, a launch.Agent, m *job.Map) string {
-	if ip := c.String("bind"); ip != "" {
+	if ip := c.String("listen-ip"); ip != "" {
 		return ip
 	}
 	if _, ok := a.(*launch.Fork); ok {
@@ -338,7 +357,7 @@ func nodes(m *job.Map) []spawn.Node {
 // application is the launch message: the programs, their environment and
 // where every rank runs.
 func application(c *cli.Context, m *job.Map, contexts []appContext) (protocol.Launch, error) {
-	env, err := exports(rawValues(c, "x"))
+	env, err := jobEnv(c)
 	if err != nil {
 		return protocol.Launch{}, usageError{err}
 	}
@@ -366,23 +385,4 @@ func application(c *cli.Context, m *job.Map, contexts []appContext) (protocol.La
 		return protocol.Launch{}, usageError{err}
 	}
 	return app, nil
-}
-
-// exports resolves -x VAR (from mpirun's environment) and -x VAR=value.
-func exports(vars []string) ([]string, error) {
-	var env []string
-	for _, v := range vars {
-		name, value, hasValue := strings.Cut(v, "=")
-		if name == "" {
-			return nil, fmt.Errorf("-x %q: no variable name", v)
-		}
-		if !hasValue {
-			var ok bool
-			if value, ok = os.LookupEnv(name); !ok {
-				continue
-			}
-		}
-		env = append(env, name+"="+value)
-	}
-	return env, nil
 }
