@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -281,8 +282,34 @@ func logLevel(c *cli.Context) string {
 	return c.String("log-level")
 }
 
+// logger is mpirun's log. At the default level it shows only warnings and
+// errors, and those read as messages to the user, like mpirun's others:
+// "mpirun: warning: identity file not found: file=…".
 func logger(c *cli.Context) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: "mpirun", Level: hclog.LevelFromString(logLevel(c)), Output: os.Stderr})
+	level := hclog.LevelFromString(logLevel(c))
+	if level >= hclog.Warn {
+		return hclog.New(&hclog.LoggerOptions{Name: "mpirun", Level: level, Output: userLines{os.Stderr}, DisableTime: true})
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "mpirun", Level: level, Output: os.Stderr})
+}
+
+// userLines rewrites hclog's "[WARN]  mpirun.ssh: text" entries (one per
+// Write) as "mpirun: warning: text".
+type userLines struct{ w io.Writer }
+
+func (u userLines) Write(p []byte) (int, error) {
+	line := string(p)
+	for prefix, kind := range map[string]string{"[WARN]": "warning", "[ERROR]": "error"} {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			if _, text, ok := strings.Cut(rest, ": "); ok {
+				line = "mpirun: " + kind + ": " + text
+			}
+		}
+	}
+	if _, err := io.WriteString(u.w, line); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // agent picks the launch agent: an external command if asked, a plain

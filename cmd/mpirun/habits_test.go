@@ -187,3 +187,147 @@ func TestProxySettingsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestEnvironmentForwarding: nothing of mpirun's environment by default;
+// -x with globs, Hydra's -genv family, a warning for what is not set, and
+// the rank variables scripts read.
+func TestEnvironmentForwarding(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	t.Setenv("HABIT_A", "a,1")
+	t.Setenv("HABIT_B", "b 2")
+	show := `echo "$PMI_RANK/$PMI_SIZE $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE/$OMPI_COMM_WORLD_LOCAL_RANK a=$HABIT_A b=$HABIT_B g=$G"`
+	cases := []struct {
+		name   string
+		args   []string
+		values string // after the rank variables
+		stderr string
+	}{
+		{"default", nil, "a= b= g=", ""},
+		{"glob", []string{"-x", "HABIT_*"}, "a=a,1 b=b 2 g=", ""},
+		{"genv", []string{"-genv", "G", "x, y", "-genvlist", "HABIT_A,HABIT_B"}, "a=a,1 b=b 2 g=x, y", ""},
+		{"genvall", []string{"-genvall", "-genv", "HABIT_B", "over"}, "a=a,1 b=over g=", ""},
+		{"genvnone", []string{"-genvnone", "-x", "G=1"}, "a= b= g=1", ""},
+		{"unset", []string{"-x", "HABIT_UNSET"}, "a= b= g=",
+			`^mpirun: warning: -x HABIT_UNSET: not set in mpirun's environment, so not exported$`},
+		{"glob matching nothing", []string{"-x", "NO_HABIT_*"}, "a= b= g=",
+			`^mpirun: warning: -x NO_HABIT_\*: no variable of mpirun's environment matches$`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mpirun(t, c, append(tc.args, "sh", "-c", show)...)
+			if res.status != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+			}
+			wantSet(t, res.stdout, "0/2 0/2/0 "+tc.values, "1/2 1/2/0 "+tc.values)
+			checkOneLine(t, res.stderr, tc.stderr)
+		})
+	}
+}
+
+// TestPeerSpellings: what Open MPI, Hydra and srun users type works, or
+// says in one line what prsh does instead.
+func TestPeerSpellings(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	hostfile := filepath.Join(t.TempDir(), "hosts")
+	os.WriteFile(hostfile, []byte("node002:2\n"), 0o644)
+	cases := []struct {
+		name   string
+		args   []string
+		want   []string
+		stderr string
+	}{
+		{"-N", []string{"-N", "1"}, []string{"0 node001", "1 node002"}, ""},
+		{"-ppn", []string{"-ppn", "2", "-n", "3"}, []string{"0 node001", "1 node001", "2 node002"}, ""},
+		{"ppr", []string{"--map-by", "ppr:1:node"}, []string{"0 node001", "1 node002"}, ""},
+		{"-hosts", []string{"-hosts", "node001:2"}, []string{"0 node001", "1 node001"}, ""},
+		{"-f", []string{"-f", hostfile}, []string{"0 node002", "1 node002"}, ""},
+		{"no-ops", []string{"--allow-run-as-root", "--bind-to", "none", "-np", "1"}, []string{"0 node001"}, ""},
+		{"bind-to core", []string{"--bind-to", "core", "-np", "1"}, []string{"0 node001"},
+			`^mpirun: warning: --bind-to core: prsh does not bind ranks yet; they run unbound$`},
+		{"mca", []string{"--mca", "btl", "tcp,self", "-np", "1"}, []string{"0 node001"},
+			`^mpirun: warning: --mca btl tcp,self ignored: prsh has no MCA parameters \(for Open MPI ranks: -x OMPI_MCA_btl=tcp,self\)$`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mpirun(t, c, append(tc.args, "sh", "-c", `echo "$PRSH_RANK $PRSH_TESTBED_NODE"`)...)
+			if res.status != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+			}
+			wantSet(t, res.stdout, tc.want...)
+			checkOneLine(t, res.stderr, tc.stderr)
+		})
+	}
+	t.Run("MPIEXEC_TIMEOUT", func(t *testing.T) {
+		t.Setenv("MPIEXEC_TIMEOUT", "1")
+		res := mpirun(t, c, "sleep", "600")
+		if res.status != 124 {
+			t.Errorf("exit %d, want 124; stderr:\n%s", res.status, res.stderr)
+		}
+	})
+}
+
+// TestPeerMistakes: flags prsh does not have, and values it cannot take,
+// are one line and exit 2, with what to type instead.
+func TestPeerMistakes(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	cases := []struct {
+		args []string
+		line string
+	}{
+		{[]string{"--display-mapp", "true"}, `^mpirun: unknown flag --display-mapp; did you mean --display-map\? \(see mpirun --help\)$`},
+		{[]string{"--report-bindings", "true"}, `^mpirun: unknown flag --report-bindings: Open MPI's --report-bindings: prsh does not bind ranks yet`},
+		{[]string{"--bind", "core", "true"}, `^mpirun: unknown flag --bind: --bind was renamed --listen-ip`},
+		{[]string{"--listen-ip", "core", "true"}, `^mpirun: --listen-ip "core": want an IP address of this host`},
+		{[]string{"--bind-to", "cores", "true"}, `^mpirun: --bind-to "cores": want none`},
+		{[]string{"--map-by", "ppr:2:socket", "true"}, `^mpirun: --map-by "ppr:2:socket": only ppr:N:node is supported`},
+		{[]string{"-genvall", "-genvnone", "true"}, `^mpirun: -genvall and -genvnone contradict each other`},
+		{[]string{"-np", "5", "true"}, `^mpirun: -np 5 exceeds the 1 slot available; use --oversubscribe to allow it \(hosts from .*hostfile\)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.args[0], func(t *testing.T) {
+			res := mpirun(t, c, tc.args...)
+			if res.status != statusUsage {
+				t.Errorf("exit %d, want %d; stderr:\n%s", res.status, statusUsage, res.stderr)
+			}
+			checkOneLine(t, res.stderr, tc.line)
+		})
+	}
+}
+
+// TestDisplayAndVersion: --display-allocation and --display-map print
+// readable tables on stderr (stdout is the ranks'); --version answers.
+func TestDisplayAndVersion(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	res := mpirun(t, c, "--display-allocation", "--display-map", "-np", "2", "true", ":", "-np", "1", "true")
+	if res.status != 0 || res.stdout != "" {
+		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	want := "mpirun: allocation (hosts from " + c.HostfilePath() + "):\n" +
+		"    node001  slots=2\n    node002  slots=2\n" +
+		"mpirun: map: 3 ranks on 2 nodes\n" +
+		"    node001  ranks 0-1  program 1\n    node002  ranks 2    program 2\n"
+	if res.stderr != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", res.stderr, want)
+	}
+	res = mpirun(t, c, "--version")
+	if res.status != 0 || !strings.Contains(res.stdout, "prsh") {
+		t.Errorf("--version: exit %d, stdout %q", res.status, res.stdout)
+	}
+}
+
+// TestWarningsReadAsMessages: a warning from mpirun's ssh client reads
+// "mpirun: warning: …", not as a log line.
+func TestWarningsReadAsMessages(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	base, err := os.ReadFile(c.SSHConfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(t.TempDir(), "ssh_config")
+	os.WriteFile(config, []byte("Host node001\n    IdentityFile /no/such/key\n"+string(base)), 0o644)
+	res := mpirun(t, c, "--ssh-config", config, "/bin/true")
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: warning: identity file not found: file=/no/such/key$`)
+}

@@ -29,12 +29,14 @@ func main() {
 	// --version only: -v is --verbose, as in Open MPI.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version"}
 	app := &cli.App{
-		Name:            "mpirun",
-		Usage:           "run a parallel job on the nodes of a cluster",
-		UsageText:       "mpirun [options] COMMAND [ARGS...]",
-		Version:         version(),
-		Suggest:         true,
-		HideHelpCommand: true,
+		Name:      "mpirun",
+		Usage:     "run a parallel job on the nodes of a cluster",
+		UsageText: "mpirun [options] COMMAND [ARGS...]",
+		Version:   version(),
+		// A template without fields: the text is written by hand.
+		CustomAppHelpTemplate: helpText,
+		Suggest:               true,
+		HideHelpCommand:       true,
 		// -x 'MSG=hello, world' and -x CUDA_VISIBLE_DEVICES=0,1 are one
 		// value each; -H splits its own lists, knowing brackets.
 		DisableSliceFlagSeparator: true,
