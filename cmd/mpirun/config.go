@@ -27,7 +27,7 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	if err := checkPeerFlags(c); err != nil {
 		return daemon.Config{}, usageError{err}
 	}
-	contexts, err := appContexts(c.Args().Slice(), c.Int("np"))
+	contexts, err := programs(c)
 	if err != nil {
 		return daemon.Config{}, usageError{err}
 	}

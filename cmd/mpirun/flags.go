@@ -17,6 +17,7 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "routed-radix", Usage: "radix of the radix topology (default: the spawn degree, or 64)"},
 		&cli.StringFlag{Name: "map-by", Value: "slot", Usage: "place ranks by `slot`, node or ppr:N:node (N per node)"},
 		&cli.IntFlag{Name: "npernode", Aliases: []string{"N", "ppn"}, Usage: "ranks per node"},
+		&cli.StringFlag{Name: "app", Usage: "appfile: one program per line, `FILE`"},
 		&cli.BoolFlag{Name: "display-map", Usage: "print where each rank runs before starting (on stderr)"},
 		&cli.BoolFlag{Name: "display-allocation", Usage: "print the hosts and slots found, and where from (on stderr)"},
 		&cli.StringFlag{Name: "bind-to", Usage: "only `none`: prsh does not bind ranks yet"},

@@ -313,6 +313,10 @@ func TestDisplayAndVersion(t *testing.T) {
 	if res.status != 0 || !strings.Contains(res.stdout, "prsh") {
 		t.Errorf("--version: exit %d, stdout %q", res.status, res.stdout)
 	}
+	res = mpirun(t, c, "--help")
+	if res.status != 0 || !strings.HasPrefix(res.stdout, "Usage: mpirun [options] COMMAND") || strings.Contains(res.stdout, "(default: false)") {
+		t.Errorf("--help: exit %d, stdout:\n%s", res.status, res.stdout)
+	}
 }
 
 // TestWarningsReadAsMessages: a warning from mpirun's ssh client reads
@@ -330,4 +334,24 @@ func TestWarningsReadAsMessages(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
 	}
 	checkOneLine(t, res.stderr, `^mpirun: warning: identity file not found: file=/no/such/key$`)
+}
+
+// TestAppfile: --app FILE is the programs of an MPMD job, one per line.
+func TestAppfile(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	dir := t.TempDir()
+	appfile := filepath.Join(dir, "app")
+	os.WriteFile(appfile, []byte("# two programs\n-np 1 -x WHO=a printenv WHO\n\n-n 2 -env WHO b printenv WHO\n"), 0o644)
+	res := mpirun(t, c, "--app", appfile)
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	wantSet(t, res.stdout, "a", "b", "b")
+	bad := filepath.Join(dir, "bad")
+	os.WriteFile(bad, []byte("-np 1 printenv\n--bogus 2 x\n"), 0o644)
+	res = mpirun(t, c, "--app", bad)
+	if res.status != statusUsage {
+		t.Errorf("exit %d, want %d", res.status, statusUsage)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: `+bad+`:2: unknown option --bogus`)
 }

@@ -45,6 +45,7 @@ The ranks' environment, input and output:
                                 (default: $MPIEXEC_TIMEOUT)
 
 After ':' a program takes -np N, -x VAR[=value], -env VAR value, --wdir DIR.
+  --app FILE                    the programs, one per line, written as after ':'
 
 Starting the daemons:
   --spawn-degree N              daemons each daemon spawns (default: 32;

@@ -100,7 +100,7 @@ type exitStatus int
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 func run(c *cli.Context, start time.Time) error {
-	if c.NArg() == 0 {
+	if c.NArg() == 0 && c.String("app") == "" {
 		return usageError{errors.New("no command given")}
 	}
 	cfg, err := configure(c)

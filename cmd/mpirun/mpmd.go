@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+
+	"github.com/urfave/cli/v2"
 
 	"prsh/daemon/protocol"
 )
@@ -18,10 +21,22 @@ type appContext struct {
 	wdir string   // its own --wdir; "" = mpirun's
 }
 
+// programs are the job's app contexts: from --app FILE, else the command
+// line, split at each ":".
+func programs(c *cli.Context) ([]appContext, error) {
+	path := c.String("app")
+	if path == "" {
+		return appContexts(c.Args().Slice(), c.Int("np"))
+	}
+	if c.NArg() > 0 {
+		return nil, fmt.Errorf("--app %s and a command (%s): give one or the other", path, c.Args().First())
+	}
+	return appfileContexts(path)
+}
+
 // appContexts splits the command at each ":" argument. The first program
 // takes mpirun's own -np (np); each further one starts with its own
-// options. With several programs, each needs its count: Open MPI would
-// give each one every slot, which only oversubscribes.
+// options.
 func appContexts(args []string, np int) ([]appContext, error) {
 	groups := splitAtColons(args)
 	contexts := make([]appContext, len(groups))
@@ -32,17 +47,60 @@ func appContexts(args []string, np int) ([]appContext, error) {
 		} else {
 			contexts[i], err = parseContext(group)
 		}
-		switch {
-		case err != nil:
-		case len(contexts[i].argv) == 0 && i == 0:
-			err = errors.New("no command before the first ':'")
-		case len(contexts[i].argv) == 0:
-			err = fmt.Errorf("no command after ':' number %d", i)
-		case len(groups) > 1 && contexts[i].np == 0:
-			err = errors.New("no -np: with several programs (a : b) each needs its own -np")
+		if err == nil {
+			err = checkContext(contexts, i)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("program %d of %d (%s): %w", i+1, len(groups), strings.Join(group, " "), err)
+		}
+	}
+	return contexts, nil
+}
+
+// checkContext checks program i of contexts. With several programs, each
+// needs its count: Open MPI would give each one every slot, which only
+// oversubscribes.
+func checkContext(contexts []appContext, i int) error {
+	switch {
+	case len(contexts[i].argv) == 0 && i == 0 && len(contexts) > 1:
+		return errors.New("no command before the first ':'")
+	case len(contexts[i].argv) == 0 && i > 0:
+		return fmt.Errorf("no command after ':' number %d", i)
+	case len(contexts[i].argv) == 0:
+		return errors.New("no command")
+	case len(contexts) > 1 && contexts[i].np == 0:
+		return errors.New("no -np: with several programs each needs its own -np")
+	}
+	return nil
+}
+
+// appfileContexts reads Open MPI's appfile (--app FILE): one program per
+// line with the options a program takes after ':', '#' comments. Words
+// are split at spaces; there is no quoting.
+func appfileContexts(path string) ([]appContext, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--app: %w", err)
+	}
+	var contexts []appContext
+	var lines []int
+	for n, line := range strings.Split(string(text), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		ctx, err := parseContext(strings.Fields(line))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n+1, err)
+		}
+		contexts, lines = append(contexts, ctx), append(lines, n+1)
+	}
+	if len(contexts) == 0 {
+		return nil, fmt.Errorf("--app %s: no program in it", path)
+	}
+	for i := range contexts {
+		if err := checkContext(contexts, i); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, lines[i], err)
 		}
 	}
 	return contexts, nil
