@@ -28,17 +28,26 @@ func TestExportKeepsCommas(t *testing.T) {
 // slots come from host:N, a hostfile, a range or a repeated name.
 func TestSlotsMakeRanks(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2})
-	cases := []struct {
-		name string
-		args []string
-		want []string // "rank node" of each rank
-	}{
-		{"host:N", []string{"-H", "node001:2,node002:2"}, []string{"0 node001", "1 node001", "2 node002", "3 node002"}},
-		{"hostfile slots", nil, []string{"0 node001", "1 node001", "2 node002", "3 node002", "4 node003", "5 node003"}},
-		{"range", []string{"-H", "node[001-002,003]"}, []string{"0 node001", "1 node002", "2 node003"}},
-		{"range with slots", []string{"-H", "node[002-003]:2", "--map-by", "node"}, []string{"0 node002", "1 node003", "2 node002", "3 node003"}},
-		{"repeats", []string{"-H", "node003,node003"}, []string{"0 node003", "1 node003"}},
-	}
+	checkPlacements(t, c, []placement{
+		{"host:N", []string{"-H", "node001:2,node002:2"}, []string{"0 node001", "1 node001", "2 node002", "3 node002"}, ""},
+		{"hostfile slots", nil, []string{"0 node001", "1 node001", "2 node002", "3 node002", "4 node003", "5 node003"}, ""},
+		{"range", []string{"-H", "node[001-002,003]"}, []string{"0 node001", "1 node002", "2 node003"}, ""},
+		{"range with slots", []string{"-H", "node[002-003]:2", "--map-by", "node"}, []string{"0 node002", "1 node003", "2 node002", "3 node003"}, ""},
+		{"repeats", []string{"-H", "node003,node003"}, []string{"0 node003", "1 node003"}, ""},
+	})
+}
+
+// placement is a run of mpirun with args, the "rank node" of each rank it
+// should start, and the one line it should print on stderr ("" for none).
+type placement struct {
+	name   string
+	args   []string
+	want   []string
+	stderr string
+}
+
+func checkPlacements(t *testing.T, c *testbed.Cluster, cases []placement) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := mpirun(t, c, append(tc.args, "sh", "-c", `echo "$PRSH_RANK $PRSH_TESTBED_NODE"`)...)
@@ -46,6 +55,7 @@ func TestSlotsMakeRanks(t *testing.T) {
 				t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
 			}
 			wantSet(t, res.stdout, tc.want...)
+			checkOneLine(t, res.stderr, tc.stderr)
 		})
 	}
 }
@@ -230,12 +240,7 @@ func TestPeerSpellings(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
 	hostfile := filepath.Join(t.TempDir(), "hosts")
 	os.WriteFile(hostfile, []byte("node002:2\n"), 0o644)
-	cases := []struct {
-		name   string
-		args   []string
-		want   []string
-		stderr string
-	}{
+	checkPlacements(t, c, []placement{
 		{"-N", []string{"-N", "1"}, []string{"0 node001", "1 node002"}, ""},
 		{"-ppn", []string{"-ppn", "2", "-n", "3"}, []string{"0 node001", "1 node001", "2 node002"}, ""},
 		{"ppr", []string{"--map-by", "ppr:1:node"}, []string{"0 node001", "1 node002"}, ""},
@@ -246,17 +251,7 @@ func TestPeerSpellings(t *testing.T) {
 			`^mpirun: warning: --bind-to core: prsh does not bind ranks yet; they run unbound$`},
 		{"mca", []string{"--mca", "btl", "tcp,self", "-np", "1"}, []string{"0 node001"},
 			`^mpirun: warning: --mca btl tcp,self ignored: prsh has no MCA parameters \(for Open MPI ranks: -x OMPI_MCA_btl=tcp,self\)$`},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			res := mpirun(t, c, append(tc.args, "sh", "-c", `echo "$PRSH_RANK $PRSH_TESTBED_NODE"`)...)
-			if res.status != 0 {
-				t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
-			}
-			wantSet(t, res.stdout, tc.want...)
-			checkOneLine(t, res.stderr, tc.stderr)
-		})
-	}
+	})
 	t.Run("MPIEXEC_TIMEOUT", func(t *testing.T) {
 		t.Setenv("MPIEXEC_TIMEOUT", "1")
 		res := mpirun(t, c, "sleep", "600")
