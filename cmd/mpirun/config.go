@@ -33,7 +33,7 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	}
 	log := logger(c)
 	np := totalRanks(contexts)
-	jobMap, err := jobMap(c, np, log)
+	jobMap, err := jobMap(c, np, len(contexts), log)
 	if err != nil {
 		return daemon.Config{}, err
 	}
@@ -107,7 +107,9 @@ func remapper(c *cli.Context, m *job.Map, np int) func(skipped map[int]bool) ([]
 	}
 }
 
-func jobMap(c *cli.Context, np int, log hclog.Logger) (*job.Map, error) {
+// jobMap places np ranks (0: one per slot), the sum of the -np of
+// several programs.
+func jobMap(c *cli.Context, np, programs int, log hclog.Logger) (*job.Map, error) {
 	src, err := hostList(c)
 	if err != nil {
 		return nil, usageError{err}
@@ -121,6 +123,9 @@ func jobMap(c *cli.Context, np int, log hclog.Logger) (*job.Map, error) {
 		return nil, usageError{err}
 	}
 	m, err := job.Build(src.hosts, opt)
+	if err != nil && programs > 1 {
+		err = fmt.Errorf("the -np of the %d programs add up to %d: %w", programs, np, err)
+	}
 	if err != nil {
 		return nil, usageError{fmt.Errorf("%w (%s)", err, src.from)}
 	}

@@ -159,7 +159,7 @@ func TestMPMDMistakes(t *testing.T) {
 		{"no count", []string{"-np", "1", "echo", "A", ":", "echo", "B"}, `^mpirun: program 2 of 2 \(echo B\): no -np: with several programs`},
 		{"unknown option", []string{"-np", "1", "echo", "A", ":", "-np", "1", "--bogus", "echo"}, `^mpirun: program 2 of 2 .*unknown option --bogus`},
 		{"bad count", []string{"-np", "1", "echo", "A", ":", "-np", "two", "echo"}, `^mpirun: program 2 of 2 .*-np "two": want a count`},
-		{"too many ranks", []string{"-np", "1", "echo", "A", ":", "-np", "2", "echo"}, `^mpirun: -np 3 exceeds the 2 slots available`},
+		{"too many ranks", []string{"-np", "1", "echo", "A", ":", "-np", "2", "echo"}, `^mpirun: the -np of the 2 programs add up to 3: -np 3 exceeds the 2 slots available`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
