@@ -3,11 +3,13 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"prsh/job"
 	"prsh/testbed"
 )
 
@@ -366,4 +368,28 @@ func TestAppfile(t *testing.T) {
 		t.Errorf("exit %d, want %d", res.status, statusUsage)
 	}
 	checkOneLine(t, res.stderr, `^mpirun: `+bad+`:2: unknown option --bogus`)
+}
+
+// TestBareLocalRun: with no hosts anywhere, mpirun runs on this host
+// with a slot per CPU, without ssh, and says so when -np asks for more.
+func TestBareLocalRun(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	cpus := runtime.NumCPU()
+	res := mpirunInAllocation(t, c, nil, "sh", "-c", `echo "$PRSH_RANK $PRSH_NODE"`)
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	var want []string
+	for r := range cpus {
+		want = append(want, itoa(r)+" localhost")
+	}
+	wantSet(t, res.stdout, want...)
+	if c.Sessions() != 0 {
+		t.Errorf("%d ssh sessions for a local run", c.Sessions())
+	}
+	res = mpirunInAllocation(t, c, nil, "-np", itoa(cpus+1), "/bin/true")
+	if res.status != statusUsage {
+		t.Errorf("exit %d, want %d", res.status, statusUsage)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: -np `+itoa(cpus+1)+` exceeds the `+job.Slots(cpus)+` available; use --oversubscribe to allow it \(no hosts given: localhost with `+job.Slots(cpus)+`\)`)
 }
