@@ -65,10 +65,12 @@ func (d *Daemon) startRank(app protocol.Launch, r *rank, local, localSize int) e
 	return nil
 }
 
-// command builds the rank's process: argv[0] looked up in the daemon's
-// PATH, or relative to the working directory when it has a slash.
-func (d *Daemon) command(app protocol.Launch, r *rank, local, localSize int, pmiEnd *os.File) (*exec.Cmd, error) {
+// command builds the rank's process from its program (MPMD: each rank
+// runs its own app context): argv[0] looked up in the daemon's PATH, or
+// relative to the working directory when it has a slash.
+func (d *Daemon) command(launch protocol.Launch, r *rank, local, localSize int, pmiEnd *os.File) (*exec.Cmd, error) {
 	id := r.id
+	app, appNum := launch.AppOf(id)
 	if len(app.Argv) == 0 {
 		return nil, errors.New("no command to run")
 	}
@@ -86,8 +88,9 @@ func (d *Daemon) command(app protocol.Launch, r *rank, local, localSize int, pmi
 	cmd := &exec.Cmd{Path: path, Args: app.Argv, Dir: wdir, ExtraFiles: []*os.File{pmiEnd}}
 	// Open MPI's defaults go before the job's -x, which may change them.
 	cmd.Env = append(append(os.Environ(), openMPIEnv...), app.Env...)
-	cmd.Env = append(cmd.Env, d.rankEnv(app, id, local, localSize)...)
-	cmd.Env = append(cmd.Env, pmiEnv(d.machine.Job(), app, id)...)
+	cmd.Env = append(cmd.Env, d.rankEnv(launch, id, local, localSize)...)
+	cmd.Env = append(cmd.Env, "OMPI_APPNUM="+strconv.Itoa(appNum))
+	cmd.Env = append(cmd.Env, pmiEnv(d.machine.Job(), launch, id)...)
 	cmd.Env = append(cmd.Env, d.pmiPortEnv(r)...)
 	pmixEnv, err := d.pmixEnv(id)
 	if err != nil {
@@ -99,7 +102,7 @@ func (d *Daemon) command(app protocol.Launch, r *rank, local, localSize int, pmi
 	return proc.GuardCommand(cmd)
 }
 
-func workingDir(app protocol.Launch) (string, error) {
+func workingDir(app protocol.App) (string, error) {
 	if app.Wdir != "" {
 		if st, err := os.Stat(app.Wdir); err == nil && st.IsDir() {
 			return app.Wdir, nil

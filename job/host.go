@@ -144,6 +144,16 @@ func (s *hostSet) add(h Host) error {
 	return checkSlots(*m)
 }
 
+// addAll adds hosts in order.
+func (s *hostSet) addAll(hosts []Host) error {
+	for _, h := range hosts {
+		if err := s.add(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkSlots checks the slot counts of a host after merging.
 func checkSlots(h Host) error {
 	switch {

@@ -11,8 +11,8 @@ import (
 )
 
 // ParseHostfile parses an Open MPI-style hostfile. Each line names one
-// host, optionally followed by slots=N and max_slots=N, or is written
-// Hydra style as host:N. '#' starts a comment; blank lines are ignored.
+// host or a range of them (node[01-16]), optionally followed by slots=N
+// and max_slots=N, or is written Hydra style as host:N. '#' starts a comment; blank lines are ignored.
 // Repeated hosts accumulate slots. name is used only in error messages,
 // which read "FILE:LINE: message". A file with no hosts is an error.
 func ParseHostfile(r io.Reader, name string) ([]Host, error) {
@@ -21,9 +21,9 @@ func ParseHostfile(r io.Reader, name string) ([]Host, error) {
 	line := 0
 	for sc.Scan() {
 		line++
-		h, ok, err := parseHostfileLine(sc.Text())
-		if err == nil && ok {
-			err = set.add(h)
+		hosts, err := parseHostfileLine(sc.Text())
+		if err == nil {
+			err = set.addAll(hosts)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
@@ -54,25 +54,29 @@ func ReadHostfile(path string) ([]Host, error) {
 // spacedEquals matches "slots = 4", which Open MPI's lexer also accepts.
 var spacedEquals = regexp.MustCompile(`\s*=\s*`)
 
-// parseHostfileLine parses one line; ok is false for blank and comment
-// lines.
-func parseHostfileLine(text string) (h Host, ok bool, err error) {
+// parseHostfileLine parses one line: the hosts it names (several for a
+// range such as node[1-4]), none for blank and comment lines.
+func parseHostfileLine(text string) ([]Host, error) {
 	text, _, _ = strings.Cut(text, "#")
 	fields := strings.Fields(spacedEquals.ReplaceAllString(text, "="))
 	if len(fields) == 0 {
-		return Host{}, false, nil
+		return nil, nil
 	}
 	if strings.Contains(fields[0], "=") {
-		return Host{}, false, fmt.Errorf("line starts with %q; expected a host name first", fields[0])
+		return nil, fmt.Errorf("line starts with %q; expected a host name first", fields[0])
 	}
-	h, counted, err := parseHostEntry(fields[0])
+	hosts, counted, err := parseHostEntry(fields[0])
 	if err != nil {
-		return Host{}, false, err
+		return nil, err
 	}
+	h := hosts[0]
 	if err := parseKeywords(&h, counted, fields[1:]); err != nil {
-		return Host{}, false, err
+		return nil, err
 	}
-	return h, true, nil
+	for i := range hosts {
+		hosts[i].Slots, hosts[i].MaxSlots = h.Slots, h.MaxSlots
+	}
+	return hosts, nil
 }
 
 // parseKeywords applies the key=value fields after the host name. The

@@ -39,14 +39,35 @@ func ParseMapBy(s string) (MapBy, error) {
 	case v == "node":
 		return MapByNode, nil
 	case strings.HasPrefix(v, "ppr:"):
-		return 0, fmt.Errorf("--map-by %q is not supported; use -npernode instead", s)
+		return 0, fmt.Errorf("--map-by %q: ppr is a count per node, see ParseMapping", s)
 	}
-	return 0, fmt.Errorf("unknown --map-by value %q (want slot, node or core)", s)
+	return 0, fmt.Errorf("unknown --map-by value %q (want slot, node, core or ppr:N:node)", s)
+}
+
+// ParseMapping parses a --map-by value as ParseMapBy does, and Open MPI's
+// "ppr:N:node" (N ranks per node), which is -npernode N: perNode is N, or
+// 0 for the other values. Other ppr resources need a topology prsh does
+// not know.
+func ParseMapping(s string) (m MapBy, perNode int, err error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	rest, ok := strings.CutPrefix(v, "ppr:")
+	if !ok {
+		m, err = ParseMapBy(s)
+		return m, 0, err
+	}
+	count, resource, _ := strings.Cut(rest, ":")
+	if resource != "node" {
+		return 0, 0, fmt.Errorf("--map-by %q: only ppr:N:node is supported (prsh knows no sockets or cores)", s)
+	}
+	if perNode, err = parseCount(count); err != nil {
+		return 0, 0, fmt.Errorf("--map-by %q: count %w", s, err)
+	}
+	return MapBySlot, perNode, nil
 }
 
 // Options are the mpirun flags that shape the job map.
 type Options struct {
-	NP            int // 0 = default: one rank per node (or NPerNode per node if set)
+	NP            int // 0 = default: one rank per slot (or NPerNode per node if set)
 	NPerNode      int // 0 = unset
 	MapBy         MapBy
 	Oversubscribe bool
@@ -86,7 +107,7 @@ func Build(hosts []Host, opt Options) (*Map, error) {
 		return nil, err
 	}
 	var rankNode []int
-	if opt.NPerNode > 0 || opt.NP == 0 {
+	if opt.NPerNode > 0 {
 		rankNode, err = mapPerNode(nodes, opt)
 	} else {
 		rankNode, err = mapBySlots(nodes, opt)
@@ -114,8 +135,8 @@ func mergeHosts(hosts []Host) ([]Host, error) {
 	return set.hosts, nil
 }
 
-// mapPerNode places a fixed number of ranks on every node: -npernode, or
-// one per node when neither -np nor -npernode is given.
+// mapPerNode places -npernode ranks on every node, or fewer when -np
+// stops it first.
 func mapPerNode(nodes []Host, opt Options) ([]int, error) {
 	per, n := max(opt.NPerNode, 1), len(nodes)
 	if per > MaxRanks/n {
@@ -153,8 +174,8 @@ func checkPerNode(nodes []Host, rankNode []int, opt Options) error {
 		case h.MaxSlots > 0 && c > h.MaxSlots:
 			return fmt.Errorf("-npernode %d puts %d ranks on host %s, above its max_slots=%d", opt.NPerNode, c, h.Name, h.MaxSlots)
 		case c > h.Slots && !opt.Oversubscribe:
-			return fmt.Errorf("-npernode %d puts %d ranks on host %s, which has %d slots; use --oversubscribe to allow it",
-				opt.NPerNode, c, h.Name, h.Slots)
+			return fmt.Errorf("-npernode %d puts %d ranks on host %s, which has %s; use --oversubscribe to allow it",
+				opt.NPerNode, c, h.Name, Slots(h.Slots))
 		}
 	}
 	return nil
@@ -165,6 +186,12 @@ func checkPerNode(nodes []Host, rankNode []int, opt Options) error {
 // --oversubscribe, goes round robin over nodes below their max_slots.
 func mapBySlots(nodes []Host, opt Options) ([]int, error) {
 	np, total := opt.NP, totalSlots(nodes)
+	if np == 0 { // Open MPI's default: one rank per slot
+		if total > MaxRanks {
+			return nil, fmt.Errorf("one rank per slot on %s is more than the limit of %d ranks; give -np", hostNames(nodes), MaxRanks)
+		}
+		np = total
+	}
 	if err := checkCapacity(nodes, np, total, opt.Oversubscribe); err != nil {
 		return nil, err
 	}
@@ -196,9 +223,17 @@ func checkCapacity(nodes []Host, np, total int, oversubscribe bool) error {
 		return fmt.Errorf("-np %d exceeds the %d ranks that max_slots allows on %s", np, limit, hostNames(nodes))
 	}
 	if !oversubscribe {
-		return fmt.Errorf("-np %d exceeds the %d slots available; use --oversubscribe to allow it", np, total)
+		return fmt.Errorf("-np %d exceeds the %s available; use --oversubscribe to allow it", np, Slots(total))
 	}
 	return nil
+}
+
+// Slots says "1 slot" or "n slots".
+func Slots(n int) string {
+	if n == 1 {
+		return "1 slot"
+	}
+	return fmt.Sprintf("%d slots", n)
 }
 
 // totalSlots sums the slots of nodes, saturating at MaxRanks+1: any larger

@@ -25,12 +25,20 @@ func TestParseMapBy(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"socket":     `unknown --map-by value "socket" (want slot, node or core)`,
-		"nodes":      `unknown --map-by value "nodes"`,
-		"ppr:2:node": `--map-by "ppr:2:node" is not supported; use -npernode instead`,
+		"socket":       `unknown --map-by value "socket" (want slot, node, core or ppr:N:node)`,
+		"nodes":        `unknown --map-by value "nodes"`,
+		"ppr:2:socket": `--map-by "ppr:2:socket": only ppr:N:node is supported`,
+		"ppr:0:node":   `--map-by "ppr:0:node": count must be at least 1`,
+		"ppr:x:node":   `--map-by "ppr:x:node": count "x" is not a positive whole number`,
+		"ppr:2":        `only ppr:N:node`,
 	} {
-		if _, err := ParseMapBy(in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseMapBy(%q) error = %v, want %q", in, err, want)
+		if _, _, err := ParseMapping(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseMapping(%q) error = %v, want %q", in, err, want)
+		}
+	}
+	for in, want := range map[string]int{"ppr:4:node": 4, "PPR:1:Node": 1, "node": 0} {
+		if _, per, err := ParseMapping(in); err != nil || per != want {
+			t.Errorf("ParseMapping(%q) = %d, %v; want %d per node", in, per, err, want)
 		}
 	}
 }
@@ -80,9 +88,9 @@ func TestBuild(t *testing.T) {
 		{"merge", []Host{h("b", 1, 0), h("a", 1, 0), h("b", 1, 0)}, Options{NP: 3}, []string{"b", "a"}, []int{0, 0, 1}},
 		{"merge max_slots", []Host{h("a", 1, 3), h("a", 1, 0)}, Options{NP: 3, Oversubscribe: true}, []string{"a"}, []int{0, 0, 0}},
 
-		// Defaults: one rank per node, or -npernode per node.
-		{"default", a2b2, Options{}, nil, []int{0, 1}},
-		{"default by node", a2b2, Options{MapBy: MapByNode}, nil, []int{0, 1}},
+		// Defaults: one rank per slot, or -npernode per node.
+		{"default", a2b2, Options{}, nil, []int{0, 0, 1, 1}},
+		{"default by node", a2b2, Options{MapBy: MapByNode}, nil, []int{0, 1, 0, 1}},
 		{"npernode", []Host{h("a", 2, 0), h("b", 2, 0), h("c", 2, 0)}, Options{NPerNode: 2}, nil, []int{0, 0, 1, 1, 2, 2}},
 		{"npernode by node", []Host{h("a", 2, 0), h("b", 2, 0), h("c", 2, 0)}, Options{NPerNode: 2, MapBy: MapByNode},
 			nil, []int{0, 1, 2, 0, 1, 2}},
@@ -273,8 +281,11 @@ func smallHostLists() [][]Host {
 func checkMap(t *testing.T, hosts []Host, opt Options, m *Map) {
 	t.Helper()
 	np, total := opt.NP, totalSlots(hosts)
-	if np == 0 {
-		np = max(opt.NPerNode, 1) * len(hosts)
+	switch {
+	case np == 0 && opt.NPerNode > 0:
+		np = opt.NPerNode * len(hosts)
+	case np == 0:
+		np = total // one rank per slot
 	}
 	if m.Size() != np {
 		t.Errorf("%v %+v: %d ranks, want %d", hosts, opt, m.Size(), np)
@@ -286,7 +297,7 @@ func checkMap(t *testing.T, hosts []Host, opt Options, m *Map) {
 			t.Errorf("%v %+v: %d ranks on %s", hosts, opt, c, h.Name)
 		}
 	}
-	if opt.MapBy == MapBySlot && opt.NPerNode == 0 && opt.NP > 0 && np <= total {
+	if opt.MapBy == MapBySlot && opt.NPerNode == 0 && np <= total {
 		for r := 1; r < np; r++ {
 			prev, cur := m.RankNode[r-1], m.RankNode[r]
 			if cur < prev || cur > prev && len(m.RanksOn(prev)) != hosts[prev].Slots {
@@ -302,7 +313,7 @@ func checkErrorJustified(t *testing.T, hosts []Host, opt Options, err error) {
 	t.Helper()
 	capacity, limited := hardCapacity(hosts)
 	switch {
-	case opt.NPerNode > 0 || opt.NP == 0:
+	case opt.NPerNode > 0:
 		return // checked by TestBuildErrors; the rules are per node
 	case limited && opt.NP > capacity:
 	case !opt.Oversubscribe && opt.NP > totalSlots(hosts):

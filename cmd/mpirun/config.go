@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -22,15 +24,26 @@ import (
 
 // configure turns the command line into mpirun's daemon configuration.
 func configure(c *cli.Context) (daemon.Config, error) {
-	jobMap, err := jobMap(c)
+	if err := checkPeerFlags(c); err != nil {
+		return daemon.Config{}, usageError{err}
+	}
+	contexts, err := programs(c)
+	if err != nil {
+		return daemon.Config{}, usageError{err}
+	}
+	log := logger(c)
+	np := totalRanks(contexts)
+	jobMap, err := jobMap(c, np, len(contexts), log)
 	if err != nil {
 		return daemon.Config{}, err
+	}
+	if c.Bool("display-map") {
+		displayMap(os.Stderr, jobMap, contexts)
 	}
 	spec, err := jobSpec(c, jobMap)
 	if err != nil {
 		return daemon.Config{}, err
 	}
-	log := logger(c)
 	agent, err := agent(c, jobMap, spec, log)
 	if err != nil {
 		return daemon.Config{}, err
@@ -39,7 +52,7 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	if err != nil {
 		return daemon.Config{}, err
 	}
-	app, err := application(c, jobMap)
+	app, err := application(c, jobMap, contexts)
 	if err != nil {
 		return daemon.Config{}, err
 	}
@@ -52,7 +65,7 @@ func configure(c *cli.Context) (daemon.Config, error) {
 		Bind: bindIP(c, agent, jobMap), Job: spec, Nodes: nodes(jobMap), App: app, Agent: agent,
 		Stdout: os.Stdout, Stderr: os.Stderr, ReportTimes: c.Bool("report-launch-times"),
 		Output: outputOptions(c), Stdin: stdinSource(app.StdinRank), Timeout: limit,
-		Remap: remapper(c, jobMap),
+		Remap: remapper(c, jobMap, np),
 	}, nil
 }
 
@@ -68,7 +81,7 @@ func onUnreachable(value string) (skip bool, err error) {
 
 // remapper places the ranks again on the nodes that came up, with the
 // same options; a default -np shrinks with the nodes.
-func remapper(c *cli.Context, m *job.Map) func(skipped map[int]bool) ([]int, error) {
+func remapper(c *cli.Context, m *job.Map, np int) func(skipped map[int]bool) ([]int, error) {
 	return func(skipped map[int]bool) ([]int, error) {
 		var hosts []job.Host
 		var ids []int
@@ -81,7 +94,7 @@ func remapper(c *cli.Context, m *job.Map) func(skipped map[int]bool) ([]int, err
 		if len(hosts) == 0 {
 			return nil, fmt.Errorf("no node could be reached")
 		}
-		opt, _ := jobOptions(c) // checked when the first map was built
+		opt, _ := jobOptions(c, np) // checked when the first map was built
 		survivors, err := job.Build(hosts, opt)
 		if err != nil {
 			return nil, fmt.Errorf("placing the ranks on the %d nodes that came up: %w", len(hosts), err)
@@ -94,54 +107,94 @@ func remapper(c *cli.Context, m *job.Map) func(skipped map[int]bool) ([]int, err
 	}
 }
 
-func jobMap(c *cli.Context) (*job.Map, error) {
-	hosts, err := hostList(c)
+// jobMap places np ranks (0: one per slot), the sum of the -np of
+// several programs.
+func jobMap(c *cli.Context, np, programs int, log hclog.Logger) (*job.Map, error) {
+	src, err := hostList(c)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	opt, err := jobOptions(c)
+	log.Debug("hosts", "from", src.from, "nodes", len(src.hosts))
+	if c.Bool("display-allocation") {
+		displayAllocation(os.Stderr, src)
+	}
+	opt, err := jobOptions(c, np)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	m, err := job.Build(hosts, opt)
+	m, err := job.Build(src.hosts, opt)
+	if err != nil && programs > 1 {
+		err = fmt.Errorf("the -np of the %d programs add up to %d: %w", programs, np, err)
+	}
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usageError{fmt.Errorf("%w (%s)", err, src.from)}
 	}
 	return m, nil
 }
 
 // jobOptions are the placement flags, used for the first map and again
-// when nodes are left out.
-func jobOptions(c *cli.Context) (job.Options, error) {
+// when nodes are left out; np is the job's rank count, 0 for the default.
+func jobOptions(c *cli.Context, np int) (job.Options, error) {
 	if c.IsSet("np") && c.Int("np") <= 0 {
 		return job.Options{}, fmt.Errorf("-np must be at least 1, not %d", c.Int("np"))
 	}
-	mapBy, err := job.ParseMapBy(c.String("map-by"))
-	if err != nil {
+	perNode := c.Int("npernode")
+	mapBy, ppr, err := job.ParseMapping(c.String("map-by"))
+	switch {
+	case err != nil:
 		return job.Options{}, err
+	case ppr > 0 && perNode > 0 && ppr != perNode:
+		return job.Options{}, fmt.Errorf("--map-by ppr:%d:node and -npernode %d disagree", ppr, perNode)
+	case ppr > 0:
+		perNode = ppr
 	}
 	return job.Options{
-		NP: c.Int("np"), NPerNode: c.Int("npernode"), MapBy: mapBy, Oversubscribe: c.Bool("oversubscribe"),
+		NP: np, NPerNode: perNode, MapBy: mapBy, Oversubscribe: c.Bool("oversubscribe"),
 	}, nil
 }
 
-// hostList reads -H, else the hostfile, else runs on this host alone.
-func hostList(c *cli.Context) ([]job.Host, error) {
+// hostSource is the host list and where it came from, which messages
+// about slots name.
+type hostSource struct {
+	hosts []job.Host
+	from  string
+}
+
+// hostList reads -H, else --hostfile, else MPIRUN_HOSTFILE, else the batch
+// system's allocation, else runs on this host with a slot per CPU.
+// MPIRUN_HOSTFILE comes before the allocation so that a testbed started
+// inside a batch job keeps its own nodes.
+func hostList(c *cli.Context) (hostSource, error) {
 	if values := c.StringSlice("host"); len(values) > 0 {
 		var hosts []job.Host
 		for _, v := range values {
 			h, err := job.ParseHostList(v)
 			if err != nil {
-				return nil, err
+				return hostSource{}, err
 			}
 			hosts = append(hosts, h...)
 		}
-		return hosts, nil
+		return hostSource{hosts, "hosts from -H"}, nil
 	}
-	if path := c.String("hostfile"); path != "" {
-		return job.ReadHostfile(path)
+	for _, path := range []string{c.String("hostfile"), os.Getenv("MPIRUN_HOSTFILE")} {
+		if path != "" {
+			hosts, err := job.ReadHostfile(path)
+			return hostSource{hosts, "hosts from " + path}, err
+		}
 	}
-	return []job.Host{{Name: "localhost", Slots: 1}}, nil
+	alloc, err := job.DetectAllocation(os.Getenv)
+	if err != nil || alloc != nil {
+		return allocationSource(alloc), err
+	}
+	n := runtime.NumCPU()
+	return hostSource{[]job.Host{{Name: "localhost", Slots: n}}, "no hosts given: localhost with " + job.Slots(n)}, nil
+}
+
+func allocationSource(a *job.Allocation) hostSource {
+	if a == nil {
+		return hostSource{}
+	}
+	return hostSource{a.Hosts, "hosts from the batch allocation of " + a.Source}
 }
 
 func jobSpec(c *cli.Context, m *job.Map) (protocol.JobSpec, error) {
@@ -197,6 +250,9 @@ func checkBounds(c *cli.Context) error {
 	if n := c.Int("ssh-max-sessions"); n < 1 {
 		return fmt.Errorf("--ssh-max-sessions must be at least 1, not %d", n)
 	}
+	if ip := c.String("listen-ip"); ip != "" && net.ParseIP(ip) == nil {
+		return fmt.Errorf("--listen-ip %q: want an IP address of this host, such as 10.0.0.1", ip)
+	}
 	return nil
 }
 
@@ -231,8 +287,34 @@ func logLevel(c *cli.Context) string {
 	return c.String("log-level")
 }
 
+// logger is mpirun's log. At the default level it shows only warnings and
+// errors, and those read as messages to the user, like mpirun's others:
+// "mpirun: warning: identity file not found: file=…".
 func logger(c *cli.Context) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: "mpirun", Level: hclog.LevelFromString(logLevel(c)), Output: os.Stderr})
+	level := hclog.LevelFromString(logLevel(c))
+	if level >= hclog.Warn {
+		return hclog.New(&hclog.LoggerOptions{Name: "mpirun", Level: level, Output: userLines{os.Stderr}, DisableTime: true})
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "mpirun", Level: level, Output: os.Stderr})
+}
+
+// userLines rewrites hclog's "[WARN]  mpirun.ssh: text" entries (one per
+// Write) as "mpirun: warning: text".
+type userLines struct{ w io.Writer }
+
+func (u userLines) Write(p []byte) (int, error) {
+	line := string(p)
+	for prefix, kind := range map[string]string{"[WARN]": "warning", "[ERROR]": "error"} {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			if _, text, ok := strings.Cut(rest, ": "); ok {
+				line = "mpirun: " + kind + ": " + text
+			}
+		}
+	}
+	if _, err := io.WriteString(u.w, line); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // agent picks the launch agent: an external command if asked, a plain
@@ -252,10 +334,21 @@ func agent(c *cli.Context, m *job.Map, spec protocol.JobSpec, log hclog.Logger) 
 		ConfigFile: spec.SSHConfig, ConnectTimeout: c.Duration("ssh-connect-timeout"),
 		MaxSessions: spec.MaxSessions, Logger: log.Named("ssh"),
 	})
+	if err == nil {
+		err = a.CheckHosts(hostNames(m))
+	}
 	if err != nil {
 		return nil, usageError{err}
 	}
 	return a, nil
+}
+
+func hostNames(m *job.Map) []string {
+	names := make([]string, len(m.Nodes))
+	for i, h := range m.Nodes {
+		names[i] = h.Name
+	}
+	return names
 }
 
 func isLocal(host string) bool {
@@ -263,10 +356,10 @@ func isLocal(host string) bool {
 	return host == "localhost" || host == "127.0.0.1" || host == "::1" || host == self
 }
 
-// bindIP is the address mpirun listens on: --bind, else the local address
+// bindIP is the address mpirun listens on: --listen-ip, else the local address
 // that reaches the first node.
 func bindIP(c *cli.Context, a launch.Agent, m *job.Map) string {
-	if ip := c.String("bind"); ip != "" {
+	if ip := c.String("listen-ip"); ip != "" {
 		return ip
 	}
 	if _, ok := a.(*launch.Fork); ok {
@@ -293,10 +386,14 @@ func nodes(m *job.Map) []spawn.Node {
 	return out
 }
 
-// application is the launch message: the command, its environment and
+// application is the launch message: the programs, their environment and
 // where every rank runs.
-func application(c *cli.Context, m *job.Map) (protocol.Launch, error) {
-	env, err := exports(c.StringSlice("x"))
+func application(c *cli.Context, m *job.Map, contexts []appContext) (protocol.Launch, error) {
+	env, err := jobEnv(c)
+	if err != nil {
+		return protocol.Launch{}, usageError{err}
+	}
+	first, err := exports(contexts[0].env)
 	if err != nil {
 		return protocol.Launch{}, usageError{err}
 	}
@@ -305,7 +402,7 @@ func application(c *cli.Context, m *job.Map) (protocol.Launch, error) {
 		return protocol.Launch{}, usageError{err}
 	}
 	app := protocol.Launch{
-		Argv: c.Args().Slice(), Env: env, RankNode: make([]int, m.Size()),
+		Argv: contexts[0].argv, Env: append(env, first...), RankNode: make([]int, m.Size()),
 		StdinRank: target, MergeStderr: c.Bool("merge-stderr-to-stdout"),
 	}
 	for r, node := range m.RankNode {
@@ -316,24 +413,8 @@ func application(c *cli.Context, m *job.Map) (protocol.Launch, error) {
 	} else if cwd, err := os.Getwd(); err == nil {
 		app.Wdir = cwd
 	}
-	return app, nil
-}
-
-// exports resolves -x VAR (from mpirun's environment) and -x VAR=value.
-func exports(vars []string) ([]string, error) {
-	var env []string
-	for _, v := range vars {
-		name, value, hasValue := strings.Cut(v, "=")
-		if name == "" {
-			return nil, fmt.Errorf("-x %q: no variable name", v)
-		}
-		if !hasValue {
-			var ok bool
-			if value, ok = os.LookupEnv(name); !ok {
-				continue
-			}
-		}
-		env = append(env, name+"="+value)
+	if app.More, err = moreApps(contexts, env, app.Wdir, app.WdirSet); err != nil {
+		return protocol.Launch{}, usageError{err}
 	}
-	return env, nil
+	return app, nil
 }

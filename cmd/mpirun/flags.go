@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -8,14 +9,20 @@ import (
 
 func flags() []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: "np", Aliases: []string{"n"}, Usage: "number of ranks (default: one per node)"},
-		&cli.StringSliceFlag{Name: "host", Aliases: []string{"H"}, Usage: "hosts as `a,b:4,c`; repeats add slots"},
-		&cli.StringFlag{Name: "hostfile", Aliases: []string{"machinefile"}, EnvVars: []string{"MPIRUN_HOSTFILE"}, Usage: "hostfile with lines `host [slots=N] [max_slots=M]`"},
+		&cli.IntFlag{Name: "np", Aliases: []string{"n", "c"}, Usage: "number of ranks (default: one per slot)"},
+		&cli.StringSliceFlag{Name: "host", Aliases: []string{"H", "hosts"}, Usage: "hosts as `a,b:4,node[01-16]`; repeats add slots"},
+		&cli.StringFlag{Name: "hostfile", Aliases: []string{"machinefile", "f"}, Usage: "hostfile with lines `host [slots=N] [max_slots=M]` (default: $MPIRUN_HOSTFILE, else the batch allocation)"},
 		&cli.IntFlag{Name: "spawn-degree", Value: 32, Usage: "δ: how many daemons each daemon spawns; 0 = spawn along the routing tree"},
 		&cli.StringFlag{Name: "routed", Value: "radix", Usage: "routing topology: radix, binomial or direct"},
 		&cli.IntFlag{Name: "routed-radix", Usage: "radix of the radix topology (default: the spawn degree, or 64)"},
-		&cli.StringFlag{Name: "map-by", Value: "slot", Usage: "place ranks by slot or by node"},
-		&cli.IntFlag{Name: "npernode", Usage: "ranks per node"},
+		&cli.StringFlag{Name: "map-by", Value: "slot", Usage: "place ranks by `slot`, node or ppr:N:node (N per node)"},
+		&cli.IntFlag{Name: "npernode", Aliases: []string{"N", "ppn"}, Usage: "ranks per node"},
+		&cli.StringFlag{Name: "app", Usage: "appfile: one program per line, `FILE`"},
+		&cli.BoolFlag{Name: "display-map", Usage: "print where each rank runs before starting (on stderr)"},
+		&cli.BoolFlag{Name: "display-allocation", Usage: "print the hosts and slots found, and where from (on stderr)"},
+		&cli.StringFlag{Name: "bind-to", Usage: "only `none`: prsh does not bind ranks yet"},
+		&cli.BoolFlag{Name: "allow-run-as-root", Usage: "accepted for Open MPI's command lines; prsh runs as root without it"},
+		&cli.GenericFlag{Name: "mca", Value: &rawList{}, Usage: "Open MPI's `KEY VALUE`: warned and ignored (to pass one to the ranks: -x OMPI_MCA_KEY=VALUE)"},
 		&cli.BoolFlag{Name: "oversubscribe", Usage: "allow more ranks than slots"},
 		&cli.StringFlag{Name: "launch-agent", Usage: "external launch command, e.g. `ssh -F cfg %h` or `srun -N1 -n1 -w %h` (default: native ssh)"},
 		&cli.StringFlag{Name: "ssh-config", EnvVars: []string{"MPIRUN_SSH_CONFIG"}, Usage: "OpenSSH client config file (default: ~/.ssh/config)"},
@@ -25,9 +32,13 @@ func flags() []cli.Flag {
 		&cli.DurationFlag{Name: "kill-grace", Value: 3 * time.Second, Usage: "how long ranks have between SIGTERM and SIGKILL when the job is stopped"},
 		&cli.StringFlag{Name: "on-unreachable", Value: "abort", Usage: "when a node cannot be spawned: `abort` the job, or skip it and run on the nodes that came up"},
 		&cli.StringFlag{Name: "orted", Usage: "path of orted on the nodes (default: beside mpirun)"},
-		&cli.StringFlag{Name: "bind", Usage: "IP address mpirun listens on (default: the one that reaches the first node)"},
+		&cli.StringFlag{Name: "listen-ip", Usage: "IP address mpirun listens on (default: the one that reaches the first node)"},
 		&cli.StringFlag{Name: "wdir", Usage: "working directory of the ranks (default: mpirun's, else home)"},
-		&cli.StringSliceFlag{Name: "x", Usage: "export `VAR` or VAR=value to the ranks"},
+		&cli.GenericFlag{Name: "x", Value: &rawList{}, Usage: "export `VAR`, VAR=value or 'GLOB*' to the ranks"},
+		&cli.GenericFlag{Name: "genv", Value: &rawList{}, Usage: "Hydra's `VAR value`: set VAR for the ranks"},
+		&cli.GenericFlag{Name: "genvlist", Value: &rawList{}, Usage: "Hydra's `VAR1,VAR2`: export these"},
+		&cli.BoolFlag{Name: "genvall", Usage: "export all of mpirun's environment (but its session's: SSH_*, PWD, …)"},
+		&cli.BoolFlag{Name: "genvnone", Usage: "export none of mpirun's environment but -x and -genv (the default)"},
 		&cli.BoolFlag{Name: "report-launch-times", Usage: "print when each launch phase completed"},
 		&cli.BoolFlag{Name: "tag-output", Usage: "prefix each line with [1,RANK]<stdout>: or <stderr>:"},
 		&cli.BoolFlag{Name: "prepend-rank", Aliases: []string{"l"}, Usage: "prefix each line with [RANK]"},
@@ -35,9 +46,61 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "output-filename", Usage: "write each rank's output to `DIR`/1/rank.N/stdout and stderr"},
 		&cli.BoolFlag{Name: "merge-stderr-to-stdout", Usage: "send the ranks' stderr to stdout"},
 		&cli.StringFlag{Name: "stdin", Value: "0", Usage: "rank that reads mpirun's stdin, `all` or `none`"},
-		&cli.StringFlag{Name: "timeout", Usage: "terminate the job after this many `SECONDS` (or a duration: 90s, 2h); exit status 124"},
+		&cli.StringFlag{Name: "timeout", EnvVars: []string{"MPIEXEC_TIMEOUT"}, Usage: "terminate the job after this many `SECONDS` (or a duration: 90s, 2h); exit status 124"},
 		&cli.StringFlag{Name: "forward-signals", Usage: "more signals to forward to the ranks, e.g. `ALRM,WINCH` (USR1 and USR2 always are)"},
 		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "trace, debug, info, warn, error or off"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "same as --log-level debug"},
 	}
+}
+
+// rawList collects a repeated flag's values exactly as given: urfave/cli's
+// slice flags trim spaces, and -x 'PAD= x ' must reach the ranks whole.
+type rawList []string
+
+func (l *rawList) Set(v string) error { *l = append(*l, v); return nil }
+func (l *rawList) String() string     { return strings.Join(*l, " ") }
+
+// rawValues returns the values of a rawList flag.
+func rawValues(c *cli.Context, name string) []string {
+	if l, ok := c.Generic(name).(*rawList); ok {
+		return *l
+	}
+	return nil
+}
+
+// pairFlags take two values, as in Hydra's -genv VAR value and Open MPI's
+// --mca KEY VALUE.
+var pairFlags = map[string]bool{"genv": true, "mca": true}
+
+// joinPairs rewrites "-genv VAR value" among mpirun's own options (before
+// the command) as "-genv=VAR=value", which the flag library reads as one
+// value. It needs to know which flags take a value to find the command.
+func joinPairs(args []string, flags []cli.Flag) []string {
+	if len(args) == 0 {
+		return args
+	}
+	switches := map[string]bool{"help": true, "h": true, "version": true}
+	for _, f := range flags {
+		if _, ok := f.(*cli.BoolFlag); ok {
+			for _, name := range f.Names() {
+				switches[name] = true
+			}
+		}
+	}
+	out := append([]string(nil), args...)
+	for i := 1; i < len(out); i++ {
+		arg := out[i]
+		name, _, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		switch {
+		case arg == "--" || !strings.HasPrefix(arg, "-") || arg == "-":
+			return out
+		case hasValue || switches[name]:
+		case pairFlags[name] && i+2 < len(out):
+			joined := arg + "=" + out[i+1] + "=" + out[i+2]
+			out = append(out[:i], append([]string{joined}, out[i+3:]...)...)
+		default:
+			i++ // the flag's value
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -25,18 +26,27 @@ const statusUsage = 2
 
 func main() {
 	start := time.Now()
+	// --version only: -v is --verbose, as in Open MPI.
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version"}
 	app := &cli.App{
-		Name:            "mpirun",
-		Usage:           "run a parallel job on the nodes of a cluster",
-		UsageText:       "mpirun [options] COMMAND [ARGS...]",
-		HideHelpCommand: true,
-		Flags:           flags(),
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError{err}
+		Name:      "mpirun",
+		Usage:     "run a parallel job on the nodes of a cluster",
+		UsageText: "mpirun [options] COMMAND [ARGS...]",
+		Version:   version(),
+		// A template without fields: the text is written by hand.
+		CustomAppHelpTemplate: helpText,
+		Suggest:               true,
+		HideHelpCommand:       true,
+		// -x 'MSG=hello, world' and -x CUDA_VISIBLE_DEVICES=0,1 are one
+		// value each; -H splits its own lists, knowing brackets.
+		DisableSliceFlagSeparator: true,
+		Flags:                     flags(),
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return usageError{explainFlagError(err, c.App.Flags)}
 		},
 		Action: func(c *cli.Context) error { return run(c, start) },
 	}
-	err := app.Run(os.Args)
+	err := app.Run(joinPairs(os.Args, app.Flags))
 	var exit exitStatus
 	switch {
 	case errors.As(err, &exit):
@@ -65,6 +75,22 @@ func lastResort() {
 // second interrupt before mpirun exits regardless.
 const lastResortGrace = 5 * time.Second
 
+// version names the build: the module version, else the commit it was
+// built from.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && (v == "" || v == "(devel)") {
+			v = "commit " + s.Value[:min(12, len(s.Value))]
+		}
+	}
+	return v + " (prsh: Open MPI-style mpirun in Go; not Open MPI)"
+}
+
 type usageError struct{ error }
 
 func (u usageError) Error() string { return u.error.Error() + " (see mpirun --help)" }
@@ -74,7 +100,7 @@ type exitStatus int
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 func run(c *cli.Context, start time.Time) error {
-	if c.NArg() == 0 {
+	if c.NArg() == 0 && c.String("app") == "" {
 		return usageError{errors.New("no command given")}
 	}
 	cfg, err := configure(c)

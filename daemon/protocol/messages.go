@@ -141,6 +141,31 @@ type Launch struct {
 	// StdinNone.
 	StdinRank   int
 	MergeStderr bool // the ranks' stderr goes to their stdout pipe
+	// More are the further programs of an MPMD launch (mpirun -np 2 a :
+	// -np 4 b), in rank order; nil for one program.
+	More []App `json:",omitempty"`
+}
+
+// App is one further program of an MPMD launch: ranks from First up to
+// the next App's First run it instead of the Launch's own Argv, Env and
+// Wdir.
+type App struct {
+	First   int
+	Argv    []string
+	Env     []string
+	Wdir    string
+	WdirSet bool
+}
+
+// AppOf returns the program rank runs and its number (0 for the Launch's
+// own, i+1 for More[i]), the MPI_APPNUM of the rank.
+func (l Launch) AppOf(rank int) (App, int) {
+	for i := len(l.More) - 1; i >= 0; i-- {
+		if rank >= l.More[i].First {
+			return l.More[i], i + 1
+		}
+	}
+	return App{Argv: l.Argv, Env: l.Env, Wdir: l.Wdir, WdirSet: l.WdirSet}, 0
 }
 
 // Stdin targets besides a rank number.

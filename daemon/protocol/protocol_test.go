@@ -43,6 +43,7 @@ func TestMessageTable(t *testing.T) {
 	for _, msg := range []Message{
 		Hello{ID: 2, Addr: "tcp://127.0.0.1:1"},
 		Launch{Argv: []string{"a", "b c"}, RankNode: []int{1, 1, 2}, StdinRank: StdinAll, MergeStderr: true},
+		Launch{Argv: []string{"a"}, RankNode: []int{1, 2, 2}, More: []App{{First: 1, Argv: []string{"b"}, Env: []string{"X=1"}, Wdir: "/w", WdirSet: true}}},
 		Signal{Sig: 19, Ack: true, Seq: 7},
 		SignalAck{Seq: 7},
 	} {
@@ -87,5 +88,25 @@ func TestReduction(t *testing.T) {
 	r.join(6)
 	if r.takes(6) {
 		t.Fatal("a finished reduction took a new child")
+	}
+}
+
+// AppOf: ranks below the first further program run the Launch's own, the
+// others the last program whose First they reached.
+func TestAppOf(t *testing.T) {
+	l := Launch{Argv: []string{"a"}, Env: []string{"E=a"}, Wdir: "/a", More: []App{
+		{First: 1, Argv: []string{"b"}}, {First: 3, Argv: []string{"c"}, WdirSet: true},
+	}}
+	for rank, want := range []struct {
+		argv string
+		num  int
+	}{{"a", 0}, {"b", 1}, {"b", 1}, {"c", 2}, {"c", 2}} {
+		app, num := l.AppOf(rank)
+		if app.Argv[0] != want.argv || num != want.num {
+			t.Errorf("AppOf(%d) = %v, %d; want %s, %d", rank, app.Argv, num, want.argv, want.num)
+		}
+	}
+	if app, _ := l.AppOf(0); app.Env[0] != "E=a" || app.Wdir != "/a" {
+		t.Errorf("AppOf(0) = %+v, want the Launch's own environment and directory", app)
 	}
 }

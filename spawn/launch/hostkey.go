@@ -66,8 +66,8 @@ func (h *hostKeys) check(_ string, remote net.Addr, key ssh.PublicKey) error {
 	case err != nil:
 		return hostKeyError{fmt.Errorf("ssh: host key for %s: %w", h.t.describe(), err)}
 	case len(want) > 0:
-		return hostKeyError{fmt.Errorf("ssh: host key mismatch for %s: got %s, known_hosts has %s",
-			h.t.describe(), ssh.FingerprintSHA256(key), fingerprints(want))}
+		return hostKeyError{fmt.Errorf("ssh: host key mismatch for %s: got %s, known_hosts has %s%s",
+			h.t.describe(), ssh.FingerprintSHA256(key), fingerprints(want), h.fix())}
 	}
 	return h.unknown(key)
 }
@@ -182,10 +182,24 @@ type probeAddr struct{}
 func (probeAddr) Network() string { return "tcp" }
 func (probeAddr) String() string  { return "0.0.0.0:0" }
 
+// fingerprints lists the keys' fingerprints, each once: a host known
+// under its name and its address has the same key twice.
 func fingerprints(keys []ssh.PublicKey) string {
-	fps := make([]string, len(keys))
-	for i, k := range keys {
-		fps[i] = ssh.FingerprintSHA256(k)
+	var fps []string
+	for _, k := range keys {
+		if fp := ssh.FingerprintSHA256(k); !slices.Contains(fps, fp) {
+			fps = append(fps, fp)
+		}
 	}
 	return strings.Join(fps, ", ")
+}
+
+// fix says how to forget the old key, if the node's key changed on
+// purpose (a reinstalled node).
+func (h *hostKeys) fix() string {
+	if len(h.t.knownHosts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; if the node's key changed on purpose: ssh-keygen -R '%s' -f %s",
+		knownhosts.Normalize(h.t.addr()), h.t.knownHosts[0])
 }

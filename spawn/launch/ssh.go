@@ -41,10 +41,11 @@ type SSHOptions struct {
 // host differs) and runs Quote(argv) there; Close ends the session and the
 // connection.
 type SSH struct {
-	opts  SSHOptions
-	cfg   *ssh_config.Config // nil: no config file
-	log   hclog.Logger
-	slots chan struct{} // MaxSessions semaphore
+	opts    SSHOptions
+	cfg     *ssh_config.Config // nil: no config file
+	cfgPath string             // the file cfg came from
+	log     hclog.Logger
+	slots   chan struct{} // MaxSessions semaphore
 
 	keyMu    sync.Mutex
 	keyCache map[string]ssh.Signer // identity file → signer, nil if unusable
@@ -65,13 +66,14 @@ func NewSSH(opts SSHOptions) (*SSH, error) {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 64
 	}
-	cfg, err := loadConfig(opts.ConfigFile)
+	cfg, cfgPath, err := loadConfig(opts.ConfigFile)
 	if err != nil {
 		return nil, err
 	}
 	return &SSH{
 		opts:     opts,
 		cfg:      cfg,
+		cfgPath:  cfgPath,
 		log:      orNull(opts.Logger),
 		slots:    make(chan struct{}, opts.MaxSessions),
 		keyCache: map[string]ssh.Signer{},

@@ -176,8 +176,8 @@ func TestSSHHostKeyMismatch(t *testing.T) {
 	kh := filepath.Join(e.home, "other_known_hosts")
 	other := newKey(t).PublicKey()
 	sshdtest.WriteKnown(t, kh, e.srv.addr, other)
-	want := fmt.Sprintf("ssh: host key mismatch for 127.0.0.1:%s: got %s, known_hosts has %s",
-		e.srv.port, ssh.FingerprintSHA256(e.srv.hostKey.PublicKey()), ssh.FingerprintSHA256(other))
+	want := fmt.Sprintf("ssh: host key mismatch for 127.0.0.1:%s: got %s, known_hosts has %s; if the node's key changed on purpose: ssh-keygen -R '[127.0.0.1]:%s' -f %s",
+		e.srv.port, ssh.FingerprintSHA256(e.srv.hostKey.PublicKey()), ssh.FingerprintSHA256(other), e.srv.port, kh)
 	for _, mode := range []string{"yes", "accept-new", "no"} {
 		a := e.agent("Host 127.0.0.1\n  UserKnownHostsFile "+kh+"\n  StrictHostKeyChecking "+mode, SSHOptions{})
 		_, err := a.Launch(testCtx(t), "127.0.0.1", []string{"true"}, nil)
@@ -518,5 +518,15 @@ func TestSSHAlgorithmsPreferKnown(t *testing.T) {
 	a := e.agent("", SSHOptions{}) // known_hosts has the ed25519 key
 	if err := run(t, a, "127.0.0.1", "true"); err != nil {
 		t.Errorf("known ed25519 key, server also has ecdsa: %v", err)
+	}
+}
+
+// TestFingerprintsOnce: a key known under the host's name and address is
+// listed once.
+func TestFingerprintsOnce(t *testing.T) {
+	k, other := newKey(t).PublicKey(), newKey(t).PublicKey()
+	want := ssh.FingerprintSHA256(k) + ", " + ssh.FingerprintSHA256(other)
+	if got := fingerprints([]ssh.PublicKey{k, other, k}); got != want {
+		t.Errorf("fingerprints = %s, want %s", got, want)
 	}
 }

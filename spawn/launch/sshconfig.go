@@ -56,29 +56,94 @@ func (t *target) describe() string {
 }
 
 // loadConfig parses the OpenSSH client config once. path "" means
-// ~/.ssh/config if it exists; nil config means none.
-func loadConfig(path string) (*ssh_config.Config, error) {
+// ~/.ssh/config if it exists; nil config means none. It returns the path
+// read, which messages about a setting name.
+func loadConfig(path string) (*ssh_config.Config, string, error) {
 	explicit := path != ""
 	if !explicit {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return nil, nil
+			return nil, "", nil
 		}
 		path = filepath.Join(home, ".ssh", "config")
 	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) && !explicit {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ssh config: %w", err)
+		return nil, "", fmt.Errorf("ssh config: %w", err)
 	}
 	defer f.Close()
 	cfg, err := ssh_config.Decode(f)
 	if err != nil {
-		return nil, fmt.Errorf("ssh config %s: %w", path, err)
+		return nil, "", fmt.Errorf("ssh config %s: %w", path, err)
 	}
-	return cfg, nil
+	return cfg, path, nil
+}
+
+// unsupportedKeys are settings the native client cannot honour. Ignoring
+// one would connect where the user said not to (ProxyCommand false still
+// connecting directly), so each is an error that points to the system ssh.
+var unsupportedKeys = []string{"ProxyJump", "ProxyCommand"}
+
+// checkSupported refuses a host whose config uses a setting the native
+// client cannot honour, naming the file and line.
+func (s *SSH) checkSupported(alias string) error {
+	for _, key := range unsupportedKeys {
+		v := configGet(s.cfg, alias, key)
+		if v == "" || strings.EqualFold(v, "none") {
+			continue
+		}
+		return fmt.Errorf("ssh config %s: %s %s for %s: mpirun's own ssh client cannot do this; use the system ssh: --launch-agent 'ssh %%h'",
+			s.where(alias, key), key, v, alias)
+	}
+	return nil
+}
+
+// where is "FILE:LINE" of the line that gives alias its key, as ssh
+// reads it: the first match wins.
+func (s *SSH) where(alias, key string) string {
+	for _, h := range s.cfg.Hosts {
+		if !h.Matches(alias) {
+			continue
+		}
+		for _, n := range h.Nodes {
+			switch n := n.(type) {
+			case *ssh_config.KV:
+				if strings.EqualFold(n.Key, key) {
+					return fmt.Sprintf("%s:%d", s.cfgPath, n.Pos().Line)
+				}
+			case *ssh_config.Include:
+				if n.Get(alias, key) != "" {
+					return fmt.Sprintf("%s:%d (a file it includes)", s.cfgPath, n.Pos().Line)
+				}
+			}
+		}
+	}
+	return s.cfgPath
+}
+
+// CheckHosts refuses, before anything starts, hosts whose config the
+// native client cannot honour.
+func (s *SSH) CheckHosts(hosts []string) error {
+	for _, host := range hosts {
+		if err := s.checkSupported(aliasOf(host)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// aliasOf is host without "user@" and IPv6 brackets: the config's Host.
+func aliasOf(host string) string {
+	if i := strings.LastIndexByte(host, '@'); i >= 0 {
+		host = host[i+1:]
+	}
+	if a, ok := strings.CutPrefix(host, "["); ok {
+		host = strings.TrimSuffix(a, "]")
+	}
+	return host
 }
 
 // configGet is cfg.Get that tolerates a nil config.
@@ -100,15 +165,15 @@ func configGetAll(cfg *ssh_config.Config, alias, key string) []string {
 
 // resolve builds the target for host ("host" or "user@host").
 func (s *SSH) resolve(host string) (*target, error) {
-	t := &target{alias: host}
+	t := &target{alias: aliasOf(host)}
 	if i := strings.LastIndexByte(host, '@'); i >= 0 {
-		t.user, t.alias = host[:i], host[i+1:]
-	}
-	if a, ok := strings.CutPrefix(t.alias, "["); ok { // "[::1]"
-		t.alias = strings.TrimSuffix(a, "]")
+		t.user = host[:i]
 	}
 	if t.alias == "" {
 		return nil, fmt.Errorf("ssh: empty host name in %q", host)
+	}
+	if err := s.checkSupported(t.alias); err != nil {
+		return nil, err
 	}
 	get := func(key string) string { return configGet(s.cfg, t.alias, key) }
 	err := t.resolveAddr(get)

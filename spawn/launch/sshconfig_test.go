@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -134,5 +135,30 @@ func TestKnownHostsNone(t *testing.T) {
 	got, err := a.resolve("h")
 	if err != nil || got.knownHosts != nil || got.globalKnown != nil {
 		t.Errorf("got %+v, %v", got, err)
+	}
+}
+
+// TestUnsupportedSettings: ProxyJump and ProxyCommand are refused with the
+// file and line, never ignored; "none" is no proxy.
+func TestUnsupportedSettings(t *testing.T) {
+	a, home := agentWithConfig(t, `Host a
+    ProxyCommand none
+Host b*
+    User x
+
+    ProxyJump gateway
+Host *
+    ProxyCommand false
+`, SSHOptions{})
+	file := filepath.Join(home, "config")
+	if err := a.CheckHosts([]string{"a", "u@a"}); err != nil {
+		t.Errorf("ProxyCommand none: %v", err)
+	}
+	want := "ssh config " + file + ":6: ProxyJump gateway for b1: mpirun's own ssh client cannot do this; use the system ssh: --launch-agent 'ssh %h'"
+	if err := a.CheckHosts([]string{"a", "u@b1"}); err == nil || err.Error() != want {
+		t.Errorf("ProxyJump: %v\nwant %s", err, want)
+	}
+	if _, err := a.resolve("c"); err == nil || !strings.Contains(err.Error(), file+":8: ProxyCommand false for c") {
+		t.Errorf("ProxyCommand at launch: %v", err)
 	}
 }

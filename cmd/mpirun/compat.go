@@ -1,0 +1,163 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"prsh/job"
+)
+
+// Flags from Open MPI's command line that prsh accepts without doing what
+// Open MPI would: each says so in one line, or is refused when its value
+// is not one Open MPI knows.
+
+// peerFlags are flags of Open MPI and Hydra that prsh does not have, and
+// what to do instead.
+var peerFlags = map[string]string{
+	"report-bindings": "Open MPI's --report-bindings: prsh does not bind ranks yet",
+	"preload-binary":  "Open MPI's --preload-binary: prsh does not stage binaries yet; put the program on a shared file system",
+	"prefix":          "Open MPI's --prefix: put mpirun and orted at the same path on every node, or give --orted PATH",
+	"rankfile":        "Open MPI's --rankfile: not supported; use -H with slots, --map-by or -npernode",
+	"configfile":      "Hydra's -configfile: use --app FILE (one program per line), or separate the programs by ':'",
+	"iface":           "Hydra's -iface: give mpirun's address with --listen-ip",
+	"bind":            "--bind was renamed --listen-ip (the address mpirun listens on); to bind ranks Open MPI uses --bind-to",
+	"launcher":        "Hydra's -launcher: use --launch-agent 'CMD %h'",
+	"bootstrap":       "Hydra's -bootstrap: use --launch-agent 'CMD %h'",
+}
+
+// explainFlagError rewords the flag library's "flag provided but not
+// defined: -name" with both dashes, and says what to use instead: the
+// peers' flag prsh lacks, or the nearest flag it has.
+func explainFlagError(err error, flags []cli.Flag) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err
+	}
+	flag := "--" + name
+	if len(name) == 1 {
+		flag = "-" + name
+	}
+	if hint, ok := peerFlags[name]; ok {
+		return fmt.Errorf("unknown flag %s: %s", flag, hint)
+	}
+	if cli.SuggestFlag != nil {
+		if s := cli.SuggestFlag(flags, name, true); s != "" {
+			return fmt.Errorf("unknown flag %s; did you mean %s?", flag, s)
+		}
+	}
+	return fmt.Errorf("unknown flag %s", flag)
+}
+
+// checkPeerFlags warns about --bind-to and --mca, which prsh does not act
+// on.
+func checkPeerFlags(c *cli.Context) error {
+	switch bind := c.String("bind-to"); bind {
+	case "", "none":
+	case "core", "socket", "numa", "l3cache", "hwthread", "board", "package":
+		warn("--bind-to %s: prsh does not bind ranks yet; they run unbound", bind)
+	default:
+		return fmt.Errorf("--bind-to %q: want none (or core, socket, numa, hwthread, which prsh does not honour yet)", bind)
+	}
+	for _, kv := range rawValues(c, "mca") {
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok || key == "" {
+			return fmt.Errorf("--mca %q: want --mca KEY VALUE", kv)
+		}
+		warn("--mca %s %s ignored: prsh has no MCA parameters (for Open MPI ranks: -x OMPI_MCA_%s=%s)", key, value, key, value)
+	}
+	return nil
+}
+
+// displayAllocation prints the hosts and slots mpirun found, and where
+// from (--display-allocation).
+func displayAllocation(w io.Writer, src hostSource) {
+	fmt.Fprintf(w, "mpirun: allocation (%s):\n", src.from)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, h := range src.hosts {
+		limit := ""
+		if h.MaxSlots > 0 {
+			limit = "\tmax_slots=" + strconv.Itoa(h.MaxSlots)
+		}
+		fmt.Fprintf(tw, "    %s\tslots=%d%s\n", h.Name, h.Slots, limit)
+	}
+	tw.Flush()
+}
+
+// displayMap prints which ranks each node runs, and the program of each
+// rank when there are several (--display-map).
+func displayMap(w io.Writer, m *job.Map, contexts []appContext) {
+	fmt.Fprintf(w, "mpirun: map: %s on %s\n", count(m.Size(), "rank"), count(len(m.Nodes), "node"))
+	programs := programOfRanks(contexts, m.Size())
+	byNode := make([][]int, len(m.Nodes))
+	for r, node := range m.RankNode {
+		byNode[node] = append(byNode[node], r)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for i, h := range m.Nodes {
+		fmt.Fprintf(tw, "    %s\tranks %s%s\n", h.Name, rankRanges(byNode[i]), programsOf(byNode[i], programs))
+	}
+	tw.Flush()
+}
+
+// programOfRanks numbers each rank's program (0 = the first).
+func programOfRanks(contexts []appContext, size int) []int {
+	program := make([]int, size)
+	first := 0
+	for i, ctx := range contexts {
+		for r := first; r < first+ctx.np && r < size; r++ {
+			program[r] = i
+		}
+		first += ctx.np
+	}
+	return program
+}
+
+// programsOf names the programs of ranks, when the job has several.
+func programsOf(ranks []int, program []int) string {
+	var names []string
+	seen := map[int]bool{}
+	for _, r := range ranks {
+		if p := program[r]; !seen[p] {
+			seen[p] = true
+			names = append(names, "program "+strconv.Itoa(p+1))
+		}
+	}
+	if len(seen) == 1 && program[len(program)-1] == 0 {
+		return "" // one program in the whole job
+	}
+	return "\t" + strings.Join(names, ", ")
+}
+
+// rankRanges writes ascending ranks compactly: 0-3,8,10-11.
+func rankRanges(ranks []int) string {
+	if len(ranks) == 0 {
+		return "none"
+	}
+	var parts []string
+	for i := 0; i < len(ranks); {
+		j := i
+		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(ranks[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", ranks[i], ranks[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// count says "1 rank" or "n ranks".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

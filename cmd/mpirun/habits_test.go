@@ -1,0 +1,395 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"prsh/job"
+	"prsh/testbed"
+)
+
+// The habits users bring from Open MPI, Hydra and batch systems (issue 18).
+
+// TestExportKeepsCommas: -x values reach the ranks whole, commas and
+// spaces included.
+func TestExportKeepsCommas(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	res := mpirun(t, c, "-x", "CUDA_VISIBLE_DEVICES=0,1", "-x", "MSG=hello, world", "-x", "PADDED= a , b ",
+		"sh", "-c", `echo "$PRSH_RANK|$CUDA_VISIBLE_DEVICES|$MSG|$PADDED|"`)
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	wantSet(t, res.stdout, "0|0,1|hello, world| a , b |", "1|0,1|hello, world| a , b |")
+}
+
+// TestSlotsMakeRanks: without -np there is one rank per slot, whether the
+// slots come from host:N, a hostfile, a range or a repeated name.
+func TestSlotsMakeRanks(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2})
+	checkPlacements(t, c, []placement{
+		{"host:N", []string{"-H", "node001:2,node002:2"}, []string{"0 node001", "1 node001", "2 node002", "3 node002"}, ""},
+		{"hostfile slots", nil, []string{"0 node001", "1 node001", "2 node002", "3 node002", "4 node003", "5 node003"}, ""},
+		{"range", []string{"-H", "node[001-002,003]"}, []string{"0 node001", "1 node002", "2 node003"}, ""},
+		{"range with slots", []string{"-H", "node[002-003]:2", "--map-by", "node"}, []string{"0 node002", "1 node003", "2 node002", "3 node003"}, ""},
+		{"repeats", []string{"-H", "node003,node003"}, []string{"0 node003", "1 node003"}, ""},
+	})
+}
+
+// placement is a run of mpirun with args, the "rank node" of each rank it
+// should start, and the one line it should print on stderr ("" for none).
+type placement struct {
+	name   string
+	args   []string
+	want   []string
+	stderr string
+}
+
+func checkPlacements(t *testing.T, c *testbed.Cluster, cases []placement) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mpirun(t, c, append(tc.args, "sh", "-c", `echo "$PRSH_RANK $PRSH_TESTBED_NODE"`)...)
+			if res.status != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+			}
+			wantSet(t, res.stdout, tc.want...)
+			checkOneLine(t, res.stderr, tc.stderr)
+		})
+	}
+}
+
+// TestLocalSlots: -H localhost:4 is four ranks, started without ssh.
+func TestLocalSlots(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	res := mpirun(t, c, "-H", "localhost:4", "sh", "-c", `echo "$PRSH_RANK $PRSH_NODE"`)
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	wantSet(t, res.stdout, "0 localhost", "1 localhost", "2 localhost", "3 localhost")
+	if c.Sessions() != 0 {
+		t.Errorf("%d ssh sessions for a local run", c.Sessions())
+	}
+}
+
+// TestBatchAllocation: with no hosts given, the nodes and slots of a
+// Slurm, PBS or LSF allocation are used.
+func TestBatchAllocation(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	nodefile := filepath.Join(t.TempDir(), "nodefile")
+	os.WriteFile(nodefile, []byte("node002\nnode002\nnode003\n"), 0o644)
+	cases := []struct {
+		name string
+		env  []string
+		want []string
+	}{
+		{"slurm", []string{"SLURM_JOB_NODELIST=node[001-003]", "SLURM_TASKS_PER_NODE=2(x2),1"},
+			[]string{"0 node001", "1 node001", "2 node002", "3 node002", "4 node003"}},
+		{"pbs", []string{"PBS_NODEFILE=" + nodefile}, []string{"0 node002", "1 node002", "2 node003"}},
+		{"lsf hostfile", []string{"LSB_DJOB_HOSTFILE=" + nodefile}, []string{"0 node002", "1 node002", "2 node003"}},
+		{"lsf hosts", []string{"LSB_MCPU_HOSTS=node003 2 node001 1"}, []string{"0 node003", "1 node003", "2 node001"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mpirunInAllocation(t, c, tc.env, "sh", "-c", `echo "$PRSH_RANK $PRSH_TESTBED_NODE"`)
+			if res.status != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+			}
+			wantSet(t, res.stdout, tc.want...)
+		})
+	}
+	t.Run("said", func(t *testing.T) {
+		res := mpirunInAllocation(t, c, []string{"LSB_MCPU_HOSTS=node003 2"}, "--display-allocation", "-v", "/bin/true")
+		if res.status != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+		}
+		for _, want := range []string{
+			"mpirun: allocation (hosts from the batch allocation of LSF (LSB_MCPU_HOSTS)):\n    node003  slots=2\n",
+			`mpirun: hosts: from="hosts from the batch allocation of LSF (LSB_MCPU_HOSTS)" nodes=1`,
+		} {
+			if !strings.Contains(res.stderr, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, res.stderr)
+			}
+		}
+	})
+	t.Run("mismatch", func(t *testing.T) {
+		res := mpirunInAllocation(t, c, []string{"SLURM_JOB_NODELIST=node[001-003]", "SLURM_TASKS_PER_NODE=2(x2)"}, "/bin/true")
+		if res.status != statusUsage {
+			t.Errorf("exit %d, want %d", res.status, statusUsage)
+		}
+		checkOneLine(t, res.stderr, `^mpirun: batch allocation from Slurm .*SLURM_TASKS_PER_NODE "2\(x2\)" gives 2 nodes, SLURM_JOB_NODELIST names 3`)
+	})
+}
+
+// mpirunInAllocation runs mpirun on the cluster as inside a batch job
+// whose environment is alloc: without MPIRUN_HOSTFILE, and without any
+// allocation the test itself runs in.
+func mpirunInAllocation(t *testing.T, c *testbed.Cluster, alloc []string, args ...string) result {
+	t.Helper()
+	var env []string
+	for _, kv := range append(os.Environ(), c.Env()...) {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != testbed.EnvHostfile && !strings.HasPrefix(name, "SLURM_") && !strings.HasPrefix(name, "PBS_") && !strings.HasPrefix(name, "LSB_") {
+			env = append(env, kv)
+		}
+	}
+	res := runMpirun(t, filepath.Join(bin, "mpirun"), append(env, alloc...), args...)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Fatalf("mpirun %v left processes running: %+v", args, left)
+	}
+	return res
+}
+
+// TestMPMD: programs separated by ":" are one world, ranks numbered in
+// order, each with its own -x and --wdir on top of mpirun's.
+func TestMPMD(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	dir := t.TempDir()
+	show := `echo "$PRSH_RANK/$PRSH_SIZE/$PMI_SIZE $0 app=$OMPI_APPNUM g=$G own=$OWN $(pwd)"`
+	res := mpirun(t, c, "-x", "G=1,2", "--wdir", "/", "-np", "1", "sh", "-c", show, "A",
+		":", "-np", "2", "-x", "OWN=b b", "--wdir", dir, "sh", "-c", show, "B",
+		":", "-n", "1", "-env", "OWN", "c", "sh", "-c", show, "C")
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	wantSet(t, res.stdout, "0/4/4 A app=0 g=1,2 own= /",
+		"1/4/4 B app=1 g=1,2 own=b b "+dir, "2/4/4 B app=1 g=1,2 own=b b "+dir,
+		"3/4/4 C app=2 g=1,2 own=c /")
+}
+
+// TestMPMDMistakes: a colon used wrongly is a usage error naming the
+// program, never a silent misparse.
+func TestMPMDMistakes(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	cases := []struct {
+		name string
+		args []string
+		line string
+	}{
+		{"trailing colon", []string{"-np", "1", "echo", "A", ":"}, `^mpirun: program 2 of 2 \(\): no command after ':' number 1 \(see mpirun --help\)$`},
+		{"leading colon", []string{":", "echo", "A"}, `^mpirun: program 1 of 2 \(\): no command before the first ':'`},
+		{"no count", []string{"-np", "1", "echo", "A", ":", "echo", "B"}, `^mpirun: program 2 of 2 \(echo B\): no -np: with several programs`},
+		{"unknown option", []string{"-np", "1", "echo", "A", ":", "-np", "1", "--bogus", "echo"}, `^mpirun: program 2 of 2 .*unknown option --bogus`},
+		{"bad count", []string{"-np", "1", "echo", "A", ":", "-np", "two", "echo"}, `^mpirun: program 2 of 2 .*-np "two": want a count`},
+		{"too many ranks", []string{"-np", "1", "echo", "A", ":", "-np", "2", "echo"}, `^mpirun: the -np of the 2 programs add up to 3: -np 3 exceeds the 2 slots available`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mpirun(t, c, tc.args...)
+			if res.status != statusUsage {
+				t.Errorf("exit %d, want %d; stderr:\n%s", res.status, statusUsage, res.stderr)
+			}
+			checkOneLine(t, res.stderr, tc.line)
+		})
+	}
+}
+
+// TestProxySettingsRefused: a ProxyJump or ProxyCommand for a node is
+// never ignored: mpirun names the file and line and how to use the system
+// ssh, and starts nothing.
+func TestProxySettingsRefused(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	base, err := os.ReadFile(c.SSHConfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, setting := range []string{"ProxyCommand false", "ProxyJump node001"} {
+		t.Run(setting, func(t *testing.T) {
+			config := filepath.Join(t.TempDir(), "ssh_config")
+			text := "Host node003\n    " + setting + "\n" + string(base)
+			os.WriteFile(config, []byte(text), 0o644)
+			res := mpirun(t, c, "--ssh-config", config, "/bin/true")
+			if res.status != statusUsage {
+				t.Errorf("exit %d, want %d", res.status, statusUsage)
+			}
+			checkOneLine(t, res.stderr, `^mpirun: ssh config `+config+`:2: `+setting+` for node003: .*--launch-agent 'ssh %h'`)
+			if c.Sessions() != 0 {
+				t.Errorf("%d ssh sessions opened", c.Sessions())
+			}
+		})
+	}
+}
+
+// TestEnvironmentForwarding: nothing of mpirun's environment by default;
+// -x with globs, Hydra's -genv family, a warning for what is not set, and
+// the rank variables scripts read.
+func TestEnvironmentForwarding(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	t.Setenv("HABIT_A", "a,1")
+	t.Setenv("HABIT_B", "b 2")
+	show := `echo "$PMI_RANK/$PMI_SIZE $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE/$OMPI_COMM_WORLD_LOCAL_RANK a=$HABIT_A b=$HABIT_B g=$G"`
+	cases := []struct {
+		name   string
+		args   []string
+		values string // after the rank variables
+		stderr string
+	}{
+		{"default", nil, "a= b= g=", ""},
+		{"glob", []string{"-x", "HABIT_*"}, "a=a,1 b=b 2 g=", ""},
+		{"genv", []string{"-genv", "G", "x, y", "-genvlist", "HABIT_A,HABIT_B"}, "a=a,1 b=b 2 g=x, y", ""},
+		{"genvall", []string{"-genvall", "-genv", "HABIT_B", "over"}, "a=a,1 b=over g=", ""},
+		{"genvnone", []string{"-genvnone", "-x", "G=1"}, "a= b= g=1", ""},
+		{"unset", []string{"-x", "HABIT_UNSET"}, "a= b= g=",
+			`^mpirun: warning: -x HABIT_UNSET: not set in mpirun's environment, so not exported$`},
+		{"glob matching nothing", []string{"-x", "NO_HABIT_*"}, "a= b= g=",
+			`^mpirun: warning: -x NO_HABIT_\*: no variable of mpirun's environment matches$`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mpirun(t, c, append(tc.args, "sh", "-c", show)...)
+			if res.status != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+			}
+			wantSet(t, res.stdout, "0/2 0/2/0 "+tc.values, "1/2 1/2/0 "+tc.values)
+			checkOneLine(t, res.stderr, tc.stderr)
+		})
+	}
+}
+
+// TestPeerSpellings: what Open MPI, Hydra and srun users type works, or
+// says in one line what prsh does instead.
+func TestPeerSpellings(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	hostfile := filepath.Join(t.TempDir(), "hosts")
+	os.WriteFile(hostfile, []byte("node002:2\n"), 0o644)
+	checkPlacements(t, c, []placement{
+		{"-N", []string{"-N", "1"}, []string{"0 node001", "1 node002"}, ""},
+		{"-ppn", []string{"-ppn", "2", "-n", "3"}, []string{"0 node001", "1 node001", "2 node002"}, ""},
+		{"ppr", []string{"--map-by", "ppr:1:node"}, []string{"0 node001", "1 node002"}, ""},
+		{"-hosts", []string{"-hosts", "node001:2"}, []string{"0 node001", "1 node001"}, ""},
+		{"-f", []string{"-f", hostfile}, []string{"0 node002", "1 node002"}, ""},
+		{"no-ops", []string{"--allow-run-as-root", "--bind-to", "none", "-np", "1"}, []string{"0 node001"}, ""},
+		{"bind-to core", []string{"--bind-to", "core", "-np", "1"}, []string{"0 node001"},
+			`^mpirun: warning: --bind-to core: prsh does not bind ranks yet; they run unbound$`},
+		{"mca", []string{"--mca", "btl", "tcp,self", "-np", "1"}, []string{"0 node001"},
+			`^mpirun: warning: --mca btl tcp,self ignored: prsh has no MCA parameters \(for Open MPI ranks: -x OMPI_MCA_btl=tcp,self\)$`},
+	})
+	t.Run("MPIEXEC_TIMEOUT", func(t *testing.T) {
+		t.Setenv("MPIEXEC_TIMEOUT", "1")
+		res := mpirun(t, c, "sleep", "600")
+		if res.status != 124 {
+			t.Errorf("exit %d, want 124; stderr:\n%s", res.status, res.stderr)
+		}
+	})
+}
+
+// TestPeerMistakes: flags prsh does not have, and values it cannot take,
+// are one line and exit 2, with what to type instead.
+func TestPeerMistakes(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	cases := []struct {
+		args []string
+		line string
+	}{
+		{[]string{"--display-mapp", "true"}, `^mpirun: unknown flag --display-mapp; did you mean --display-map\? \(see mpirun --help\)$`},
+		{[]string{"--report-bindings", "true"}, `^mpirun: unknown flag --report-bindings: Open MPI's --report-bindings: prsh does not bind ranks yet`},
+		{[]string{"--bind", "core", "true"}, `^mpirun: unknown flag --bind: --bind was renamed --listen-ip`},
+		{[]string{"--listen-ip", "core", "true"}, `^mpirun: --listen-ip "core": want an IP address of this host`},
+		{[]string{"--bind-to", "cores", "true"}, `^mpirun: --bind-to "cores": want none`},
+		{[]string{"--map-by", "ppr:2:socket", "true"}, `^mpirun: --map-by "ppr:2:socket": only ppr:N:node is supported`},
+		{[]string{"-genvall", "-genvnone", "true"}, `^mpirun: -genvall and -genvnone contradict each other`},
+		{[]string{"-np", "5", "true"}, `^mpirun: -np 5 exceeds the 1 slot available; use --oversubscribe to allow it \(hosts from .*hostfile\)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.args[0], func(t *testing.T) {
+			res := mpirun(t, c, tc.args...)
+			if res.status != statusUsage {
+				t.Errorf("exit %d, want %d; stderr:\n%s", res.status, statusUsage, res.stderr)
+			}
+			checkOneLine(t, res.stderr, tc.line)
+		})
+	}
+}
+
+// TestDisplayAndVersion: --display-allocation and --display-map print
+// readable tables on stderr (stdout is the ranks'); --version answers.
+func TestDisplayAndVersion(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	res := mpirun(t, c, "--display-allocation", "--display-map", "-np", "2", "true", ":", "-np", "1", "true")
+	if res.status != 0 || res.stdout != "" {
+		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	want := "mpirun: allocation (hosts from " + c.HostfilePath() + "):\n" +
+		"    node001  slots=2\n    node002  slots=2\n" +
+		"mpirun: map: 3 ranks on 2 nodes\n" +
+		"    node001  ranks 0-1  program 1\n    node002  ranks 2    program 2\n"
+	if res.stderr != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", res.stderr, want)
+	}
+	res = mpirun(t, c, "--version")
+	if res.status != 0 || !strings.Contains(res.stdout, "prsh") {
+		t.Errorf("--version: exit %d, stdout %q", res.status, res.stdout)
+	}
+	res = mpirun(t, c, "--help")
+	if res.status != 0 || !strings.HasPrefix(res.stdout, "Usage: mpirun [options] COMMAND") || strings.Contains(res.stdout, "(default: false)") {
+		t.Errorf("--help: exit %d, stdout:\n%s", res.status, res.stdout)
+	}
+}
+
+// TestWarningsReadAsMessages: a warning from mpirun's ssh client reads
+// "mpirun: warning: …", not as a log line.
+func TestWarningsReadAsMessages(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	base, err := os.ReadFile(c.SSHConfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(t.TempDir(), "ssh_config")
+	os.WriteFile(config, []byte("Host node001\n    IdentityFile /no/such/key\n"+string(base)), 0o644)
+	res := mpirun(t, c, "--ssh-config", config, "/bin/true")
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: warning: identity file not found: file=/no/such/key$`)
+}
+
+// TestAppfile: --app FILE is the programs of an MPMD job, one per line.
+func TestAppfile(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	dir := t.TempDir()
+	appfile := filepath.Join(dir, "app")
+	os.WriteFile(appfile, []byte("# two programs\n-np 1 -x WHO=a printenv WHO\n\n-n 2 -env WHO b printenv WHO\n"), 0o644)
+	res := mpirun(t, c, "--app", appfile)
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	if got := lines(res.stdout); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"a", "b", "b"}) {
+		t.Errorf("stdout %q, want a, b, b", got)
+	}
+	bad := filepath.Join(dir, "bad")
+	os.WriteFile(bad, []byte("-np 1 printenv\n--bogus 2 x\n"), 0o644)
+	res = mpirun(t, c, "--app", bad)
+	if res.status != statusUsage {
+		t.Errorf("exit %d, want %d", res.status, statusUsage)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: `+bad+`:2: unknown option --bogus`)
+}
+
+// TestBareLocalRun: with no hosts anywhere, mpirun runs on this host
+// with a slot per CPU, without ssh, and says so when -np asks for more.
+func TestBareLocalRun(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	cpus := runtime.NumCPU()
+	res := mpirunInAllocation(t, c, nil, "sh", "-c", `echo "$PRSH_RANK $PRSH_NODE"`)
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	var want []string
+	for r := range cpus {
+		want = append(want, itoa(r)+" localhost")
+	}
+	wantSet(t, res.stdout, want...)
+	if c.Sessions() != 0 {
+		t.Errorf("%d ssh sessions for a local run", c.Sessions())
+	}
+	res = mpirunInAllocation(t, c, nil, "-np", itoa(cpus+1), "/bin/true")
+	if res.status != statusUsage {
+		t.Errorf("exit %d, want %d", res.status, statusUsage)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: -np `+itoa(cpus+1)+` exceeds the `+job.Slots(cpus)+` available; use --oversubscribe to allow it \(no hosts given: localhost with `+job.Slots(cpus)+`\)`)
+}

@@ -1,0 +1,81 @@
+package main
+
+// helpText is mpirun --help, written by hand to read like Open MPI's:
+// grouped, one line per flag with its value, examples first.
+// TestHelpNamesEveryFlag keeps it in step with flags().
+const helpText = `Usage: mpirun [options] COMMAND [ARGS...] [: [options] COMMAND [ARGS...]]...
+
+Runs COMMAND as the ranks of one parallel job on the nodes of a cluster
+reached over ssh: one orted per node, started along a tree.
+
+Examples:
+  mpirun -H node[01-16]:4 ./app              64 ranks, 4 on each node
+  mpirun --hostfile hosts -np 32 ./app       hostfile lines: "n1 slots=16"
+  mpirun -np 1 ./server : -np 8 ./client     two programs, one world
+  mpirun -x OMP_NUM_THREADS=4 -x 'OMP_*' ./app
+
+Where the ranks run:
+  -np, -n, -c N                 ranks (default: one per slot)
+  -H, --host, -hosts LIST       hosts: a,b:4,node[01-16]; repeats add slots
+  --hostfile, --machinefile, -f FILE
+                                lines "host [slots=N] [max_slots=M]" or "host:N"
+                                (default: $MPIRUN_HOSTFILE, else the Slurm, PBS
+                                or LSF allocation, else this host, a slot per CPU)
+  --map-by slot|node|ppr:N:node fill each node's slots first (default), deal
+                                round robin, or N ranks per node
+  --npernode, -N, -ppn N        ranks per node
+  --oversubscribe               allow more ranks than slots
+  --display-allocation          print the hosts and slots found (on stderr)
+  --display-map                 print which ranks run where (on stderr)
+
+The ranks' environment, input and output:
+  -x VAR | VAR=value | 'GLOB*'  export to the ranks (nothing is by default)
+  -genv VAR value               Hydra's: set VAR
+  -genvlist VAR1,VAR2           Hydra's: export these
+  -genvall | -genvnone          export all of mpirun's environment | none
+  --wdir DIR                    working directory (default: mpirun's, else home)
+  --stdin RANK|all|none         who reads mpirun's stdin (default: 0)
+  --tag-output                  prefix lines with [1,RANK]<stdout>:
+  --prepend-rank, -l            prefix lines with [RANK]
+  --timestamp-output            prefix lines with the time
+  --output-filename DIR         write DIR/1/rank.N/stdout and stderr
+  --merge-stderr-to-stdout      one stream
+  --forward-signals SIG,...     more signals to forward (USR1, USR2 always are)
+  --timeout SECONDS             stop the job after that long, exit 124
+                                (default: $MPIEXEC_TIMEOUT)
+
+After ':' a program takes -np N, -x VAR[=value], -env VAR value, --wdir DIR.
+  --app FILE                    the programs, one per line, written as after ':'
+
+Starting the daemons:
+  --spawn-degree N              daemons each daemon spawns (default: 32;
+                                0 = along the routing tree)
+  --routed radix|binomial|direct
+                                topology of the launch (default: radix)
+  --routed-radix K              its radix (default: the spawn degree)
+  --launch-agent 'CMD %h'       start daemons with CMD instead of mpirun's ssh,
+                                e.g. 'ssh %h' or 'srun -N1 -n1 -w %h'
+  --ssh-config FILE             OpenSSH client config (default: ~/.ssh/config,
+                                or $MPIRUN_SSH_CONFIG)
+  --ssh-connect-timeout D       bound on one ssh connect (default: 10s)
+  --ssh-max-sessions N          ssh sessions opened at once (default: 64)
+  --callback-timeout D          bound on a started orted calling back (default: 30s)
+  --on-unreachable abort|skip   a node that cannot be reached ends the job
+                                (default), or is left out
+  --kill-grace D                SIGTERM to SIGKILL when the job stops (default: 3s)
+  --orted PATH                  orted on the nodes (default: beside mpirun)
+  --listen-ip IP                mpirun's address (default: the one that
+                                reaches the first node)
+
+Accepted from Open MPI's command line:
+  --allow-run-as-root           no effect
+  --bind-to none|core|...       none; other values warn that ranks run unbound
+  --mca KEY VALUE               warned and ignored (use -x OMPI_MCA_KEY=VALUE)
+
+Other:
+  --report-launch-times         when each launch phase completed
+  -v, --verbose                 logs on stderr (--log-level debug)
+  --log-level LEVEL             trace, debug, info, warn (default), error, off
+  --version                     the build
+  -h, --help                    this text
+`

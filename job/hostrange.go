@@ -1,0 +1,145 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// MaxExpandedHosts bounds what one host expression may expand to, so that
+// a typo such as node[0-99999999] is an error rather than gigabytes. It is
+// above the node count of any machine built so far.
+const MaxExpandedHosts = 1 << 18
+
+// maxRangeDigits keeps range bounds far from integer overflow.
+const maxRangeDigits = 9
+
+// SplitHostList splits a comma-separated list at the commas outside
+// brackets, so that "n[1,3],m" is two entries, as Slurm reads it.
+func SplitHostList(s string) ([]string, error) {
+	var parts []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '[':
+			if depth++; depth > 1 {
+				return nil, fmt.Errorf("%q: brackets inside brackets", s)
+			}
+		case ']':
+			if depth--; depth < 0 {
+				return nil, fmt.Errorf("%q: ']' without '['", s)
+			}
+		case ',':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	if depth != 0 {
+		return nil, fmt.Errorf("%q: '[' without ']'", s)
+	}
+	return append(parts, s[start:]), nil
+}
+
+// ExpandHostRange expands one Slurm-style host expression:
+// "node[001-003]" is node001, node002, node003 (the width of the first
+// bound is kept), "n[1,4-5]" is n1, n4, n5, and "rack[1-2]-n[1-2]" is
+// rack1-n1, rack1-n2, rack2-n1, rack2-n2: the leftmost range varies
+// slowest. A name without brackets is itself. The names are not checked.
+func ExpandHostRange(expr string) ([]string, error) {
+	names := []string{""}
+	rest := expr
+	for rest != "" {
+		open := strings.IndexByte(rest, '[')
+		if open < 0 {
+			return appendAll(names, []string{rest}), nil
+		}
+		closing := strings.IndexByte(rest, ']')
+		if closing < 0 {
+			return nil, fmt.Errorf("%q: '[' without ']'", expr)
+		}
+		if closing < open {
+			return nil, fmt.Errorf("%q: ']' without '['", expr)
+		}
+		values, err := expandBrackets(rest[open+1 : closing])
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", expr, err)
+		}
+		if len(names)*len(values) > MaxExpandedHosts {
+			return nil, fmt.Errorf("%q expands to more than %d hosts", expr, MaxExpandedHosts)
+		}
+		names = appendAll(appendAll(names, []string{rest[:open]}), values)
+		rest = rest[closing+1:]
+	}
+	return names, nil
+}
+
+// appendAll is the product of prefixes and suffixes, prefixes varying
+// slowest.
+func appendAll(prefixes, suffixes []string) []string {
+	out := make([]string, 0, len(prefixes)*len(suffixes))
+	for _, p := range prefixes {
+		for _, s := range suffixes {
+			out = append(out, p+s)
+		}
+	}
+	return out
+}
+
+// expandBrackets expands what is between '[' and ']': a comma-separated
+// list of numbers and ranges lo-hi.
+func expandBrackets(list string) ([]string, error) {
+	if list == "" {
+		return nil, errors.New("empty brackets")
+	}
+	var out []string
+	for _, item := range strings.Split(list, ",") {
+		values, err := expandRange(item, MaxExpandedHosts-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, values...)
+	}
+	return out, nil
+}
+
+// expandRange expands "7", "07" or "01-12", zero-padded to the width of the
+// lower bound, refusing more than limit values.
+func expandRange(item string, limit int) ([]string, error) {
+	lo, hi, isRange := strings.Cut(item, "-")
+	if !isRange {
+		hi = lo
+	}
+	from, err := rangeBound(lo, item)
+	if err != nil {
+		return nil, err
+	}
+	to, err := rangeBound(hi, item)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case to < from:
+		return nil, fmt.Errorf("range %q runs backwards", item)
+	case to-from >= limit:
+		return nil, fmt.Errorf("range %q expands to more than %d hosts", item, MaxExpandedHosts)
+	}
+	out := make([]string, 0, to-from+1)
+	for n := from; n <= to; n++ {
+		out = append(out, fmt.Sprintf("%0*d", len(lo), n))
+	}
+	return out, nil
+}
+
+// rangeBound parses one bound of a bracket range: plain decimal digits.
+func rangeBound(s, item string) (int, error) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, fmt.Errorf("%q in brackets: want numbers or ranges such as 01-16", item)
+	}
+	if len(s) > maxRangeDigits {
+		return 0, fmt.Errorf("%q in brackets: more than %d digits", item, maxRangeDigits)
+	}
+	return strconv.Atoi(s)
+}
