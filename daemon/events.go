@@ -105,6 +105,9 @@ func (d *Daemon) handle(ev any) {
 	case timerExpired:
 		if d.timers[e.timer] == e.t { // not cancelled or set again since
 			delete(d.timers, e.timer)
+			if e.timer.Kind == protocol.DrainTimer && d.stillDraining(e.timer) {
+				return
+			}
 			d.step(protocol.TimerFired{Timer: e.timer})
 		}
 	default:
@@ -200,6 +203,19 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			d.log.Error("unknown action", "type", fmt.Sprintf("%T", a))
 		}
 	}
+}
+
+// stillDraining sets the drain timer again when output came within its
+// span: the bound is on a stalled end, not a long one, so a slow machine
+// or reader that still takes the ranks' output is waited for.
+func (d *Daemon) stillDraining(t protocol.Timer) bool {
+	span := time.Duration(protocol.DrainMS) * time.Millisecond
+	idle := d.terminal.Idle()
+	if idle >= span {
+		return false
+	}
+	d.setTimer(t, span-idle)
+	return true
 }
 
 // timer is one machine timer; the event it posts names it, so that one

@@ -43,6 +43,8 @@ type Terminal struct {
 	err     error
 	scratch []byte // reused for each write
 	writing atomic.Bool
+	lastAt  atomic.Int64 // when the last chunk went through, in ns since started
+	started time.Time
 }
 
 type key struct {
@@ -59,7 +61,17 @@ func NewTerminal(stdout, stderr io.Writer, opt Options) *Terminal {
 		ended:   map[int]Stream{},
 		files:   map[key]*os.File{},
 		now:     time.Now,
+		started: time.Now(),
 	}
+}
+
+// passed notes that a chunk went through (a stalled reader stops them).
+func (t *Terminal) passed() { t.lastAt.Store(int64(time.Since(t.started))) }
+
+// Idle is how long it has been since the last chunk went through (or since the
+// terminal was made): output still flowing is a job still ending.
+func (t *Terminal) Idle() time.Duration {
+	return time.Since(t.started) - time.Duration(t.lastAt.Load())
 }
 
 // Send writes what is complete of a chunk. It blocks while the terminal
@@ -68,6 +80,7 @@ func NewTerminal(stdout, stderr io.Writer, opt Options) *Terminal {
 func (t *Terminal) Send(c Chunk) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer t.passed()
 	k := key{c.Rank, c.Stream}
 	held := t.pending[k]
 	// Only the new bytes can hold a newline: what is held has none.

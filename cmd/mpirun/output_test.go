@@ -29,7 +29,7 @@ i=0; while [ $i -lt 1000 ]; do echo "err $PRSH_RANK $i" >&2; i=$((i+1)); done`
 			}
 			res := mpirun(t, c, append(args, "sh", "-c", script)...)
 			if res.status != 0 {
-				t.Fatalf("exit %d; stderr:\n%.2000s", res.status, res.stderr)
+				t.Fatalf("exit %d; mpirun said:\n%s", res.status, mpirunLines(res.stderr))
 			}
 			checkNumbered(t, res.stdout, "out", "stdout", 64, 10000, tag)
 			checkNumbered(t, res.stderr, "err", "stderr", 64, 1000, tag)
@@ -190,4 +190,15 @@ func TestStdin(t *testing.T) {
 	if left := c.WaitNoLeftovers(5e9); len(left) > 0 {
 		t.Fatalf("left running: %+v", left)
 	}
+}
+
+// mpirunLines picks mpirun's own lines out of a stderr full of the ranks'.
+func mpirunLines(stderr string) string {
+	var own []string
+	for _, l := range lines(stderr) {
+		if strings.HasPrefix(l, "mpirun") {
+			own = append(own, l)
+		}
+	}
+	return strings.Join(own, "\n")
 }
