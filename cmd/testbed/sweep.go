@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -49,6 +50,9 @@ func sweep(c *cli.Context, std stdio, base sim.Model, nodes, degrees []int) erro
 			rows = append(rows, rw)
 			printRow(std.out, rw)
 		}
+	}
+	if slices.ContainsFunc(rows, func(rw row) bool { return rw.r.Phase2 < 0 && !rw.r.OverBudget }) {
+		fmt.Fprintln(std.out, "phase2 -: the job ended before every daemon had every address (the launch does not wait for phase 2)")
 	}
 	return writeOutputs(c, rows)
 }
