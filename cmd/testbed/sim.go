@@ -191,7 +191,7 @@ func printMilestones(w io.Writer, r sim.Result) {
 		fmt.Fprintf(w, "  %-30s %s\n", l.what, seconds(l.at))
 	}
 	if r.Phase2 < 0 {
-		fmt.Fprintf(w, "  phase 2 did not complete before the job ended: %d daemons of %d had every address\n", r.Addressed, r.Daemons)
+		fmt.Fprintf(w, "  phase 2 had not reached mpirun when the job ended; in the end %d daemons of %d had every address\n", r.Addressed, r.Daemons)
 	}
 	fmt.Fprintf(w, "  %-30s %d\n", "mpirun's exit status", r.Status)
 }

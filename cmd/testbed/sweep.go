@@ -124,7 +124,11 @@ func writePlot(path string, rows []row) error {
 	p.Title.Text = "simulated mpirun /bin/true"
 	p.X.Label.Text = "nodes"
 	p.Y.Label.Text = "time (s)"
+	// Log axes, as a flat launch is a hundred times slower than a tree.
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Centimeter, -vg.Millimeter*3
 	p.Add(plotter.NewGrid())
 	var order []int
 	lines := map[int]plotter.XYs{}
