@@ -20,8 +20,8 @@ type Allgather struct {
 	self     int
 	parent   int // -1 for mpirun
 	children map[int]bool
-	reported []int // children that sent their subtree, in order
-	reporter map[int]bool
+	reported []int        // children that sent their subtree, in order
+	reporter map[int]bool // the same, as a set: a flat tree has n of them
 	known    Ranges
 	book     *Book
 	upward   []Entries // self and every reported child's subtree

@@ -191,7 +191,7 @@ func printMilestones(w io.Writer, r sim.Result) {
 		fmt.Fprintf(w, "  %-30s %s\n", l.what, seconds(l.at))
 	}
 	if r.Phase2 < 0 {
-		fmt.Fprintf(w, "  phase 2 did not complete before the job ended: %d daemons of %d had every address\n", r.Addressed, r.Daemons)
+		fmt.Fprintf(w, "  phase 2 had not reached mpirun when the job ended; in the end %d daemons of %d had every address\n", r.Addressed, r.Daemons)
 	}
 	fmt.Fprintf(w, "  %-30s %d\n", "mpirun's exit status", r.Status)
 }
@@ -204,31 +204,22 @@ func seconds(us int64) string {
 	return fmt.Sprintf("%.3fs", float64(us)/1e6)
 }
 
-func intList(s string) ([]int, error) {
-	var out []int
-	for _, f := range splitList([]string{s}) {
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a positive number", f)
-		}
-		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("empty list")
-	}
-	return out, nil
-}
+// intList reads a comma-separated list of positive numbers.
+func intList(s string) ([]int, error) { return positiveList(s, false) }
 
-func degreeList(s string) ([]int, error) {
+// degreeList reads spawn degrees: positive numbers or flat.
+func degreeList(s string) ([]int, error) { return positiveList(s, true) }
+
+func positiveList(s string, flatToo bool) ([]int, error) {
 	var out []int
 	for _, f := range splitList([]string{s}) {
-		if f == "flat" {
+		if f == "flat" && flatToo {
 			out = append(out, flat)
 			continue
 		}
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is neither a positive number nor flat", f)
+			return nil, fmt.Errorf("%q is not a positive number", f)
 		}
 		out = append(out, n)
 	}
