@@ -145,7 +145,7 @@ func (d *Daemon) whyEnded(l *link, err error) error {
 		l.fail(err)
 	}
 	switch cause := l.conn.Err(); {
-	case errors.Is(cause, transport.ErrSilent):
+	case errors.As(cause, new(transport.SilentError)):
 		return cause
 	case cause != nil:
 		d.log.Warn("dropping daemon: its link was tampered with", "daemon", l.peer, "peer", l.conn.RemoteAddr().String(), "error", cause)

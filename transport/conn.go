@@ -24,7 +24,7 @@ type Options struct {
 	// when zero.
 	KeepAlive time.Duration
 	// Silence is how long a link may go without a byte from the peer
-	// before it ends with ErrSilent; 20 s when zero. It bounds how long a
+	// before it ends with a SilentError; 20 s when zero. It bounds how long a
 	// hung or vanished peer goes unnoticed.
 	Silence time.Duration
 	// LocalIP is the address Dial connects from, so that a daemon's

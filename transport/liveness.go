@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -10,8 +9,13 @@ import (
 	"github.com/hashicorp/yamux"
 )
 
-// ErrSilent ends a link whose peer has sent nothing for Options.Silence.
-var ErrSilent = errors.New("it stopped answering")
+// SilentError ends a link whose peer has sent nothing for Options.Silence:
+// it hangs, is stopped, or its node is gone without a word.
+type SilentError struct{ Quiet time.Duration }
+
+func (e SilentError) Error() string {
+	return fmt.Sprintf("nothing heard from it for %v", e.Quiet)
+}
 
 // epoch is the origin of the monotonic times a Conn keeps as integers.
 var epoch = time.Now()
@@ -55,7 +59,7 @@ func newConn(raw net.Conn, k keys, opt Options, dialer bool) (*Conn, error) {
 }
 
 // watch pings a peer that has been quiet for a keep-alive interval, so
-// that a live one answers, and ends the connection with ErrSilent once it
+// that a live one answers, and ends the connection with a SilentError once it
 // has been quiet for silence.
 func (c *Conn) watch(every, silence time.Duration) {
 	tick := time.NewTicker(every)
@@ -70,7 +74,7 @@ func (c *Conn) watch(every, silence time.Duration) {
 		quiet := time.Since(epoch) - time.Duration(c.heard.Load())
 		switch {
 		case quiet >= silence:
-			c.end(fmt.Errorf("%w: nothing heard for %v", ErrSilent, quiet.Round(time.Second)))
+			c.end(SilentError{quiet.Round(time.Second)})
 			return
 		case quiet >= every && pinging.CompareAndSwap(false, true):
 			go func() {
@@ -89,7 +93,7 @@ func (c *Conn) end(cause error) {
 
 // Err says why the connection ended when this side ended it: a record
 // that failed to open (an error wrapping ErrBadRecord: someone changed
-// the link's bytes) or a peer gone silent (ErrSilent). It is nil while the
+// the link's bytes) or a peer gone silent (SilentError). It is nil while the
 // connection is up and when it ended otherwise.
 func (c *Conn) Err() error {
 	if err := c.link.failure(); err != nil {

@@ -69,7 +69,7 @@ func (f *freezer) freeze() { f.mu.Lock(); f.frozen = true; f.mu.Unlock() }
 
 // TestSilentPeerEndsLink: an idle link whose peer answers pings outlives
 // the silence bound many times over; once the peer's bytes stop coming,
-// the link ends with ErrSilent, which Err reports.
+// the link ends with a SilentError, which Err reports.
 func TestSilentPeerEndsLink(t *testing.T) {
 	s := secret(t)
 	opt := Options{KeepAlive: 50 * time.Millisecond, Silence: time.Second}
@@ -97,10 +97,10 @@ func TestSilentPeerEndsLink(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("the link outlived a silent peer")
 	}
-	if err := d.Err(); !errors.Is(err, ErrSilent) {
-		t.Errorf("Err() = %v, want ErrSilent", err)
+	if err := d.Err(); !errors.As(err, new(SilentError)) {
+		t.Errorf("Err() = %v, want a SilentError", err)
 	}
-	if err := l.Err(); err != nil && !errors.Is(err, ErrSilent) {
+	if err := l.Err(); err != nil && !errors.As(err, new(SilentError)) {
 		t.Errorf("listener side: Err() = %v", err)
 	}
 }
