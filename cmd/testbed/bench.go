@@ -40,6 +40,7 @@ latency and spawn cost and the start-up measured on one node.`,
 				&cli.BoolFlag{Name: "native", Usage: "launch over ssh instead of testbed-agent"},
 				&cli.BoolFlag{Name: "peers", Usage: "also launch with mpiexec.hydra, mpirun.openmpi, pdsh and clush"},
 				&cli.StringSliceFlag{Name: "mpirun-arg", Usage: "extra argument to our mpirun (repeat), e.g. --mpirun-arg=--report-launch-times"},
+				&cli.StringSliceFlag{Name: "variant", Usage: "NAME=ARGS: measure our mpirun with these extra space-separated arguments too, beside the plain one (repeat), e.g. 'before=--orted /tmp/old/orted'"},
 				&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on one launch after this long"},
 				&cli.StringFlag{Name: "csv", Usage: "write the results as CSV to this file"},
 				&cli.StringFlag{Name: "plot", Usage: "write a PNG of time against nodes, one line per launcher and δ, to this file"},
@@ -91,9 +92,9 @@ type bench struct {
 	c       *cli.Context
 	std     stdio
 	cluster *testbed.Cluster
-	env     []string // of every launcher
-	agent   string   // the rsh agent every launcher uses
-	ours    launcher
+	env     []string   // of every launcher
+	agent   string     // the rsh agent every launcher uses
+	ours    []launcher // our mpirun, then its --variant's
 	peers   []launcher
 	meter   cpuMeter
 	startup time.Duration // one hop's overhead, measured; for the model
@@ -135,7 +136,10 @@ func (b *bench) findLaunchers() error {
 	if err != nil {
 		return fmt.Errorf("bench: our mpirun: %w (build it beside testbed: make bin)", err)
 	}
-	b.ours = oursLauncher(mpirun, b.agent, b.c.Bool("native"), b.c.StringSlice("mpirun-arg"))
+	b.ours, err = oursLaunchers(mpirun, b.agent, b.c.Bool("native"), b.c.StringSlice("mpirun-arg"), b.c.StringSlice("variant"))
+	if err != nil {
+		return err
+	}
 	if b.c.Bool("peers") {
 		b.peers = peerLaunchers(b.agent, b.c.Bool("uts"))
 	}
@@ -170,10 +174,13 @@ func (b *bench) sweep(nodes, degrees []int) ([]benchPoint, error) {
 	var points []benchPoint
 	for _, n := range nodes {
 		for _, d := range degrees {
-			p := b.measure(b.ours, n, d)
-			p.model = b.model(n, d)
-			printBenchRow(b.std.out, p)
-			points = append(points, p)
+			model := b.model(n, d)
+			for _, l := range b.ours { // variants side by side, as alike as one run makes them
+				p := b.measure(l, n, d)
+				p.model = model
+				printBenchRow(b.std.out, p)
+				points = append(points, p)
+			}
 		}
 		for i := range b.peers {
 			p := b.measure(b.peers[i], n, flat)
@@ -219,7 +226,7 @@ func (b *bench) measureStartup() error {
 	}
 	var walls []float64
 	for range b.c.Int("runs") {
-		wall, _, err := b.launch(b.ours.argv(hosts, 1, 1))
+		wall, _, err := b.launch(b.ours[0].argv(hosts, 1, 1))
 		if err != nil {
 			return fmt.Errorf("bench: our mpirun on one node: %w", err)
 		}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -14,9 +16,22 @@ type launcher struct {
 	argv        func(h hostsFiles, n, degree int) []string
 }
 
+// oursLaunchers are our mpirun, and one more per variant (NAME=ARGS).
+func oursLaunchers(mpirun, agent string, native bool, extra, variants []string) ([]launcher, error) {
+	ours := []launcher{oursLauncher("prsh", mpirun, agent, native, extra)}
+	for _, v := range variants {
+		name, args, ok := strings.Cut(v, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--variant %q: want NAME=ARGS, e.g. 'before=--orted /tmp/old/orted'", v)
+		}
+		ours = append(ours, oursLauncher("prsh:"+name, mpirun, agent, native, append(slices.Clone(extra), strings.Fields(args)...)))
+	}
+	return ours, nil
+}
+
 // oursLauncher is our mpirun through agent, or natively over ssh.
-func oursLauncher(mpirun, agent string, native bool, extra []string) launcher {
-	return launcher{name: "prsh", argv: func(h hostsFiles, n, degree int) []string {
+func oursLauncher(name, mpirun, agent string, native bool, extra []string) launcher {
+	return launcher{name: name, argv: func(h hostsFiles, n, degree int) []string {
 		argv := []string{mpirun, "--hostfile", h.slots, "--spawn-degree", strconv.Itoa(degree)}
 		if !native {
 			argv = append(argv, "--launch-agent", agent+" %h")

@@ -35,17 +35,17 @@ func (b *bench) model(n, degree int) float64 {
 }
 
 func printBenchHeader(w io.Writer) {
-	fmt.Fprintf(w, "%-8s %6s %6s %9s %9s %9s %9s %9s %8s\n",
+	fmt.Fprintf(w, "%-12s %6s %6s %9s %9s %9s %9s %9s %8s\n",
 		"launcher", "nodes", "δ", "median", "min", "max", "cpu", "model", "measured")
-	fmt.Fprintf(w, "%-8s %6s %6s %9s %9s %9s %9s %9s %8s\n", "", "", "", "s", "s", "s", "s", "s", "/model")
+	fmt.Fprintf(w, "%-12s %6s %6s %9s %9s %9s %9s %9s %8s\n", "", "", "", "s", "s", "s", "s", "s", "/model")
 }
 
 func printBenchRow(w io.Writer, p benchPoint) {
 	if p.failure != "" {
-		fmt.Fprintf(w, "%-8s %6d %6s   cannot run: %s\n", p.launcher, p.nodes, degreeName(p.degree), p.failure)
+		fmt.Fprintf(w, "%-12s %6d %6s   cannot run: %s\n", p.launcher, p.nodes, degreeName(p.degree), p.failure)
 		return
 	}
-	fmt.Fprintf(w, "%-8s %6d %6s %9.3f %9.3f %9.3f %9.2f %9s %8s\n", p.launcher, p.nodes, degreeName(p.degree),
+	fmt.Fprintf(w, "%-12s %6d %6s %9.3f %9.3f %9.3f %9.2f %9s %8s\n", p.launcher, p.nodes, degreeName(p.degree),
 		median(p.walls), slices.Min(p.walls), slices.Max(p.walls), median(p.cpus), orDash(p.model, 3), orDash(p.ratio(), 2))
 }
 
@@ -56,6 +56,9 @@ func (p benchPoint) ratio() float64 {
 	}
 	return median(p.walls) / p.model
 }
+
+// isOurs tells our mpirun and its variants (prsh:NAME) from the peers.
+func isOurs(launcher string) bool { return launcher == "prsh" || strings.HasPrefix(launcher, "prsh:") }
 
 func orDash(x float64, prec int) string {
 	if x <= 0 {
@@ -102,7 +105,7 @@ func benchTitle(c *cli.Context) string {
 	if c.Bool("native") {
 		how = fmt.Sprintf("native ssh, latency %v", c.Duration("ssh-latency"))
 	}
-	return "launch of /bin/true, median of " + strconv.Itoa(c.Int("runs")) + " (" + how + ")"
+	return "/bin/true, median of " + strconv.Itoa(c.Int("runs")) + ": " + how
 }
 
 // benchSeries is a line per launcher and δ, measured, and for each of our
@@ -124,15 +127,15 @@ func benchSeries(points []benchPoint) []series {
 	}
 	for _, p := range points {
 		name := p.launcher
-		if name == "prsh" {
-			name = "prsh δ=" + degreeName(p.degree)
+		if isOurs(p.launcher) {
+			name += " δ=" + degreeName(p.degree)
 		}
 		if len(p.walls) > 0 {
 			add(name, float64(p.nodes), median(p.walls), false)
 		}
 	}
 	for _, p := range points {
-		if p.launcher == "prsh" {
+		if p.launcher == "prsh" { // the variants share its model
 			add("model δ="+degreeName(p.degree), float64(p.nodes), p.model, true)
 		}
 	}
