@@ -30,13 +30,10 @@ seconds of the whole launch (every process of it: agent, shells, daemons,
 ranks; from a cgroup when one can be made, else from getrusage), and the
 model: the simulator's time for the tree (testbed sim) with the configured
 latency and spawn cost and the start-up measured on one node.`,
-			Flags: []cli.Flag{
+			Flags: append([]cli.Flag{
 				&cli.StringFlag{Name: "nodes", Aliases: []string{"n"}, Value: "16,64", Usage: "node counts, comma-separated"},
 				&cli.StringFlag{Name: "degrees", Value: "2,8,32,flat", Usage: "spawn degrees δ of our mpirun, comma-separated; flat: mpirun spawns every orted"},
 				&cli.IntFlag{Name: "runs", Value: 3, Usage: "launches per point"},
-				&cli.DurationFlag{Name: "ssh-latency", Usage: "one session's hop until its command runs"},
-				&cli.DurationFlag{Name: "spawn-cost", Usage: "serial cost of each session at its spawner (testbed-agent only)"},
-				&cli.BoolFlag{Name: "uts", Usage: "a hostname per node (root only; Open MPI needs it)"},
 				&cli.BoolFlag{Name: "native", Usage: "launch over ssh instead of testbed-agent"},
 				&cli.BoolFlag{Name: "peers", Usage: "also launch with mpiexec.hydra, mpirun.openmpi, pdsh and clush"},
 				&cli.StringSliceFlag{Name: "mpirun-arg", Usage: "extra argument to our mpirun (repeat), e.g. --mpirun-arg=--report-launch-times"},
@@ -44,9 +41,7 @@ latency and spawn cost and the start-up measured on one node.`,
 				&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on one launch after this long"},
 				&cli.StringFlag{Name: "csv", Usage: "write the results as CSV to this file"},
 				&cli.StringFlag{Name: "plot", Usage: "write a PNG of time against nodes, one line per launcher and δ, to this file"},
-				&cli.StringSliceFlag{Name: "env", Usage: "K=V set in every node process and the launchers (e.g. PRSH_CPUPROFILE=DIR)"},
-				&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log every launch"},
-			},
+			}, clusterFlagsNamed("ssh-latency", "spawn-cost", "uts", "env", "verbose")...),
 			Action: func(c *cli.Context) error { return benchLaunchAction(c, std) },
 		}},
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,18 @@ func clusterFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "env", Usage: "K=V set in every node process (e.g. PRSH_CPUPROFILE=DIR)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log the testbed's status and every session on stderr"},
 	}
+}
+
+// clusterFlagsNamed are the shared flags of these names, for commands
+// that start a cluster their own way.
+func clusterFlagsNamed(names ...string) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range clusterFlags() {
+		if slices.Contains(names, f.Names()[0]) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // configFromFlags turns the shared flags into a testbed.Config.
