@@ -74,7 +74,7 @@ func writeBenchOutputs(c *cli.Context, points []benchPoint) error {
 		}
 	}
 	if path := c.String("plot"); path != "" {
-		return savePlot(path, benchTitle(c), benchSeries(points))
+		return savePlot(path, benchTitle(c), benchSeries(points), true)
 	}
 	return nil
 }

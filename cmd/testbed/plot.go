@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/csv"
 	"image/color"
+	"math"
 	"os"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -21,11 +23,17 @@ type series struct {
 
 // savePlot draws time against nodes, one line per series, as the paper's
 // Figures 2 and 3, and writes it as PNG (or another format by extension).
-func savePlot(path, title string, lines []series) error {
+// logTime draws time on a log scale, for launchers whose times differ by
+// orders of magnitude.
+func savePlot(path, title string, lines []series, logTime bool) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "nodes"
 	p.Y.Label.Text = "time (s)"
+	if logTime {
+		p.Y.Label.Text = "time (s, log scale)"
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, oneTwoFive{}
+	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
 	for _, s := range lines {
@@ -66,4 +74,20 @@ func writeCSVFile(path string, records [][]string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// oneTwoFive labels 1, 2 and 5 times each power of ten on a log axis:
+// plot.LogTicks labels powers of ten only, none in a range such as 0.2–8 s.
+type oneTwoFive struct{}
+
+func (oneTwoFive) Ticks(min, max float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(min)); math.Pow(10, e) <= max; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * math.Pow(10, e); v >= min && v <= max {
+				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+			}
+		}
+	}
+	return ticks
 }

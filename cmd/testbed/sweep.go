@@ -103,5 +103,5 @@ func writePlot(path string, rows []row) error {
 		}
 		lines[i].points = append(lines[i].points, plotter.XY{X: float64(rw.nodes), Y: float64(rw.r.MpirunExit) / 1e6})
 	}
-	return savePlot(path, "simulated mpirun /bin/true", lines)
+	return savePlot(path, "simulated mpirun /bin/true", lines, false)
 }
