@@ -11,7 +11,7 @@ TAGS    ?= $(shell pkg-config --exists pmix 2>/dev/null && echo pmix)
 .PHONY: bin demo test fuzz bench clean
 
 bin:
-	$(GO) build -tags '$(TAGS)' -o bin/ ./cmd/...
+	$(GO) build -tags '$(TAGS)' -ldflags '-s -w' -o bin/ ./cmd/...
 
 demo: bin
 	bin/testbed run --nodes 16 $(UTS) -- mpirun --spawn-degree 4 hostname

@@ -79,12 +79,38 @@ func (d *Daemon) bootPMIx() {
 			boot <- pmixBoot{err: err}
 			return
 		}
-		s, err := pmix.Start(dir, d.cfg.Node, pmixUpcalls{d})
+		s, err := startPMIxServer(dir, d.cfg.Node, pmixUpcalls{d})
 		if err != nil {
 			os.RemoveAll(dir)
 		}
 		boot <- pmixBoot{s, dir, err}
 	}()
+}
+
+// startPMIxServer starts the library's server with the node's topology
+// from the cache when it is there (topocache.go), and fills the cache
+// when it is not. The parameter is unset again before anything else is
+// started, so that no rank and no orted inherits it; an orted spawned in
+// between drops it itself (dropInheritedTopology).
+func startPMIxServer(dir, node string, h pmix.Handler) (*pmix.Server, error) {
+	cache := ""
+	if !dropInheritedTopology() {
+		cache = topologyCache()
+	}
+	if _, err := os.Stat(cache); cache != "" && err == nil {
+		os.Setenv(envTopologyFile, cache)
+		s, err := pmix.Start(dir, node, h)
+		os.Unsetenv(envTopologyFile)
+		if err == nil {
+			return s, nil
+		}
+		os.Remove(cache) // unreadable or stale: discover once more
+	}
+	s, err := pmix.Start(dir, node, h)
+	if err == nil {
+		saveTopology(cache, s.Topology())
+	}
+	return s, err
 }
 
 // startPMIx tells the booted server about the job, for the local ranks

@@ -25,6 +25,14 @@
 // The testbed deliberately imports none of the runtime's packages: it only
 // serves ssh and runs commands.
 //
+// # The launch agent
+//
+// The cluster also writes DIR/agent.conf for testbed-agent (package
+// agent), a stand-in for ssh that any launcher can use as its rsh agent:
+// it runs the command on the node in place, without crypto, after
+// Config.SpawnCost under its spawner's lock and Config.SSHLatency, both
+// slept. Env names the file (PRSH_TESTBED_AGENT).
+//
 // # UTS namespaces
 //
 // With Config.UTS (root only), each node's processes run in their own UTS

@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"prsh/testbed/agent"
 )
 
 // keys are generated afresh for every cluster, so that nothing depends on
@@ -77,6 +80,24 @@ func writeFiles(c *Cluster, k *keys) error {
 		if err := writeFile(f.path, f.data); err != nil {
 			return err
 		}
+	}
+	return writeAgentConfig(c)
+}
+
+// writeAgentConfig writes what testbed-agent needs, and the directory of
+// its spawners' locks.
+func writeAgentConfig(c *Cluster) error {
+	locks := filepath.Join(c.dir, "agent-locks")
+	if err := os.MkdirAll(locks, 0o700); err != nil {
+		return fmt.Errorf("testbed: %w", err)
+	}
+	cfg := agent.Config{
+		Block: c.block, Nodes: c.cfg.Nodes, User: c.user, RunID: c.runID,
+		Latency: c.cfg.SSHLatency, SpawnCost: c.cfg.SpawnCost, UTS: c.cfg.UTS,
+		Locks: locks, Env: c.cfg.Env,
+	}
+	if err := cfg.Write(c.AgentConfigPath()); err != nil {
+		return fmt.Errorf("testbed: %w", err)
 	}
 	return nil
 }
@@ -143,7 +164,7 @@ func sshConfig(c *Cluster) []byte {
 	return b.Bytes()
 }
 
-// nodePattern matches every node name (nodeName) in an ssh_config Host line.
+// nodePattern matches every node name (nodes.Name) in an ssh_config Host line.
 const nodePattern = "node*"
 
 // quoteConfig quotes a path for ssh_config only when it must, since some

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"prsh/testbed/nodes"
 )
 
 // loginGrace bounds an unauthenticated connection, like sshd's
@@ -43,11 +45,11 @@ func (c *Cluster) listenAll(k *keys) error {
 }
 
 func (c *Cluster) newNode(i int, k *keys) (*node, error) {
-	ip, err := nodeAddr(c.block, i)
+	ip, err := nodes.Addr(c.block, i)
 	if err != nil {
 		return nil, err
 	}
-	name := nodeName(i, c.cfg.Nodes)
+	name := nodes.Name(i, c.cfg.Nodes)
 	n := &node{Node: Node{Name: name, Addr: ip.String()}, fault: c.cfg.Faults[name]}
 	n.ssh = c.serverConfig(k, n.fault.WrongHostKey)
 	if n.fault.Refuse {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"prsh/testbed/nodes"
 )
 
 // session is one ssh session channel and, once exec'd, its process.
@@ -138,7 +140,7 @@ func (c *Cluster) command(n *node, sc *ssh.ServerConn, argv []string) *exec.Cmd 
 		Path:        "/bin/sh",
 		Args:        argv,
 		Env:         c.nodeEnv(n, sc),
-		Dir:         homeDir(),
+		Dir:         nodes.HomeDir(),
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	if c.cfg.UTS {

@@ -14,12 +14,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"prsh/testbed/agent"
+	"prsh/testbed/nodes"
 )
 
 // Environment variables the testbed puts into every process it starts.
 const (
-	EnvRun  = "PRSH_TESTBED_RUN"  // the cluster's random run id
-	EnvNode = "PRSH_TESTBED_NODE" // the node the process runs on
+	EnvRun  = nodes.EnvRun  // the cluster's random run id
+	EnvNode = nodes.EnvNode // the node the process runs on
 )
 
 // Environment variables Cluster.Env hands to the command under test.
@@ -61,6 +64,9 @@ type Config struct {
 	// SSHLatency delays each exec session before its command runs,
 	// emulating the ssh handshake and remote start-up of a real cluster.
 	SSHLatency time.Duration
+	// SpawnCost is the launch agent's serial cost per session at each
+	// spawner (see package agent); the ssh servers ignore it.
+	SpawnCost time.Duration
 	// UTS runs each node's processes in their own UTS namespace whose
 	// hostname is the node's name (root only; see MaybeRunUTSHelper).
 	UTS bool
@@ -148,18 +154,18 @@ func validate(cfg Config) error {
 	}
 	names := make(map[string]bool, cfg.Nodes)
 	for i := 1; i <= cfg.Nodes; i++ {
-		names[nodeName(i, cfg.Nodes)] = true
+		names[nodes.Name(i, cfg.Nodes)] = true
 	}
 	for name, f := range cfg.Faults {
 		if !names[name] {
 			return fmt.Errorf("testbed: fault for unknown node %q (nodes are %s … %s)",
-				name, nodeName(1, cfg.Nodes), nodeName(cfg.Nodes, cfg.Nodes))
+				name, nodes.Name(1, cfg.Nodes), nodes.Name(cfg.Nodes, cfg.Nodes))
 		}
 		if f.KillAfter < 0 {
 			return fmt.Errorf("testbed: negative KillAfter for %s", name)
 		}
 	}
-	if _, err := nodeAddr(1, cfg.Nodes); err != nil {
+	if _, err := nodes.Addr(1, cfg.Nodes); err != nil {
 		return err
 	}
 	return nil
@@ -184,7 +190,7 @@ func newCluster(cfg Config) (*Cluster, error) {
 		runID:  hex.EncodeToString(id),
 		user:   user,
 		exe:    exe,
-		env:    loginEnv(user),
+		env:    nodes.LoginEnv(user),
 		ctx:    ctx,
 		cancel: cancel,
 		conns:  make(map[net.Conn]struct{}),
@@ -278,14 +284,19 @@ func (c *Cluster) KnownHostsPath() string { return filepath.Join(c.dir, "known_h
 // IdentityPath is DIR/id_ed25519, the only client key the nodes accept.
 func (c *Cluster) IdentityPath() string { return filepath.Join(c.dir, "id_ed25519") }
 
+// AgentConfigPath is DIR/agent.conf, the launch agent's settings.
+func (c *Cluster) AgentConfigPath() string { return filepath.Join(c.dir, "agent.conf") }
+
 // Env is the extra environment for a command run against the cluster.
 // PRSH_TESTBED_RUN is included so that the command's own stray processes
-// count as leftovers too.
+// count as leftovers too, PRSH_TESTBED_AGENT so that testbed-agent finds
+// the cluster.
 func (c *Cluster) Env() []string {
 	return []string{
 		EnvHostfile + "=" + c.HostfilePath(),
 		EnvSSHConfig + "=" + c.SSHConfigPath(),
 		EnvRun + "=" + c.runID,
+		agent.EnvConfig + "=" + c.AgentConfigPath(),
 	}
 }
 

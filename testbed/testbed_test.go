@@ -16,6 +16,8 @@ import (
 	sshconfig "github.com/kevinburke/ssh_config"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"prsh/testbed/nodes"
 )
 
 // Generous bound that turns a hang into a failure; never a performance
@@ -190,8 +192,8 @@ func TestEnvironment(t *testing.T) {
 	if lines[1] != "node004" || lines[2] != c.RunID() || lines[3] != "yes" || lines[4] != c.User() {
 		t.Errorf("node %q run %q extra %q user %q", lines[1], lines[2], lines[3], lines[4])
 	}
-	if lines[5] != homeDir() {
-		t.Errorf("working dir %q, want %q", lines[5], homeDir())
+	if lines[5] != nodes.HomeDir() {
+		t.Errorf("working dir %q, want %q", lines[5], nodes.HomeDir())
 	}
 }
 
@@ -494,15 +496,15 @@ func TestValidation(t *testing.T) {
 }
 
 func TestNamesAndAddresses(t *testing.T) {
-	if got := nodeName(7, 12); got != "node007" {
-		t.Errorf("nodeName(7, 12) = %q", got)
+	if got := nodes.Name(7, 12); got != "node007" {
+		t.Errorf("nodes.Name(7, 12) = %q", got)
 	}
-	if got := nodeName(7, 5000); got != "node0007" {
-		t.Errorf("nodeName(7, 5000) = %q", got)
+	if got := nodes.Name(7, 5000); got != "node0007" {
+		t.Errorf("nodes.Name(7, 5000) = %q", got)
 	}
 	seen := map[string]bool{}
 	for i := 1; i <= 70000; i++ {
-		a, err := nodeAddr(1, i)
+		a, err := nodes.Addr(1, i)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ func clusterFlags() []cli.Flag {
 		&cli.IntFlag{Name: "nodes", Aliases: []string{"n"}, Value: 4, Usage: "number of virtual nodes (node001 …)"},
 		&cli.IntFlag{Name: "slots", Value: 1, Usage: "slots per node in the hostfile"},
 		&cli.DurationFlag{Name: "ssh-latency", Usage: "delay before each remote command starts"},
+		&cli.DurationFlag{Name: "spawn-cost", Usage: "testbed-agent only: serial cost of each session at its spawner (a sleep under the spawner's lock)"},
 		&cli.BoolFlag{Name: "uts", Usage: "give each node's processes its own hostname (root only)"},
 		&cli.StringFlag{Name: "dir", Usage: "write hostfile, ssh_config, keys here (default: a temporary dir)"},
 		&cli.StringSliceFlag{Name: "refuse", Usage: "nodes that refuse connections (comma-separated)"},
@@ -31,12 +33,25 @@ func clusterFlags() []cli.Flag {
 	}
 }
 
+// clusterFlagsNamed are the shared flags of these names, for commands
+// that start a cluster their own way.
+func clusterFlagsNamed(names ...string) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range clusterFlags() {
+		if slices.Contains(names, f.Names()[0]) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // configFromFlags turns the shared flags into a testbed.Config.
 func configFromFlags(c *cli.Context, stderr io.Writer) (testbed.Config, error) {
 	cfg := testbed.Config{
 		Nodes:      c.Int("nodes"),
 		Slots:      c.Int("slots"),
 		SSHLatency: c.Duration("ssh-latency"),
+		SpawnCost:  c.Duration("spawn-cost"),
 		UTS:        c.Bool("uts"),
 		Dir:        c.String("dir"),
 		Faults:     map[string]testbed.Fault{},

@@ -2,6 +2,8 @@
 //
 //	testbed run --nodes N [flags] -- CMD ARGS...
 //	testbed up  --nodes N --dir DIR [flags]
+//	testbed sim [flags]
+//	testbed bench launch --nodes 16,64 --degrees 2,8,32,flat --runs 3 [--peers] [flags]
 //
 // run starts the cluster, runs CMD against it (MPIRUN_HOSTFILE,
 // MPIRUN_SSH_CONFIG and PRSH_TESTBED_RUN in its environment, the testbed's
@@ -17,6 +19,10 @@
 // up serves the cluster until SIGINT, SIGTERM or SIGHUP, for use by hand:
 //
 //	ssh -F DIR/ssh_config node001 hostname
+//
+// bench launch measures launches of /bin/true on a cluster, by our mpirun
+// and by other launchers, through testbed-agent (the low-CPU launch agent
+// beside testbed) or ssh; see its --help.
 package main
 
 import (
@@ -82,7 +88,7 @@ func newApp(std stdio) *cli.App {
 		ErrWriter:       std.err,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // Main picks the status
-		Commands:        []*cli.Command{runCommand(std), upCommand(std), simCommand(std)},
+		Commands:        []*cli.Command{runCommand(std), upCommand(std), simCommand(std), benchCommand(std)},
 	}
 }
 

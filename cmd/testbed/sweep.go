@@ -1,20 +1,14 @@
 package main
 
 import (
-	"encoding/csv"
 	"fmt"
-	"image/color"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
 
 	"prsh/daemon/protocol/sim"
 )
@@ -88,13 +82,8 @@ func writeOutputs(c *cli.Context, rows []row) error {
 }
 
 func writeCSV(path string, rows []row) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.Write([]string{"nodes", "spawn_degree", "phase1_s", "phase2_s", "launch_s", "exited_s", "mpirun_exit_s",
-		"last_exit_s", "status", "messages", "bytes", "events", "completed", "wall_s"})
+	records := [][]string{{"nodes", "spawn_degree", "phase1_s", "phase2_s", "launch_s", "exited_s", "mpirun_exit_s",
+		"last_exit_s", "status", "messages", "bytes", "events", "completed", "wall_s"}}
 	sec := func(us int64) string {
 		if us < 0 {
 			return ""
@@ -103,56 +92,32 @@ func writeCSV(path string, rows []row) error {
 	}
 	for _, rw := range rows {
 		r := rw.r
-		w.Write([]string{strconv.Itoa(rw.nodes), degreeName(rw.degree), sec(r.Phase1), sec(r.Phase2),
+		records = append(records, []string{strconv.Itoa(rw.nodes), degreeName(rw.degree), sec(r.Phase1), sec(r.Phase2),
 			sec(r.Started), sec(r.Exited), sec(r.MpirunExit), sec(r.LastExit), strconv.Itoa(r.Status),
 			strconv.FormatInt(r.Messages, 10), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Events),
 			strconv.FormatBool(!r.OverBudget), strconv.FormatFloat(rw.wall.Seconds(), 'f', 2, 64)})
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeCSVFile(path, records)
 }
 
 // writePlot draws mpirun's exit time against the number of nodes, one
 // line per spawn degree, as the paper's Figure 2; runs that did not
 // complete are left out.
 func writePlot(path string, rows []row) error {
-	p := plot.New()
-	p.Title.Text = "simulated mpirun /bin/true"
-	p.X.Label.Text = "nodes"
-	p.Y.Label.Text = "time (s)"
-	// Log axes, as a flat launch is a hundred times slower than a tree.
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs, p.Legend.YOffs = vg.Centimeter, -vg.Millimeter*3
-	p.Add(plotter.NewGrid())
-	var order []int
-	lines := map[int]plotter.XYs{}
+	var lines []series
+	index := map[int]int{}
 	for _, rw := range rows {
 		if rw.r.OverBudget || rw.r.MpirunExit < 0 {
 			continue
 		}
-		if _, ok := lines[rw.degree]; !ok {
-			order = append(order, rw.degree)
+		i, ok := index[rw.degree]
+		if !ok {
+			i = len(lines)
+			index[rw.degree] = i
+			lines = append(lines, series{name: "δ=" + degreeName(rw.degree), color: i})
 		}
-		lines[rw.degree] = append(lines[rw.degree], plotter.XY{X: float64(rw.nodes), Y: float64(rw.r.MpirunExit) / 1e6})
+		lines[i].points = append(lines[i].points, plotter.XY{X: float64(rw.nodes), Y: float64(rw.r.MpirunExit) / 1e6})
 	}
-	for i, d := range order {
-		l, pts, err := plotter.NewLinePoints(lines[d])
-		if err != nil {
-			return err
-		}
-		l.Color = plotutil.Color(i)
-		pts.Color, pts.Shape = l.Color, plotutil.Shape(i)
-		if l.Color == nil {
-			l.Color = color.Black
-		}
-		p.Add(l, pts)
-		p.Legend.Add("δ="+degreeName(d), l, pts)
-	}
-	return p.Save(16*vg.Centimeter, 11*vg.Centimeter, path)
+	// Time on a log scale: a flat launch is a hundred times slower than a tree.
+	return savePlot(path, "simulated mpirun /bin/true", lines, true)
 }

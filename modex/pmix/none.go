@@ -25,6 +25,9 @@ func (*Server) RegisterJob(Job) error { return ErrUnavailable }
 // Client is never reached in this build.
 func (*Server) Client(rank int) ([]string, error) { return nil, ErrUnavailable }
 
+// Topology is never reached in this build.
+func (*Server) Topology() string { return "" }
+
 // Sync does nothing in this build.
 func (*Server) Sync(time.Duration) {}
 

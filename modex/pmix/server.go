@@ -65,6 +65,10 @@ func Start(tmpdir, host string, h Handler) (*Server, error) {
 	return s, nil
 }
 
+// Topology is the node's hardware topology as the library loaded it, as
+// hwloc XML; "" if unknown.
+func (s *Server) Topology() string { return s.topology }
+
 // Sync waits, at most for wait, until the Handler has had every upcall
 // the library made before the call: what a rank told its server before
 // it exited is known before its exit is.

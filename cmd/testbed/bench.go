@@ -1,0 +1,272 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"prsh/testbed"
+)
+
+func benchCommand(std stdio) *cli.Command {
+	return &cli.Command{
+		Name:  "bench",
+		Usage: "measure launches on an emulated cluster",
+		Subcommands: []*cli.Command{{
+			Name:  "launch",
+			Usage: "launch /bin/true, one rank per node, with our mpirun for every (nodes, δ), and with other launchers (--peers)",
+			Description: `Starts one cluster of the largest node count and launches /bin/true on its
+first N nodes, --runs times per point, through testbed-agent (the low-CPU
+launch agent: --ssh-latency and --spawn-cost as sleeps) or, with --native,
+through ssh (mpirun's own client; the peers use OpenSSH's with the cluster's
+ssh_config). Prints the median, min and max wall seconds and the median CPU
+seconds of the whole launch (every process of it: agent, shells, daemons,
+ranks; from a cgroup when one can be made, else from getrusage), and the
+model: the simulator's time for the tree (testbed sim) with the configured
+latency and spawn cost and the start-up measured on one node.`,
+			Flags: append([]cli.Flag{
+				&cli.StringFlag{Name: "nodes", Aliases: []string{"n"}, Value: "16,64", Usage: "node counts, comma-separated"},
+				&cli.StringFlag{Name: "degrees", Value: "2,8,32,flat", Usage: "spawn degrees δ of our mpirun, comma-separated; flat: mpirun spawns every orted"},
+				&cli.IntFlag{Name: "runs", Value: 3, Usage: "launches per point"},
+				&cli.BoolFlag{Name: "native", Usage: "launch over ssh instead of testbed-agent"},
+				&cli.BoolFlag{Name: "peers", Usage: "also launch with mpiexec.hydra, mpirun.openmpi, pdsh and clush"},
+				&cli.StringSliceFlag{Name: "mpirun-arg", Usage: "extra argument to our mpirun (repeat), e.g. --mpirun-arg=--report-launch-times"},
+				&cli.StringSliceFlag{Name: "variant", Usage: "NAME=ARGS: measure our mpirun with these extra space-separated arguments too, beside the plain one (repeat), e.g. 'before=--orted /tmp/old/orted'"},
+				&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on one launch after this long"},
+				&cli.StringFlag{Name: "csv", Usage: "write the results as CSV to this file"},
+				&cli.StringFlag{Name: "plot", Usage: "write a PNG of time against nodes, one line per launcher and δ, to this file"},
+			}, clusterFlagsNamed("ssh-latency", "spawn-cost", "uts", "env", "verbose")...),
+			Action: func(c *cli.Context) error { return benchLaunchAction(c, std) },
+		}},
+	}
+}
+
+// benchPoint is every run of one launcher at one node count.
+type benchPoint struct {
+	launcher string
+	nodes    int
+	degree   int // ours only; flat for the peers
+	walls    []float64
+	cpus     []float64
+	model    float64 // seconds the tree allows; 0: no model
+	failure  string  // why the launcher could not run here
+}
+
+func benchLaunchAction(c *cli.Context, std stdio) error {
+	nodes, err := intList(c.String("nodes"))
+	if err != nil {
+		return fmt.Errorf("--nodes: %w", err)
+	}
+	degrees, err := degreeList(c.String("degrees"))
+	if err != nil {
+		return fmt.Errorf("--degrees: %w", err)
+	}
+	if c.Int("runs") < 1 {
+		return errors.New("--runs: want at least 1")
+	}
+	b, err := newBench(c, std, slices.Max(nodes))
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	points, err := b.sweep(nodes, degrees)
+	if err != nil {
+		return err
+	}
+	return writeBenchOutputs(c, points)
+}
+
+// bench is one cluster and the launchers measured on it.
+type bench struct {
+	c       *cli.Context
+	std     stdio
+	cluster *testbed.Cluster
+	env     []string   // of every launcher
+	agent   string     // the rsh agent every launcher uses
+	ours    []launcher // our mpirun, then its --variant's
+	peers   []launcher
+	meter   cpuMeter
+	startup time.Duration // one hop's overhead, measured; for the model
+}
+
+func newBench(c *cli.Context, std stdio, maxNodes int) (*bench, error) {
+	extra := splitList(c.StringSlice("env"))
+	cfg := testbed.Config{
+		Nodes: maxNodes, SSHLatency: c.Duration("ssh-latency"), SpawnCost: c.Duration("spawn-cost"),
+		UTS: c.Bool("uts"), Env: append([]string{pathEnv()}, extra...),
+	}
+	cl, err := testbed.Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{c: c, std: std, cluster: cl, meter: newCPUMeter(c.Bool("native"))}
+	b.env = append(append(append(os.Environ(), cl.Env()...), pathEnv()), extra...)
+	if err := b.findLaunchers(); err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *bench) close() {
+	b.meter.close()
+	b.cluster.Close()
+}
+
+// findLaunchers picks the agent and our mpirun, and the peers that can run.
+func (b *bench) findLaunchers() error {
+	path := envValue(b.env, "PATH")
+	agent, err := b.agentPath(path)
+	if err != nil {
+		return err
+	}
+	b.agent = agent
+	mpirun, err := lookPath("mpirun", path)
+	if err != nil {
+		return fmt.Errorf("bench: our mpirun: %w (build it beside testbed: make bin)", err)
+	}
+	b.ours, err = oursLaunchers(mpirun, b.agent, b.c.Bool("native"), b.c.StringSlice("mpirun-arg"), b.c.StringSlice("variant"))
+	if err != nil {
+		return err
+	}
+	if b.c.Bool("peers") {
+		b.peers = peerLaunchers(b.agent, b.c.Bool("uts"))
+	}
+	return nil
+}
+
+// agentPath is testbed-agent, or with --native a wrapper that runs
+// OpenSSH's client with the cluster's ssh_config (for the peers).
+func (b *bench) agentPath(path string) (string, error) {
+	if !b.c.Bool("native") {
+		p, err := lookPath("testbed-agent", path)
+		if err != nil {
+			return "", fmt.Errorf("bench: testbed-agent: %w (build it beside testbed: make bin)", err)
+		}
+		return p, nil
+	}
+	wrapper := filepath.Join(b.cluster.Dir(), "ssh")
+	script := "#!/bin/sh\nexec ssh -F " + b.cluster.SSHConfigPath() + ` "$@"` + "\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	return wrapper, nil
+}
+
+// sweep measures the start-up, then every point, smallest first, printing
+// each row as it completes.
+func (b *bench) sweep(nodes, degrees []int) ([]benchPoint, error) {
+	if err := b.measureStartup(); err != nil {
+		return nil, err
+	}
+	printBenchHeader(b.std.out)
+	var points []benchPoint
+	for _, n := range nodes {
+		for _, d := range degrees {
+			model := b.model(n, d)
+			for _, l := range b.ours { // variants side by side, as alike as one run makes them
+				p := b.measure(l, n, d)
+				p.model = model
+				printBenchRow(b.std.out, p)
+				points = append(points, p)
+			}
+		}
+		for i := range b.peers {
+			p := b.measure(b.peers[i], n, flat)
+			if p.failure != "" && b.peers[i].unavailable == "" {
+				b.peers[i].unavailable = p.failure // do not retry at larger sizes
+			}
+			printBenchRow(b.std.out, p)
+			points = append(points, p)
+		}
+	}
+	return points, nil
+}
+
+// measure runs one launcher --runs times on the first n nodes.
+func (b *bench) measure(l launcher, n, degree int) benchPoint {
+	p := benchPoint{launcher: l.name, nodes: n, degree: degree, failure: l.unavailable}
+	if p.failure != "" {
+		return p
+	}
+	hosts, err := b.hostfiles(n)
+	if err != nil {
+		p.failure = err.Error()
+		return p
+	}
+	for range b.c.Int("runs") {
+		wall, cpu, err := b.launch(l.argv(hosts, n, degreeOf(degree, n)))
+		if err != nil {
+			p.failure = err.Error()
+			return p
+		}
+		p.walls, p.cpus = append(p.walls, wall), append(p.cpus, cpu)
+	}
+	return p
+}
+
+// measureStartup times a launch on one node, less the configured latency
+// and spawn cost: what one hop of the tree adds (mpirun's and an orted's
+// start-up, the rank, the exits), for the model.
+func (b *bench) measureStartup() error {
+	hosts, err := b.hostfiles(1)
+	if err != nil {
+		return err
+	}
+	var walls []float64
+	for range b.c.Int("runs") {
+		wall, _, err := b.launch(b.ours[0].argv(hosts, 1, 1))
+		if err != nil {
+			return fmt.Errorf("bench: our mpirun on one node: %w", err)
+		}
+		walls = append(walls, wall)
+	}
+	hop := b.c.Duration("ssh-latency")
+	if !b.c.Bool("native") {
+		hop += b.c.Duration("spawn-cost")
+	}
+	b.startup = max(0, time.Duration(median(walls)*float64(time.Second))-hop)
+	fmt.Fprintf(b.std.out, "one node: %.3fs median, so one hop's start-up is %.3fs besides latency %v and spawn cost %v\n",
+		median(walls), b.startup.Seconds(), b.c.Duration("ssh-latency"), b.c.Duration("spawn-cost"))
+	return nil
+}
+
+// hostsFiles are the host lists of the first n nodes, in each launcher's
+// format.
+type hostsFiles struct {
+	names          []string
+	slots, counted string // "node001 slots=1" and "node001:1" per line
+}
+
+func (b *bench) hostfiles(n int) (hostsFiles, error) {
+	var h hostsFiles
+	for _, node := range b.cluster.Nodes()[:n] {
+		h.names = append(h.names, node.Name)
+	}
+	dir := b.cluster.Dir()
+	h.slots = filepath.Join(dir, fmt.Sprintf("hosts-%d", n))
+	h.counted = filepath.Join(dir, fmt.Sprintf("hosts-%d.hydra", n))
+	slots := strings.Join(h.names, " slots=1\n") + " slots=1\n"
+	counted := strings.Join(h.names, ":1\n") + ":1\n"
+	if err := os.WriteFile(h.slots, []byte(slots), 0o644); err != nil {
+		return h, fmt.Errorf("bench: %w", err)
+	}
+	if err := os.WriteFile(h.counted, []byte(counted), 0o644); err != nil {
+		return h, fmt.Errorf("bench: %w", err)
+	}
+	return h, nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	return s[len(s)/2]
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"gonum.org/v1/plot/plotter"
+
+	"prsh/daemon/protocol/sim"
+)
+
+// model is the time the tree allows n nodes at spawn degree degree: the
+// simulator's launch of the daemons' own protocol with the configured
+// latency and spawn cost and the measured start-up of one hop, on a
+// machine with a CPU per node. 0 when it cannot tell.
+func (b *bench) model(n, degree int) float64 {
+	us := func(d interface{ Microseconds() int64 }) int64 { return d.Microseconds() }
+	m := sim.Model{
+		Nodes: n, SpawnDegree: degreeOf(degree, n), Routed: "radix",
+		SSHLatency: us(b.c.Duration("ssh-latency")), SpawnCost: us(b.c.Duration("spawn-cost")),
+		Startup: us(b.startup), Latency: 100, BytesPerUS: 1000, RankTime: 1000,
+	}
+	if b.c.Bool("native") {
+		m.SpawnCost, m.MaxSessions = 0, 64 // ssh's real cost is in the start-up; mpirun's bound
+	}
+	r, err := sim.Simulate(m, 0)
+	if err != nil || r.MpirunExit < 0 {
+		return 0
+	}
+	return float64(r.MpirunExit) / 1e6
+}
+
+func printBenchHeader(w io.Writer) {
+	fmt.Fprintf(w, "%-12s %6s %6s %9s %9s %9s %9s %9s %8s\n",
+		"launcher", "nodes", "δ", "median", "min", "max", "cpu", "model", "measured")
+	fmt.Fprintf(w, "%-12s %6s %6s %9s %9s %9s %9s %9s %8s\n", "", "", "", "s", "s", "s", "s", "s", "/model")
+}
+
+func printBenchRow(w io.Writer, p benchPoint) {
+	if p.failure != "" {
+		fmt.Fprintf(w, "%-12s %6d %6s   cannot run: %s\n", p.launcher, p.nodes, degreeName(p.degree), p.failure)
+		return
+	}
+	fmt.Fprintf(w, "%-12s %6d %6s %9.3f %9.3f %9.3f %9.2f %9s %8s\n", p.launcher, p.nodes, degreeName(p.degree),
+		median(p.walls), slices.Min(p.walls), slices.Max(p.walls), median(p.cpus), orDash(p.model, 3), orDash(p.ratio(), 2))
+}
+
+// ratio is measured / model, 0 without a model.
+func (p benchPoint) ratio() float64 {
+	if p.model <= 0 || len(p.walls) == 0 {
+		return 0
+	}
+	return median(p.walls) / p.model
+}
+
+// isOurs tells our mpirun and its variants (prsh:NAME) from the peers.
+func isOurs(launcher string) bool { return launcher == "prsh" || strings.HasPrefix(launcher, "prsh:") }
+
+func orDash(x float64, prec int) string {
+	if x <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(x, 'f', prec, 64)
+}
+
+func writeBenchOutputs(c *cli.Context, points []benchPoint) error {
+	if path := c.String("csv"); path != "" {
+		if err := writeCSVFile(path, benchRecords(points)); err != nil {
+			return err
+		}
+	}
+	if path := c.String("plot"); path != "" {
+		return savePlot(path, benchTitle(c), benchSeries(points), true)
+	}
+	return nil
+}
+
+func benchRecords(points []benchPoint) [][]string {
+	records := [][]string{{"launcher", "nodes", "spawn_degree", "runs", "wall_median_s", "wall_min_s", "wall_max_s",
+		"cpu_median_s", "model_s", "measured_over_model", "failure"}}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
+	orEmpty := func(x float64) string {
+		if x <= 0 {
+			return ""
+		}
+		return f(x)
+	}
+	for _, p := range points {
+		r := []string{p.launcher, strconv.Itoa(p.nodes), degreeName(p.degree), strconv.Itoa(len(p.walls)), "", "", "", "",
+			orEmpty(p.model), orEmpty(p.ratio()), p.failure}
+		if len(p.walls) > 0 {
+			r[4], r[5], r[6], r[7] = f(median(p.walls)), f(slices.Min(p.walls)), f(slices.Max(p.walls)), f(median(p.cpus))
+		}
+		records = append(records, r)
+	}
+	return records
+}
+
+func benchTitle(c *cli.Context) string {
+	how := fmt.Sprintf("testbed-agent, latency %v, spawn cost %v", c.Duration("ssh-latency"), c.Duration("spawn-cost"))
+	if c.Bool("native") {
+		how = fmt.Sprintf("native ssh, latency %v", c.Duration("ssh-latency"))
+	}
+	return "/bin/true, median of " + strconv.Itoa(c.Int("runs")) + ": " + how
+}
+
+// benchSeries is a line per launcher and δ, measured, and for each of our
+// δ a dashed line of its model in the same colour.
+func benchSeries(points []benchPoint) []series {
+	var lines []series
+	index := map[string]int{}
+	add := func(name string, x, y float64, dashed bool) {
+		if y <= 0 {
+			return
+		}
+		i, ok := index[name]
+		if !ok {
+			i = len(lines)
+			index[name] = i
+			lines = append(lines, series{name: name, dashed: dashed, color: len(lines)})
+		}
+		lines[i].points = append(lines[i].points, plotter.XY{X: x, Y: y})
+	}
+	for _, p := range points {
+		name := p.launcher
+		if isOurs(p.launcher) {
+			name += " δ=" + degreeName(p.degree)
+		}
+		if len(p.walls) > 0 {
+			add(name, float64(p.nodes), median(p.walls), false)
+		}
+	}
+	for _, p := range points {
+		if p.launcher == "prsh" { // the variants share its model
+			add("model δ="+degreeName(p.degree), float64(p.nodes), p.model, true)
+		}
+	}
+	for i := range lines { // a model in its δ's colour
+		if m, ok := strings.CutPrefix(lines[i].name, "model "); ok {
+			if j, ok := index["prsh "+m]; ok {
+				lines[i].color = lines[j].color
+			}
+		}
+	}
+	return lines
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildLaunchers builds mpirun, orted and testbed-agent into a directory
+// put first in PATH, where the bench finds them as it finds them beside
+// bin/testbed.
+func buildLaunchers(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+"/", "prsh/cmd/mpirun", "prsh/cmd/orted", "prsh/cmd/testbed-agent")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// TestBenchLaunch: a tiny sweep prints a row per point and peer (a peer
+// that cannot run says why), and writes the CSV and the PNG.
+func TestBenchLaunch(t *testing.T) {
+	buildLaunchers(t)
+	dir := t.TempDir()
+	csvPath, pngPath := filepath.Join(dir, "b.csv"), filepath.Join(dir, "b.png")
+	code, out, errOut := runMain(t, "bench", "launch", "--nodes", "1,2", "--degrees", "1,flat", "--runs", "1",
+		"--peers", "--variant", "again=--log-level warn", "--csv", csvPath, "--plot", pngPath)
+	if code != 0 {
+		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "launcher") || !strings.Contains(out, "measured") {
+		t.Errorf("no table header:\n%s", out)
+	}
+	for _, want := range []string{"prsh 2 1", "prsh 2 flat", "prsh:again 2 flat", "hydra 2 flat", "clush 1 flat"} {
+		if benchRow(out, want) == "" {
+			t.Errorf("no row %q:\n%s", want, out)
+		}
+	}
+	if row := benchRow(out, "ompi 1 flat"); !strings.Contains(row, "cannot run: ") {
+		t.Errorf("Open MPI without --uts does not say why it cannot run: %q", row)
+	}
+	checkBenchCSV(t, csvPath, 1+2*(2*2+4))
+	png, err := os.ReadFile(pngPath)
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("no PNG written (%v)", err)
+	}
+}
+
+func checkBenchCSV(t *testing.T, path string, rows int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	records, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != rows {
+		t.Fatalf("%d CSV rows, want %d: %q", len(records), rows, records)
+	}
+	if got := strings.Join(records[0], ","); got != "launcher,nodes,spawn_degree,runs,wall_median_s,wall_min_s,wall_max_s,cpu_median_s,model_s,measured_over_model,failure" {
+		t.Errorf("CSV header %q", got)
+	}
+	for _, r := range records[1:] {
+		if isOurs(r[0]) && (r[4] == "" || r[7] == "" || r[8] == "") {
+			t.Errorf("our row without wall, CPU or model: %q", r)
+		}
+	}
+}
+
+// benchRow is the table's line for "LAUNCHER NODES δ", or "".
+func benchRow(out, key string) string {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && strings.Join(f[:3], " ") == key {
+			return line
+		}
+	}
+	return ""
+}
