@@ -18,7 +18,7 @@ import (
 // rank is one local application process.
 type rank struct {
 	id        int
-	cmd       *exec.Cmd
+	guard     *proc.Guard
 	reaped    bool
 	groupGone bool // reaped, and nothing left in its process group
 	openPipes int
@@ -52,9 +52,9 @@ func (d *Daemon) startRank(app protocol.Launch, r *rank, local, localSize int) e
 		return err
 	}
 	defer pmiEnd.Close() // the rank has its copy
-	cmd, err := d.command(app, r, local, localSize, pmiEnd)
+	guard, err := d.command(app, r, local, localSize, pmiEnd)
 	if err == nil {
-		err = d.spawnRank(r, cmd)
+		err = d.spawnRank(r, guard)
 	}
 	if err != nil {
 		conn.Close()
@@ -67,7 +67,7 @@ func (d *Daemon) startRank(app protocol.Launch, r *rank, local, localSize int) e
 
 // command builds the rank's process: argv[0] looked up in the daemon's
 // PATH, or relative to the working directory when it has a slash.
-func (d *Daemon) command(app protocol.Launch, r *rank, local, localSize int, pmiEnd *os.File) (*exec.Cmd, error) {
+func (d *Daemon) command(app protocol.Launch, r *rank, local, localSize int, pmiEnd *os.File) (*proc.Guard, error) {
 	id := r.id
 	if len(app.Argv) == 0 {
 		return nil, errors.New("no command to run")
@@ -126,7 +126,8 @@ func (d *Daemon) rankEnv(app protocol.Launch, id, local, localSize int) []string
 
 // spawnRank starts the process with its output on pipes that the daemon
 // reads until EOF, whatever happens to the process.
-func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
+func (d *Daemon) spawnRank(r *rank, guard *proc.Guard) error {
+	cmd := guard.Cmd
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return err
@@ -141,16 +142,12 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	if d.app.MergeStderr {
 		cmd.Stderr = outW
 	}
-	report, reportW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	cmd.ExtraFiles = append([]*os.File{reportW}, cmd.ExtraFiles...) // the guard's status first
 	stdin, err := d.stdinFor(r, cmd)
 	if err == nil {
-		err = cmd.Start()
+		err = guard.Start()
+	} else {
+		guard.Close()
 	}
-	reportW.Close()
 	outW.Close()
 	errW.Close()
 	if cmd.Stdin != nil {
@@ -159,7 +156,6 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		report.Close()
 		if stdin != nil {
 			stdin.Close()
 		}
@@ -168,15 +164,15 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	if stdin != nil {
 		d.fanout.AddRank(r.id, stdin)
 	}
-	r.cmd, r.openPipes = cmd, 2
+	r.guard, r.openPipes = guard, 2
 	d.pump(r, iof.Stdout, outR)
 	d.pump(r, iof.Stderr, errR)
 	go func() {
-		cmd.Wait()
-		status := proc.GuardedStatus(report, cmd.ProcessState)
+		status := guard.Wait()
 		d.awaitPMI(r)
 		d.syncPMIx()
 		d.post(rankReaped{r, status})
+		guard.Reap() // once what the rank left behind is gone
 	}()
 	return nil
 }
@@ -244,10 +240,14 @@ func (d *Daemon) rankReaped(r *rank, ws syscall.WaitStatus) {
 }
 
 // signalRanks signals every local rank's process group: a reaped rank's
-// too, since what it left behind must go as well.
+// too, since what it left behind must go as well. SIGKILL also tells each
+// guard to kill what left the group.
 func (d *Daemon) signalRanks(sig syscall.Signal) {
 	for _, r := range d.ranks {
 		r.signalGroup(sig)
+		if sig == syscall.SIGKILL && r.guard != nil {
+			r.guard.End()
+		}
 	}
 }
 
@@ -255,10 +255,10 @@ func (d *Daemon) signalRanks(sig syscall.Signal) {
 // Once a reaped rank's group is found empty it is never signalled again:
 // its number is free for the system to give to someone else's group.
 func (r *rank) signalGroup(sig syscall.Signal) {
-	if r.groupGone || r.cmd == nil || r.cmd.Process == nil {
+	if r.groupGone || r.guard == nil {
 		return
 	}
-	if err := syscall.Kill(-r.cmd.Process.Pid, sig); errors.Is(err, syscall.ESRCH) && r.reaped {
+	if err := syscall.Kill(-r.guard.Cmd.Process.Pid, sig); errors.Is(err, syscall.ESRCH) && r.reaped {
 		r.groupGone = true
 	}
 }
