@@ -39,8 +39,9 @@ type (
 		msg  protocol.Message
 	}
 	linkEnded struct {
-		link *link
-		err  error
+		link   *link
+		err    error
+		silent bool // the peer stopped answering
 	}
 	outputOpened struct{ link *link }
 	outputClosed struct {
@@ -77,7 +78,7 @@ func (d *Daemon) handle(ev any) {
 		d.step(protocol.Received{Link: e.link.id, Msg: e.msg})
 	case linkEnded:
 		delete(d.links, e.link.id)
-		d.step(protocol.LinkDown{Link: e.link.id, Err: e.err.Error()})
+		d.step(protocol.LinkDown{Link: e.link.id, Err: e.err.Error(), Silent: e.silent})
 	case outputOpened:
 		d.step(protocol.OutputOpened{Link: e.link.id})
 	case outputClosed:

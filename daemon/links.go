@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 
+	"github.com/hashicorp/yamux"
+
 	"prsh/daemon/protocol"
 	"prsh/iof"
 	"prsh/transport"
@@ -127,10 +129,36 @@ func (d *Daemon) readLoop(l *link) {
 	for {
 		msg, err := l.read()
 		if err != nil {
-			d.post(linkEnded{l, d.whyEnded(l, err)})
+			if stoppedAnswering(l.conn) {
+				d.post(linkEnded{l, errSilent, true})
+			} else {
+				d.post(linkEnded{l, d.whyEnded(l, err), false})
+			}
 			return
 		}
 		d.post(received{l, msg})
+	}
+}
+
+// errSilent is why a link to a peer that stopped answering ended: the
+// transport pings every 2 s and gives up on a ping unanswered for 10 s.
+var errSilent = errors.New("no answer to keep-alives for 10s")
+
+// stoppedAnswering says whether the link ended because its keep-alives
+// went unanswered: the peer hangs, is stopped, or its node is gone
+// without a word. A session that ended hands its cause to Accept.
+func stoppedAnswering(c *transport.Conn) bool {
+	select {
+	case <-c.Done():
+	default:
+		return false
+	}
+	for {
+		s, err := c.Accept()
+		if err != nil {
+			return errors.Is(err, yamux.ErrKeepAliveTimeout)
+		}
+		s.Close()
 	}
 }
 

@@ -20,10 +20,12 @@ type LinkUp struct {
 	Peer int
 }
 
-// LinkDown: the connection ended; Err says how.
+// LinkDown: the connection ended; Err says how. Silent: the peer stopped
+// answering (its keep-alives went unanswered): it hangs, or is stopped.
 type LinkDown struct {
-	Link LinkID
-	Err  string
+	Link   LinkID
+	Err    string
+	Silent bool
 }
 
 // Received: a message arrived on a link.

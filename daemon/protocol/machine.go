@@ -202,7 +202,7 @@ func (m *Machine) Step(ev Event) []Action {
 	case LinkUp:
 		m.linkUp(e.Link, e.Peer)
 	case LinkDown:
-		m.linkDown(e.Link, e.Err)
+		m.linkDown(e)
 	case Received:
 		if peer, ok := m.linkPeer[e.Link]; ok {
 			m.handle(e.Link, peer, e.Msg)

@@ -165,7 +165,8 @@ func (m *Machine) dialFailed(peer int, err string) {
 }
 
 // linkDown handles a link that ended.
-func (m *Machine) linkDown(l LinkID, err string) {
+func (m *Machine) linkDown(e LinkDown) {
+	l := e.Link
 	peer, ok := m.linkPeer[l]
 	if !ok {
 		return
@@ -175,7 +176,7 @@ func (m *Machine) linkDown(l LinkID, err string) {
 		delete(m.links, peer)
 	}
 	if peer == m.cfg.Parent && l == m.cfg.ParentLink {
-		m.lifelineLost("lost the link to its parent")
+		m.lifelineLost(lostLink("parent", e))
 		return
 	}
 	c, ok := m.children[peer]
@@ -186,10 +187,19 @@ func (m *Machine) linkDown(l LinkID, err string) {
 	if !m.ending && !c.failed {
 		c.failed = true
 		m.dropChild(c.id)
-		m.fail(failureAt(c.host, errmgr.StatusFailed, "lost the link to its orted: %s", err))
+		m.fail(failureAt(c.host, errmgr.StatusFailed, "%s", lostLink("orted", e)))
 		m.checkMilestones()
 	}
 	m.maybeFinish()
+}
+
+// lostLink words the loss of the link to a peer ("orted", "parent"): a
+// peer that stopped answering is not one that closed the link or died.
+func lostLink(peer string, e LinkDown) string {
+	if e.Silent {
+		return peer + " stopped answering (" + e.Err + ")"
+	}
+	return "lost the link to its " + peer + ": " + e.Err
 }
 
 func (m *Machine) outputOpened(l LinkID) {

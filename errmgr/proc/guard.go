@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -183,12 +184,37 @@ func RunGuard(args []string) {
 	if os.Getppid() != parent { // the daemon died before we were watching
 		killAll(group)
 	}
+	watch(parent, group, signals, ended)
+}
+
+// daemonStoppedLimit is how long a guard lets its daemon stay stopped
+// before it kills the daemon and everything under itself: a daemon that
+// cannot act cannot end its ranks. It is longer than the links' keep-alive
+// bound (12 s), so that the daemon's parent reports the daemon first, as
+// one that stopped answering. Only a stop counts: a daemon traced by a
+// debugger is left alone.
+const daemonStoppedLimit = 20 * time.Second
+
+// watch waits for the end: the end pipe closed, the daemon dead, or the
+// daemon stopped for too long. It never returns.
+func watch(parent, group int, signals <-chan os.Signal, ended <-chan struct{}) {
+	tick := time.NewTicker(time.Second)
+	var stoppedSince time.Time
 	for {
 		select {
 		case <-ended:
 			killAll(group)
 		case <-signals:
 			if os.Getppid() != parent {
+				killAll(group)
+			}
+		case now := <-tick.C:
+			if !stopped(parent) {
+				stoppedSince = time.Time{}
+			} else if stoppedSince.IsZero() {
+				stoppedSince = now
+			} else if now.Sub(stoppedSince) >= daemonStoppedLimit && os.Getppid() == parent {
+				syscall.Kill(parent, syscall.SIGKILL)
 				killAll(group)
 			}
 		}

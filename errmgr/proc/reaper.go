@@ -90,6 +90,13 @@ func statFields(pid int) []string {
 	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 }
 
+// stopped says whether pid is stopped by a signal (state T; a stop under
+// a tracer is state t).
+func stopped(pid int) bool {
+	f := statFields(pid)
+	return len(f) > 0 && f[0] == "T"
+}
+
 // parentOf is pid's parent, or -1 if pid is gone.
 func parentOf(pid int) int {
 	f := statFields(pid)
