@@ -31,6 +31,7 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //	refuse N "why"              node N's spawn fails
 //	no-callback N               node N's orted never calls back
 //	die N at=T                  node N's orted is killed at time T
+//	hang N at=T                 node N's orted is stopped (SIGSTOP) at time T
 //	interrupt NAME at=T         mpirun gets SIGNAME at time T
 func TestScenarios(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
@@ -111,6 +112,9 @@ func play(script string) (string, error) {
 		case "die":
 			id, at := atoi(f[1]), int64(kv.int("at"))
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Kill(id) }) })
+		case "hang":
+			id, at := atoi(f[1]), int64(kv.int("at"))
+			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Hang(id) }) })
 		case "dmodex": // dmodex D #ID rank=R at=T
 			id, req, rank, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), kv.int("rank"), int64(kv.int("at"))
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.WantModex(id, req, rank) }) })

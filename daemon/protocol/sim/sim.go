@@ -88,6 +88,7 @@ type daemon struct {
 	m        *protocol.Machine
 	created  bool // its process exists
 	dead     bool // died or exited
+	hung     bool // stopped: takes no event
 	lastLink protocol.LinkID
 	parent   endKey // the link to the spawn parent, once welcomed
 	timers   map[protocol.Timer]int64
@@ -185,6 +186,37 @@ func (s *Sim) Kill(id int) {
 	s.die(d, "signal: killed")
 }
 
+// The bounds of a hung daemon, as the driver has them: its peers give up
+// on its links when a keep-alive goes unanswered (a ping every 2 s,
+// answered within 10 s), its ranks' guards kill it once it has been
+// stopped for 20 s.
+const (
+	KeepAliveMS  = 12000
+	GuardStopMS  = 20000
+	silentReason = "no answer to keep-alives for 10s"
+)
+
+// Hang stops daemon id, as SIGSTOP would: it takes no more events, its
+// peers see its links go down as silent after the keep-alive bound, and
+// its ranks' guards kill it after theirs.
+func (s *Sim) Hang(id int) {
+	d := s.d[id]
+	if d.dead || d.hung || !d.created {
+		return
+	}
+	s.tracef("d%d hangs", id)
+	d.hung = true
+	s.At(s.now+KeepAliveMS, func() {
+		for l := protocol.LinkID(1); l <= d.lastLink; l++ {
+			s.closeEnd(d.id, l, protocol.LinkDown{Err: silentReason, Silent: true})
+		}
+	})
+	s.At(s.now+GuardStopMS, func() {
+		s.tracef("d%d is killed by its ranks' guards", id)
+		s.die(d, "signal: killed")
+	})
+}
+
 // Run processes events until the queue is empty or virtual time passes
 // until (0 = no bound).
 func (s *Sim) Run(until int64) error {
@@ -218,7 +250,7 @@ func (s *Sim) tracef(format string, args ...any) {
 
 // step feeds one event to a live daemon's machine.
 func (s *Sim) step(d *daemon, ev protocol.Event) {
-	if d.dead || d.m == nil {
+	if d.dead || d.hung || d.m == nil {
 		return
 	}
 	s.carry(d, d.m.Step(ev))
@@ -291,8 +323,9 @@ func (s *Sim) welcome(d *daemon, l protocol.LinkID, w protocol.Welcome) {
 	s.carry(d, m.Start())
 }
 
-// closeEnd closes one end of a link: the other end sees it go down.
-func (s *Sim) closeEnd(id int, l protocol.LinkID, why string) {
+// closeEnd closes one end of a link: the other end sees it go down, as
+// down says.
+func (s *Sim) closeEnd(id int, l protocol.LinkID, down protocol.LinkDown) {
 	other, ok := s.ends[endKey{id, l}]
 	if !ok {
 		return
@@ -300,7 +333,8 @@ func (s *Sim) closeEnd(id int, l protocol.LinkID, why string) {
 	delete(s.ends, endKey{id, l})
 	delete(s.ends, endKey{other.daemon, other.link})
 	at := max(s.now+s.opt.Delay(id, other.daemon), s.lastArr[[2]int{id, other.daemon}])
-	s.later(at, other.daemon, protocol.LinkDown{Link: other.link, Err: why})
+	down.Link = other.link
+	s.later(at, other.daemon, down)
 }
 
 // die ends daemon d: its links close, its ranks die with it (their guard
@@ -312,7 +346,7 @@ func (s *Sim) die(d *daemon, how string) {
 	// Link ids are handed out in order from 1: close its open ends in
 	// order, without a walk over every link of the cluster.
 	for l := protocol.LinkID(1); l <= d.lastLink; l++ {
-		s.closeEnd(d.id, l, "EOF")
+		s.closeEnd(d.id, l, protocol.LinkDown{Err: "EOF"})
 	}
 	if p := d.spawner; p >= 0 {
 		if d.upLink.daemon == p {
@@ -341,7 +375,7 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 	case protocol.Dial:
 		s.dial(d, a.Peer)
 	case protocol.CloseLink:
-		s.closeEnd(d.id, a.Link, "EOF")
+		s.closeEnd(d.id, a.Link, protocol.LinkDown{Err: "EOF"})
 	case protocol.Spawn:
 		s.spawn(d, a.Node.ID)
 	case protocol.StopDaemon:
