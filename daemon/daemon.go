@@ -91,6 +91,7 @@ type Daemon struct {
 	pmix          *pmixHost       // the PMIx server of the local ranks, once started
 	pmixBoot      <-chan pmixBoot // the PMIx server booting, until startPMIx takes it
 	pmiPort       *pmi.Port       // PMI_PORT of the local ranks, once open
+	cgroup        *proc.Cgroup    // the job's cgroup on this node, where there can be one
 
 	sink     iof.Sink
 	terminal *iof.Terminal
@@ -120,6 +121,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	d.ctx, d.stop = context.WithCancel(ctx)
 	defer d.stop()
 	defer d.stopPMIx()
+	defer d.removeCgroup()
 	d.bootPMIx()
 	if cfg.Lifeline != nil {
 		d.orphaned = make(chan struct{})

@@ -34,6 +34,9 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	d.fanout.SetRanks(app.RankNode)
 	d.startPMIx(app, mine)
 	d.openPMIPort(len(mine))
+	if len(mine) > 0 {
+		d.openCgroup()
+	}
 	for local, id := range mine {
 		r := &rank{id: id, pmi: d.newPMIService(id), pmiDone: make(chan struct{}), portDone: make(chan struct{})}
 		d.ranks[id] = r
@@ -93,8 +96,35 @@ func (d *Daemon) command(app protocol.Launch, r *rank, local, localSize int, pmi
 	}
 	cmd.Env = append(cmd.Env, pmixEnv...)
 	// Each rank runs in its own process group, so a signal reaches what it
-	// started too, under a guard that ends the group if this daemon dies.
-	return proc.GuardCommand(cmd)
+	// started too, under a guard that ends all it started when the job
+	// ends or this daemon dies; in the job's cgroup, where there is one.
+	guard, err := proc.GuardCommand(cmd)
+	if err == nil && d.cgroup != nil {
+		d.cgroup.Place(guard.Cmd)
+	}
+	return guard, err
+}
+
+// openCgroup makes the job's cgroup, where cgroup v2 is delegated to us;
+// elsewhere the guards alone contain the ranks.
+func (d *Daemon) openCgroup() {
+	cg, err := proc.NewCgroup()
+	if err != nil {
+		d.log.Debug("no job cgroup: the rank guards alone contain the ranks", "error", err)
+		return
+	}
+	d.log.Debug("job cgroup", "dir", cg.Dir())
+	d.cgroup = cg
+}
+
+// removeCgroup kills what is left in the job's cgroup and removes it.
+func (d *Daemon) removeCgroup() {
+	if d.cgroup == nil {
+		return
+	}
+	if err := d.cgroup.Remove(2 * time.Second); err != nil {
+		d.log.Warn("cannot remove the job cgroup", "dir", d.cgroup.Dir(), "error", err)
+	}
 }
 
 func workingDir(app protocol.Launch) (string, error) {
@@ -243,6 +273,9 @@ func (d *Daemon) rankReaped(r *rank, ws syscall.WaitStatus) {
 // too, since what it left behind must go as well. SIGKILL also tells each
 // guard to kill what left the group.
 func (d *Daemon) signalRanks(sig syscall.Signal) {
+	if sig == syscall.SIGKILL && d.cgroup != nil {
+		d.cgroup.Kill()
+	}
 	for _, r := range d.ranks {
 		r.signalGroup(sig)
 		if sig == syscall.SIGKILL && r.guard != nil {

@@ -3,10 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"prsh/errmgr/proc"
 	"prsh/testbed"
 )
 
@@ -77,5 +79,34 @@ func TestNoEscapeOrtedKilled(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(marks, "1")); err != nil {
 		t.Errorf("rank 1's escapee never ran: %v", err)
+	}
+}
+
+// TestJobCgroup: where cgroup v2 is delegated (here, as root), each
+// orted runs its ranks in a cgroup of the job's own, and removes it when
+// the job ends.
+func TestJobCgroup(t *testing.T) {
+	probe, err := proc.NewCgroup()
+	if err != nil {
+		t.Skipf("no job cgroup here: %v", err)
+	}
+	base := filepath.Dir(probe.Dir()) // the orteds run in our cgroup
+	probe.Remove(time.Second)
+	c := cluster(t, testbed.Config{Nodes: 2})
+	res := mpirun(t, c, "sh", "-c", `sed -n 's/^0:://p' /proc/self/cgroup`)
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	got := lines(res.stdout)
+	if len(got) != 2 || got[0] == got[1] {
+		t.Fatalf("want two ranks in two cgroups, got %q", got)
+	}
+	for _, path := range got {
+		if !strings.HasPrefix(filepath.Base(path), "prsh-job-") {
+			t.Errorf("rank in cgroup %s, want a prsh-job-* one", path)
+		}
+		if _, err := os.Stat(filepath.Join(base, filepath.Base(path))); !os.IsNotExist(err) {
+			t.Errorf("cgroup %s left behind: %v", path, err)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +24,9 @@ func reapAll(rank int, status *os.File) {
 		switch {
 		case err == syscall.EINTR:
 		case err != nil: // ECHILD
+			if killing.Load() {
+				leaveCgroup()
+			}
 			os.Exit(ExitStatus(rankStatus))
 		case pid == rank:
 			rankStatus = ws
@@ -37,6 +41,7 @@ func reapAll(rank int, status *os.File) {
 // children come to the guard in turn, so the whole tree goes, whatever
 // group or session its processes moved to. It never returns.
 func killAll(group int) {
+	killing.Store(true)
 	for {
 		syscall.Kill(-group, syscall.SIGKILL) // no one else can own the group: its number is our pid
 		for _, pid := range children(os.Getpid()) {
@@ -45,6 +50,10 @@ func killAll(group int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// killing is set once the guard kills everything under it: the job is
+// over, and no guard will start in the job's cgroup any more.
+var killing atomic.Bool
 
 // killChild SIGKILLs pid if it is still our child. reapAll may reap it
 // at any moment and its number go to a stranger, so the kill goes through
