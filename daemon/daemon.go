@@ -37,8 +37,8 @@ type Config struct {
 	Bind       string // IP address to listen on and dial from; "" = any
 	Log        hclog.Logger
 	Lifeline   io.Reader // orted: its stdin; EOF means the parent is gone
-	// WelcomeTimeout bounds an orted's callback, from its start to its
-	// Welcome: the job's callback timeout. 0 means the default.
+	// WelcomeTimeout is the job's callback timeout; an orted waits twice
+	// that for its Welcome, from its start. 0 means the default.
 	WelcomeTimeout time.Duration
 
 	// mpirun only.

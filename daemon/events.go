@@ -131,6 +131,13 @@ func (d *Daemon) spawned(e spawned) {
 		err := e.proc.Wait()
 		d.post(protocol.DaemonExited{ID: e.id, Err: orOK(err).Error()})
 	}()
+	go func() {
+		select {
+		case <-e.proc.Alive():
+			d.post(protocol.DaemonAlive{ID: e.id})
+		case <-d.ctx.Done():
+		}
+	}()
 	d.step(protocol.SpawnStarted{ID: e.id})
 }
 

@@ -44,6 +44,10 @@ type DialFailed struct {
 // should now call back.
 type SpawnStarted struct{ ID int }
 
+// DaemonAlive: the orted of child ID runs: it gave its sign of life (a
+// line on its session's stdout) before calling back.
+type DaemonAlive struct{ ID int }
+
 // SpawnFailed: the launch agent could not start child ID; Err is worded
 // for the user.
 type SpawnFailed struct {
@@ -164,6 +168,7 @@ func (LinkDown) event()          {}
 func (Received) event()          {}
 func (DialFailed) event()        {}
 func (SpawnStarted) event()      {}
+func (DaemonAlive) event()       {}
 func (SpawnFailed) event()       {}
 func (DaemonExited) event()      {}
 func (OutputOpened) event()      {}

@@ -73,6 +73,9 @@ type Machine struct {
 	linkPeer map[LinkID]int // every open link's peer
 	dialing  map[int][]Message
 	children map[int]*child
+	// progress counts the signs of life and callbacks of this daemon's
+	// children: a callback timer that fires after some is set again.
+	progress int
 
 	launched bool
 	// earlyModex holds direct-modex requests for this daemon's ranks that
@@ -105,6 +108,8 @@ type child struct {
 	id         int
 	host       string
 	started    bool // the launch agent's process runs
+	alive      bool // its orted gave a sign of life
+	armedAt    int  // the parent's progress when its callback timer was set
 	connected  bool
 	link       LinkID
 	failed     bool
@@ -211,6 +216,8 @@ func (m *Machine) Step(ev Event) []Action {
 		m.dialFailed(e.Peer, e.Err)
 	case SpawnStarted:
 		m.spawnStarted(e.ID)
+	case DaemonAlive:
+		m.daemonAlive(e.ID)
 	case SpawnFailed:
 		m.spawnFailedToStart(e.ID, e.Err)
 	case DaemonExited:

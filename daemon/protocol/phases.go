@@ -40,15 +40,41 @@ func (m *Machine) spawnStarted(id int) {
 		m.emit(StopDaemon{id})
 		return
 	}
-	m.emit(SetTimer{Timer{CallbackTimer, id}, m.job.CallbackTimeoutMS()})
+	m.armCallback(c)
 }
 
+// armCallback gives child c the callback timeout to call back, from now.
+func (m *Machine) armCallback(c *child) {
+	c.armedAt = m.progress
+	m.emit(SetTimer{Timer{CallbackTimer, c.id}, m.job.CallbackTimeoutMS()})
+}
+
+func (m *Machine) daemonAlive(id int) {
+	if c, ok := m.children[id]; ok && !c.alive {
+		c.alive = true
+		m.progress++
+	}
+}
+
+// callbackExpired gives up on a child only when a whole callback timeout
+// passed with no progress here: no child started or called back. Slow is
+// not failed: on an overloaded machine the children call back late but
+// keep coming, while a silent node stays silent.
 func (m *Machine) callbackExpired(id int) {
 	c, ok := m.children[id]
 	if !ok || c.connected || c.failed || c.procDone {
 		return
 	}
-	m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %s (it was told to call %s)", formatMS(m.job.CallbackTimeoutMS()), m.cfg.Addr))
+	if m.progress != c.armedAt {
+		m.armCallback(c)
+		return
+	}
+	within := formatMS(m.job.CallbackTimeoutMS())
+	f := failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %s (it was told to call %s)", within, m.cfg.Addr)
+	if !c.alive {
+		f = failureAt(c.host, errmgr.StatusFailed, "orted gave no sign of life within %s of its session starting (it was told to call %s)", within, m.cfg.Addr)
+	}
+	m.spawnFailed(c, f)
 	m.emit(StopDaemon{id})
 }
 
@@ -147,6 +173,7 @@ func (m *Machine) childConnected(c *child, l LinkID) {
 		return
 	}
 	m.emit(CancelTimer{Timer{CallbackTimer, c.id}})
+	m.progress++
 	c.connected, c.link = true, l
 	m.links[c.id], m.linkPeer[l] = l, c.id
 	m.emit(ForwardInput{Child: c.id, Link: l})

@@ -30,6 +30,8 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //	rank R exits S              rank R exits with status S
 //	refuse N "why"              node N's spawn fails
 //	no-callback N               node N's orted never calls back
+//	silent N                    node N's session starts, its orted never does
+//	slow N callback=MS          node N's orted calls back MS after it started
 //	die N at=T                  node N's orted is killed at time T
 //	hang N at=T                 node N's orted is stopped (SIGSTOP) at time T
 //	interrupt NAME at=T         mpirun gets SIGNAME at time T
@@ -109,6 +111,10 @@ func play(script string) (string, error) {
 			opt.Faults[atoi(f[1])] = Fault{Refuse: strings.Trim(strings.Join(f[2:], " "), `"`)}
 		case "no-callback":
 			opt.Faults[atoi(f[1])] = Fault{NoCallback: true}
+		case "silent":
+			opt.Faults[atoi(f[1])] = Fault{Silent: true}
+		case "slow": // slow N callback=MS
+			opt.Faults[atoi(f[1])] = Fault{CallbackMS: int64(kv.int("callback"))}
 		case "die":
 			id, at := atoi(f[1]), int64(kv.int("at"))
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Kill(id) }) })

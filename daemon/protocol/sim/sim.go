@@ -8,6 +8,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -52,7 +53,9 @@ type Options struct {
 type Fault struct {
 	Refuse     string // the spawn fails with this error
 	NoCallback bool   // the orted starts but never calls back
+	Silent     bool   // the session starts, the orted never does (no sign of life)
 	DieAt      int64  // the orted dies at this time (0 = never)
+	CallbackMS int64  // the orted calls back this long after it started (0 = StartMS)
 }
 
 // Sim is one simulated run.
@@ -420,8 +423,12 @@ func (s *Sim) spawn(p *daemon, id int) {
 			s.push(max(f.DieAt, s.now), func() { s.Kill(id) })
 		}
 		s.step(p, protocol.SpawnStarted{ID: id})
+		if f.Silent {
+			return
+		}
+		s.later(s.now+1, p.id, protocol.DaemonAlive{ID: id})
 		if !f.NoCallback {
-			s.push(s.now+s.opt.StartMS, func() { s.callBack(p, c) })
+			s.push(s.now+cmp.Or(f.CallbackMS, s.opt.StartMS), func() { s.callBack(p, c) })
 		}
 	})
 }
