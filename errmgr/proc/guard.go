@@ -263,4 +263,3 @@ func firstOr(args []string, or string) string {
 	}
 	return args[0]
 }
-

@@ -42,4 +42,3 @@ func TestExecStatus(t *testing.T) {
 		t.Errorf("unwrapped: %q", got)
 	}
 }
-
