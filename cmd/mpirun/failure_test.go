@@ -194,3 +194,20 @@ func TestOnUnreachableSkipChain(t *testing.T) {
 	}
 	wantSet(t, res.stdout, want...)
 }
+
+// TestHoldLaunch: with --hold-launch, a node that hangs in phase 1 ends
+// the job before any rank started anywhere: a script with side effects
+// does not run partially.
+func TestHoldLaunch(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 7, Faults: map[string]testbed.Fault{"node005": {Hang: true}}})
+	marks := t.TempDir()
+	res := mpirun(t, c, "--hold-launch", "--spawn-degree", "2", "--ssh-connect-timeout", "10s", "-x", "M="+marks,
+		"sh", "-c", `touch "$M/$PRSH_RANK"; exec sleep 60`)
+	if res.status != 255 {
+		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: node005: ssh: .*(timed out|timeout)`)
+	if n := countMarks(marks); n != 0 {
+		t.Errorf("%d ranks started before every daemon was up", n)
+	}
+}

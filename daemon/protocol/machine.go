@@ -192,7 +192,7 @@ func (m *Machine) Start() []Action {
 	}
 	m.sendAddrs(m.gather.Start())
 	m.checkAddressed()
-	if m.isRoot() && !m.job.SkipUnreachable {
+	if m.isRoot() && !m.job.launchesAfterSpawn() {
 		m.receiveLaunch(m.cfg.App)
 	}
 	return m.flush()

@@ -385,7 +385,8 @@ func (m *Machine) receiveLaunch(app Launch) {
 }
 
 // launchSurvivors starts the application on the nodes that came up, once
-// phase 1 is over everywhere (mpirun --on-unreachable skip).
+// phase 1 is over everywhere (mpirun --on-unreachable skip, or
+// --hold-launch).
 func (m *Machine) launchSurvivors() {
 	app := m.cfg.App
 	if len(m.skipped) > 0 {

@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //
 // Directives, one per line before "----":
 //
-//	cluster nodes=N degree=δ routed=radix|binomial|direct [skip] [ranks=R]
+//	cluster nodes=N degree=δ routed=radix|binomial|direct [skip] [hold] [ranks=R]
 //	        [rank-ms=T|forever] [timeout=MS] [grace=MS] [callback=MS]
 //	        [fences=K] [allgathers=G] [ring]
 //	                            each rank runs K PMI fences, G allgathers
@@ -87,6 +87,7 @@ func play(script string) (string, error) {
 				opt.Job.Routed = r
 			}
 			opt.Job.SkipUnreachable = kv.has("skip")
+			opt.Job.HoldLaunch = kv.has("hold")
 			if kv.has("ranks") {
 				ranks = kv.int("ranks")
 			}
