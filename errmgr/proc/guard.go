@@ -187,12 +187,12 @@ func RunGuard(args []string) {
 	watch(parent, group, signals, ended)
 }
 
-// daemonStoppedLimit is how long a guard lets its daemon stay stopped
-// before it kills the daemon and everything under itself: a daemon that
-// cannot act cannot end its ranks. It is longer than the links' keep-alive
-// bound (12 s), so that the daemon's parent reports the daemon first, as
-// one that stopped answering. Only a stop counts: a daemon traced by a
-// debugger is left alone.
+// daemonStoppedLimit is how long a guard lets its daemon stay stopped, or
+// stuck in the kernel, before it kills the daemon and everything under
+// itself: a daemon that cannot act cannot end its ranks. It is longer
+// than the links' keep-alive bound (12 s), so that the daemon's parent
+// reports the daemon first, as one that stopped answering. A daemon
+// stopped by a debugger is left alone.
 const daemonStoppedLimit = 20 * time.Second
 
 // watch waits for the end: the end pipe closed, the daemon dead, or the
@@ -209,7 +209,7 @@ func watch(parent, group int, signals <-chan os.Signal, ended <-chan struct{}) {
 				killAll(group)
 			}
 		case now := <-tick.C:
-			if !stopped(parent) {
+			if !hung(parent) {
 				stoppedSince = time.Time{}
 			} else if stoppedSince.IsZero() {
 				stoppedSince = now

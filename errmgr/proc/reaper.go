@@ -99,11 +99,12 @@ func statFields(pid int) []string {
 	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 }
 
-// stopped says whether pid is stopped by a signal (state T; a stop under
-// a tracer is state t).
-func stopped(pid int) bool {
+// hung says whether pid cannot act: stopped by a signal (state T; a stop
+// under a tracer is t) or in an uninterruptible sleep (D). The caller
+// decides for how long is too long.
+func hung(pid int) bool {
 	f := statFields(pid)
-	return len(f) > 0 && f[0] == "T"
+	return len(f) > 0 && (f[0] == "T" || f[0] == "D")
 }
 
 // parentOf is pid's parent, or -1 if pid is gone.
