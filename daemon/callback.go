@@ -17,14 +17,19 @@ import (
 	"prsh/transport"
 )
 
+// AliveLine is what a new orted writes on its stdout as it starts: its
+// sign of life to the parent, which waits for its call back from then on.
+const AliveLine = "orted: alive\n"
+
 // welcomeTimeout bounds how long a new orted may take to call back and
-// get its parent's Welcome: the job's callback timeout, after which the
-// parent has given up on it.
+// get its parent's Welcome: twice the job's callback timeout. The parent
+// decides, stretching the timeout while its children keep calling back;
+// this bound is for a parent that hangs without closing the session.
 func (d *Daemon) welcomeTimeout() time.Duration {
 	if d.cfg.WelcomeTimeout > 0 {
-		return d.cfg.WelcomeTimeout
+		return 2 * d.cfg.WelcomeTimeout
 	}
-	return protocol.DefaultCallbackMS * time.Millisecond
+	return 2 * protocol.DefaultCallbackMS * time.Millisecond
 }
 
 // callBack connects a new orted to its spawn parent, announces its id and
@@ -64,7 +69,7 @@ func (d *Daemon) callBack() (protocol.Welcome, error) {
 	if !stopWatch() { // the watch closed the connection: say why
 		err = ctx.Err()
 		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("no job within the callback timeout (%v)", d.welcomeTimeout())
+			err = fmt.Errorf("no job within twice the callback timeout (%v)", d.welcomeTimeout())
 		}
 	}
 	if err != nil {

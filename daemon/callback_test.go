@@ -69,9 +69,9 @@ func silentParent(t *testing.T, secret []byte) string {
 	return transport.URI(ln.Addr())
 }
 
-// An orted waits for its Welcome as long as the job's callback timeout
-// (given in its config, from its argv), not a fixed time, and then says
-// which bound it gave up on.
+// An orted waits for its Welcome twice the job's callback timeout (given
+// in its config, from its argv), not a fixed time, and then says which
+// bound it gave up on.
 func TestWelcomeTimeoutFollowsJob(t *testing.T) {
 	secret, err := transport.NewSecret()
 	if err != nil {
@@ -81,7 +81,7 @@ func TestWelcomeTimeoutFollowsJob(t *testing.T) {
 		ID: 1, Node: "node001", ParentAddr: silentParent(t, secret), Secret: secret,
 		Bind: "127.0.0.1", WelcomeTimeout: 300 * time.Millisecond,
 	})
-	want := "node001: waiting for the job from parent: no job within the callback timeout (300ms)"
+	want := "node001: waiting for the job from parent: no job within twice the callback timeout (600ms)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Run returned %v, want %q", err, want)
 	}

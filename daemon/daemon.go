@@ -37,8 +37,8 @@ type Config struct {
 	Bind       string // IP address to listen on and dial from; "" = any
 	Log        hclog.Logger
 	Lifeline   io.Reader // orted: its stdin; EOF means the parent is gone
-	// WelcomeTimeout bounds an orted's callback, from its start to its
-	// Welcome: the job's callback timeout. 0 means the default.
+	// WelcomeTimeout is the job's callback timeout; an orted waits twice
+	// that for its Welcome, from its start. 0 means the default.
 	WelcomeTimeout time.Duration
 
 	// mpirun only.
@@ -91,6 +91,7 @@ type Daemon struct {
 	pmix          *pmixHost       // the PMIx server of the local ranks, once started
 	pmixBoot      <-chan pmixBoot // the PMIx server booting, until startPMIx takes it
 	pmiPort       *pmi.Port       // PMI_PORT of the local ranks, once open
+	cgroup        *proc.Cgroup    // the job's cgroup on this node, where there can be one
 
 	sink     iof.Sink
 	terminal *iof.Terminal
@@ -120,6 +121,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	d.ctx, d.stop = context.WithCancel(ctx)
 	defer d.stop()
 	defer d.stopPMIx()
+	defer d.removeCgroup()
 	d.bootPMIx()
 	if cfg.Lifeline != nil {
 		d.orphaned = make(chan struct{})

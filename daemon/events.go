@@ -39,8 +39,9 @@ type (
 		msg  protocol.Message
 	}
 	linkEnded struct {
-		link *link
-		err  error
+		link   *link
+		err    error
+		silent bool // the peer stopped answering
 	}
 	outputOpened struct{ link *link }
 	outputClosed struct {
@@ -78,7 +79,7 @@ func (d *Daemon) handle(ev any) {
 	case linkEnded:
 		delete(d.links, e.link.id)
 		d.log.Debug("link ended", "daemon", e.link.peer, "error", e.err)
-		d.step(protocol.LinkDown{Link: e.link.id, Err: e.err.Error()})
+		d.step(protocol.LinkDown{Link: e.link.id, Err: e.err.Error(), Silent: e.silent})
 	case outputOpened:
 		d.step(protocol.OutputOpened{Link: e.link.id})
 	case outputClosed:
@@ -133,6 +134,13 @@ func (d *Daemon) spawned(e spawned) {
 	go func() {
 		err := e.proc.Wait()
 		d.post(protocol.DaemonExited{ID: e.id, Err: orOK(err).Error()})
+	}()
+	go func() {
+		select {
+		case <-e.proc.Alive():
+			d.post(protocol.DaemonAlive{ID: e.id})
+		case <-d.ctx.Done():
+		}
 	}()
 	d.step(protocol.SpawnStarted{ID: e.id})
 }

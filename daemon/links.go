@@ -127,7 +127,8 @@ func (d *Daemon) readLoop(l *link) {
 	for {
 		msg, err := l.read()
 		if err != nil {
-			d.post(linkEnded{l, d.whyEnded(l, err)})
+			why := d.whyEnded(l, err)
+			d.post(linkEnded{l, why, errors.As(why, new(transport.SilentError))})
 			return
 		}
 		d.post(received{l, msg})

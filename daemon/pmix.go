@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"prsh/daemon/protocol"
-	"prsh/errmgr/proc"
 	"prsh/modex"
 	"prsh/modex/pmix"
 )
@@ -215,7 +214,7 @@ func (d *Daemon) pmixFenceEntered(f pmix.Fence) {
 	}
 	data := []modex.KV{{Key: pmixKey(d.cfg.ID), Value: base64.StdEncoding.EncodeToString(f.Data)}}
 	for _, id := range slices.Sorted(maps.Keys(d.ranks)) {
-		if r := d.ranks[id]; r.reaped || r.cmd == nil || proc.RankExiting(r.cmd.Process.Pid) {
+		if r := d.ranks[id]; r.reaped || r.guard == nil || r.guard.RankExiting() {
 			continue
 		}
 		d.step(protocol.FenceEntered{Rank: id, Puts: data})

@@ -18,7 +18,7 @@ import (
 // rank is one local application process.
 type rank struct {
 	id        int
-	cmd       *exec.Cmd
+	guard     *proc.Guard
 	reaped    bool
 	groupGone bool // reaped, and nothing left in its process group
 	openPipes int
@@ -34,6 +34,9 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	d.fanout.SetRanks(app.RankNode)
 	d.startPMIx(app, mine)
 	d.openPMIPort(len(mine))
+	if len(mine) > 0 {
+		d.openCgroup()
+	}
 	for local, id := range mine {
 		r := &rank{id: id, pmi: d.newPMIService(id), pmiDone: make(chan struct{}), portDone: make(chan struct{})}
 		d.ranks[id] = r
@@ -52,9 +55,9 @@ func (d *Daemon) startRank(app protocol.Launch, r *rank, local, localSize int) e
 		return err
 	}
 	defer pmiEnd.Close() // the rank has its copy
-	cmd, err := d.command(app, r, local, localSize, pmiEnd)
+	guard, err := d.command(app, r, local, localSize, pmiEnd)
 	if err == nil {
-		err = d.spawnRank(r, cmd)
+		err = d.spawnRank(r, guard)
 	}
 	if err != nil {
 		conn.Close()
@@ -68,7 +71,7 @@ func (d *Daemon) startRank(app protocol.Launch, r *rank, local, localSize int) e
 // command builds the rank's process from its program (MPMD: each rank
 // runs its own app context): argv[0] looked up in the daemon's PATH, or
 // relative to the working directory when it has a slash.
-func (d *Daemon) command(launch protocol.Launch, r *rank, local, localSize int, pmiEnd *os.File) (*exec.Cmd, error) {
+func (d *Daemon) command(launch protocol.Launch, r *rank, local, localSize int, pmiEnd *os.File) (*proc.Guard, error) {
 	id := r.id
 	app, appNum := launch.AppOf(id)
 	if len(app.Argv) == 0 {
@@ -98,8 +101,35 @@ func (d *Daemon) command(launch protocol.Launch, r *rank, local, localSize int, 
 	}
 	cmd.Env = append(cmd.Env, pmixEnv...)
 	// Each rank runs in its own process group, so a signal reaches what it
-	// started too, under a guard that ends the group if this daemon dies.
-	return proc.GuardCommand(cmd)
+	// started too, under a guard that ends all it started when the job
+	// ends or this daemon dies; in the job's cgroup, where there is one.
+	guard, err := proc.GuardCommand(cmd)
+	if err == nil && d.cgroup != nil {
+		d.cgroup.Place(guard.Cmd)
+	}
+	return guard, err
+}
+
+// openCgroup makes the job's cgroup, where cgroup v2 is delegated to us;
+// elsewhere the guards alone contain the ranks.
+func (d *Daemon) openCgroup() {
+	cg, err := proc.NewCgroup()
+	if err != nil {
+		d.log.Debug("no job cgroup: the rank guards alone contain the ranks", "error", err)
+		return
+	}
+	d.log.Debug("job cgroup", "dir", cg.Dir())
+	d.cgroup = cg
+}
+
+// removeCgroup kills what is left in the job's cgroup and removes it.
+func (d *Daemon) removeCgroup() {
+	if d.cgroup == nil {
+		return
+	}
+	if err := d.cgroup.Remove(2 * time.Second); err != nil {
+		d.log.Warn("cannot remove the job cgroup", "dir", d.cgroup.Dir(), "error", err)
+	}
 }
 
 func workingDir(app protocol.App) (string, error) {
@@ -131,7 +161,8 @@ func (d *Daemon) rankEnv(app protocol.Launch, id, local, localSize int) []string
 
 // spawnRank starts the process with its output on pipes that the daemon
 // reads until EOF, whatever happens to the process.
-func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
+func (d *Daemon) spawnRank(r *rank, guard *proc.Guard) error {
+	cmd := guard.Cmd
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return err
@@ -146,16 +177,12 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	if d.app.MergeStderr {
 		cmd.Stderr = outW
 	}
-	report, reportW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	cmd.ExtraFiles = append([]*os.File{reportW}, cmd.ExtraFiles...) // the guard's status first
 	stdin, err := d.stdinFor(r, cmd)
 	if err == nil {
-		err = cmd.Start()
+		err = guard.Start()
+	} else {
+		guard.Close()
 	}
-	reportW.Close()
 	outW.Close()
 	errW.Close()
 	if cmd.Stdin != nil {
@@ -164,7 +191,6 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		report.Close()
 		if stdin != nil {
 			stdin.Close()
 		}
@@ -173,15 +199,15 @@ func (d *Daemon) spawnRank(r *rank, cmd *exec.Cmd) error {
 	if stdin != nil {
 		d.fanout.AddRank(r.id, stdin)
 	}
-	r.cmd, r.openPipes = cmd, 2
+	r.guard, r.openPipes = guard, 2
 	d.pump(r, iof.Stdout, outR)
 	d.pump(r, iof.Stderr, errR)
 	go func() {
-		cmd.Wait()
-		status := proc.GuardedStatus(report, cmd.ProcessState)
+		status := guard.Wait()
 		d.awaitPMI(r)
 		d.syncPMIx()
 		d.post(rankReaped{r, status})
+		guard.Reap() // once what the rank left behind is gone
 	}()
 	return nil
 }
@@ -249,10 +275,17 @@ func (d *Daemon) rankReaped(r *rank, ws syscall.WaitStatus) {
 }
 
 // signalRanks signals every local rank's process group: a reaped rank's
-// too, since what it left behind must go as well.
+// too, since what it left behind must go as well. SIGKILL also tells each
+// guard to kill what left the group.
 func (d *Daemon) signalRanks(sig syscall.Signal) {
+	if sig == syscall.SIGKILL && d.cgroup != nil {
+		d.cgroup.Kill()
+	}
 	for _, r := range d.ranks {
 		r.signalGroup(sig)
+		if sig == syscall.SIGKILL && r.guard != nil {
+			r.guard.End()
+		}
 	}
 }
 
@@ -260,10 +293,10 @@ func (d *Daemon) signalRanks(sig syscall.Signal) {
 // Once a reaped rank's group is found empty it is never signalled again:
 // its number is free for the system to give to someone else's group.
 func (r *rank) signalGroup(sig syscall.Signal) {
-	if r.groupGone || r.cmd == nil || r.cmd.Process == nil {
+	if r.groupGone || r.guard == nil {
 		return
 	}
-	if err := syscall.Kill(-r.cmd.Process.Pid, sig); errors.Is(err, syscall.ESRCH) && r.reaped {
+	if err := syscall.Kill(-r.guard.Cmd.Process.Pid, sig); errors.Is(err, syscall.ESRCH) && r.reaped {
 		r.groupGone = true
 	}
 }

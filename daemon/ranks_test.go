@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"prsh/errmgr/proc"
 )
 
 // TestSignalGroupForgetsEmptyGroups: a reaped rank's process group is
@@ -18,7 +20,7 @@ func TestSignalGroupForgetsEmptyGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd.Wait()
-		return &rank{cmd: cmd, reaped: true}
+		return &rank{guard: &proc.Guard{Cmd: cmd}, reaped: true}
 	}
 
 	alone := start("exit 0")

@@ -223,7 +223,7 @@ func jobSpec(c *cli.Context, m *job.Map) (protocol.JobSpec, error) {
 	}
 	return protocol.JobSpec{
 		ID:      fmt.Sprintf("prsh_%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000_000),
-		Daemons: len(m.Nodes) + 1, SpawnDegree: degree, SkipUnreachable: skip,
+		Daemons: len(m.Nodes) + 1, SpawnDegree: degree, SkipUnreachable: skip, HoldLaunch: c.Bool("hold-launch"),
 		Routed: c.String("routed"), RoutedRadix: c.Int("routed-radix"),
 		OrtedPath: orted, LogLevel: logLevel(c),
 		SSHTimeoutMS: c.Duration("ssh-connect-timeout").Milliseconds(),

@@ -58,8 +58,9 @@ func TestOrtedMissing(t *testing.T) {
 	checkOneLine(t, res.stderr, `^mpirun: node00[1-3]: orted exited before calling back: exit status 127: .*/nonexistent/orted.*not found`)
 }
 
-// TestOrtedNeverCallsBack: a daemon that starts but never connects is named
-// after --callback-timeout, and its session is closed.
+// TestOrtedNeverCallsBack: a "daemon" whose session starts but that never
+// says it runs nor connects is named after --callback-timeout, and its
+// session is closed.
 func TestOrtedNeverCallsBack(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 2})
 	fake := filepath.Join(t.TempDir(), "orted")
@@ -70,7 +71,7 @@ func TestOrtedNeverCallsBack(t *testing.T) {
 	if res.status != 255 {
 		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
 	}
-	checkOneLine(t, res.stderr, `^mpirun: node00[12]: orted started but did not call back within 1s`)
+	checkOneLine(t, res.stderr, `^mpirun: node00[12]: orted gave no sign of life within 1s of its session starting \(it was told to call tcp://`)
 }
 
 // TestNodeDiesDuringPhase1: node003 dies (every process killed) right
@@ -192,4 +193,21 @@ func TestOnUnreachableSkipChain(t *testing.T) {
 		}
 	}
 	wantSet(t, res.stdout, want...)
+}
+
+// TestHoldLaunch: with --hold-launch, a node that hangs in phase 1 ends
+// the job before any rank started anywhere: a script with side effects
+// does not run partially.
+func TestHoldLaunch(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 7, Faults: map[string]testbed.Fault{"node005": {Hang: true}}})
+	marks := t.TempDir()
+	res := mpirun(t, c, "--hold-launch", "--spawn-degree", "2", "--ssh-connect-timeout", "10s", "-x", "M="+marks,
+		"sh", "-c", `touch "$M/$PRSH_RANK"; exec sleep 60`)
+	if res.status != 255 {
+		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: node005: ssh: .*(timed out|timeout)`)
+	if n := countMarks(marks); n != 0 {
+		t.Errorf("%d ranks started before every daemon was up", n)
+	}
 }

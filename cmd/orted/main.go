@@ -74,6 +74,9 @@ func main() {
 func run(cfg daemon.Config, level string) int {
 	// Terminal signals are mpirun's to handle; it tells the daemons.
 	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGQUIT, syscall.SIGPIPE)
+	// The sign of life: the parent now knows this orted runs, however
+	// long the call back takes on a loaded machine.
+	os.Stdout.WriteString(daemon.AliveLine)
 	stdin := bufio.NewReader(os.Stdin)
 	secret, err := readSecret(stdin)
 	if err != nil {

@@ -82,7 +82,7 @@ func TestCallbackTimeout(t *testing.T) {
 		return cmd.ProcessState.ExitCode(), out.String()
 	}
 	code, out := start("700ms")
-	if want := "orted: n1: waiting for the job from parent: no job within the callback timeout (700ms)"; code != 255 || !strings.Contains(out, want) {
+	if want := "orted: n1: waiting for the job from parent: no job within twice the callback timeout (1.4s)"; code != 255 || !strings.Contains(out, want) {
 		t.Errorf("exit %d, output:\n%s\nwant 255 and %q", code, out, want)
 	}
 	code, out = start("0s")

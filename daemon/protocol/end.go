@@ -156,7 +156,7 @@ func (m *Machine) checkMilestone(kind int) {
 	}
 	m.emit(Reached{kind})
 	switch {
-	case kind == Spawned && m.job.SkipUnreachable:
+	case kind == Spawned && m.job.launchesAfterSpawn() && !m.ending:
 		m.launchSurvivors()
 	case kind == Started:
 		m.emit(ForwardStdin{})

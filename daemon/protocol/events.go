@@ -20,10 +20,12 @@ type LinkUp struct {
 	Peer int
 }
 
-// LinkDown: the connection ended; Err says how.
+// LinkDown: the connection ended; Err says how. Silent: the peer stopped
+// answering (its keep-alives went unanswered): it hangs, or is stopped.
 type LinkDown struct {
-	Link LinkID
-	Err  string
+	Link   LinkID
+	Err    string
+	Silent bool
 }
 
 // Received: a message arrived on a link.
@@ -41,6 +43,10 @@ type DialFailed struct {
 // SpawnStarted: the launch agent started the orted of child ID, which
 // should now call back.
 type SpawnStarted struct{ ID int }
+
+// DaemonAlive: the orted of child ID runs: it gave its sign of life (a
+// line on its session's stdout) before calling back.
+type DaemonAlive struct{ ID int }
 
 // SpawnFailed: the launch agent could not start child ID; Err is worded
 // for the user.
@@ -162,6 +168,7 @@ func (LinkDown) event()          {}
 func (Received) event()          {}
 func (DialFailed) event()        {}
 func (SpawnStarted) event()      {}
+func (DaemonAlive) event()       {}
 func (SpawnFailed) event()       {}
 func (DaemonExited) event()      {}
 func (OutputOpened) event()      {}

@@ -77,6 +77,9 @@ type Machine struct {
 	linkPeer map[LinkID]int // every open link's peer
 	dialing  map[int][]Message
 	children map[int]*child
+	// progress counts the signs of life and callbacks of this daemon's
+	// children: a callback timer that fires after some is set again.
+	progress int
 
 	launched bool
 	// earlyModex holds direct-modex requests for this daemon's ranks that
@@ -109,6 +112,8 @@ type child struct {
 	id         int
 	host       string
 	started    bool // the launch agent's process runs
+	alive      bool // its orted gave a sign of life
+	armedAt    int  // the parent's progress when its callback timer was set
 	connected  bool
 	link       LinkID
 	failed     bool
@@ -198,7 +203,7 @@ func (m *Machine) Start() []Action {
 	}
 	m.sendAddrs(m.gather.Start())
 	m.checkAddressed()
-	if m.isRoot() && !m.job.SkipUnreachable {
+	if m.isRoot() && !m.job.launchesAfterSpawn() {
 		m.receiveLaunch(m.cfg.App)
 	}
 	return m.flush()
@@ -213,7 +218,7 @@ func (m *Machine) Step(ev Event) []Action {
 	case LinkUp:
 		m.linkUp(e.Link, e.Peer)
 	case LinkDown:
-		m.linkDown(e.Link, e.Err)
+		m.linkDown(e)
 	case Received:
 		if peer, ok := m.linkPeer[e.Link]; ok {
 			m.handle(e.Link, peer, e.Msg)
@@ -222,6 +227,8 @@ func (m *Machine) Step(ev Event) []Action {
 		m.dialFailed(e.Peer, e.Err)
 	case SpawnStarted:
 		m.spawnStarted(e.ID)
+	case DaemonAlive:
+		m.daemonAlive(e.ID)
 	case SpawnFailed:
 		m.spawnFailedToStart(e.ID, e.Err)
 	case DaemonExited:

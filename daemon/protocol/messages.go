@@ -110,7 +110,15 @@ type JobSpec struct {
 	// SkipUnreachable leaves out nodes that cannot be spawned and adopts
 	// their subtrees, instead of aborting (--on-unreachable skip).
 	SkipUnreachable bool
+	// HoldLaunch starts no rank until every daemon has called back
+	// (--hold-launch), as Open MPI does: a node that fails in phase 1 then
+	// leaves no rank started anywhere.
+	HoldLaunch bool
 }
+
+// launchesAfterSpawn says whether mpirun holds the Launch until the
+// Spawned milestone, rather than overlapping it with phases 1 and 2.
+func (j JobSpec) launchesAfterSpawn() bool { return j.SkipUnreachable || j.HoldLaunch }
 
 // CallbackTimeoutMS is how long a spawned daemon may take to call back
 // and get its Welcome: CallbackMS, or the default when that is 0.

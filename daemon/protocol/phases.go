@@ -42,15 +42,41 @@ func (m *Machine) spawnStarted(id int) {
 		m.emit(StopDaemon{id})
 		return
 	}
-	m.emit(SetTimer{Timer{CallbackTimer, id}, m.job.CallbackTimeoutMS()})
+	m.armCallback(c)
 }
 
+// armCallback gives child c the callback timeout to call back, from now.
+func (m *Machine) armCallback(c *child) {
+	c.armedAt = m.progress
+	m.emit(SetTimer{Timer{CallbackTimer, c.id}, m.job.CallbackTimeoutMS()})
+}
+
+func (m *Machine) daemonAlive(id int) {
+	if c, ok := m.children[id]; ok && !c.alive {
+		c.alive = true
+		m.progress++
+	}
+}
+
+// callbackExpired gives up on a child only when a whole callback timeout
+// passed with no progress here: no child started or called back. Slow is
+// not failed: on an overloaded machine the children call back late but
+// keep coming, while a silent node stays silent.
 func (m *Machine) callbackExpired(id int) {
 	c, ok := m.children[id]
 	if !ok || c.connected || c.failed || c.procDone {
 		return
 	}
-	m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %s (it was told to call %s)", formatMS(m.job.CallbackTimeoutMS()), m.cfg.Addr))
+	if m.progress != c.armedAt {
+		m.armCallback(c)
+		return
+	}
+	within := formatMS(m.job.CallbackTimeoutMS())
+	f := failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %s (it was told to call %s)", within, m.cfg.Addr)
+	if !c.alive {
+		f = failureAt(c.host, errmgr.StatusFailed, "orted gave no sign of life within %s of its session starting (it was told to call %s)", within, m.cfg.Addr)
+	}
+	m.spawnFailed(c, f)
 	m.emit(StopDaemon{id})
 }
 
@@ -149,6 +175,7 @@ func (m *Machine) childConnected(c *child, l LinkID) {
 		return
 	}
 	m.emit(CancelTimer{Timer{CallbackTimer, c.id}})
+	m.progress++
 	c.connected, c.link = true, l
 	m.links[c.id], m.linkPeer[l] = l, c.id
 	m.emit(ForwardInput{Child: c.id, Link: l})
@@ -167,7 +194,8 @@ func (m *Machine) dialFailed(peer int, err string) {
 }
 
 // linkDown handles a link that ended.
-func (m *Machine) linkDown(l LinkID, err string) {
+func (m *Machine) linkDown(e LinkDown) {
+	l := e.Link
 	peer, ok := m.linkPeer[l]
 	if !ok {
 		return
@@ -177,7 +205,7 @@ func (m *Machine) linkDown(l LinkID, err string) {
 		delete(m.links, peer)
 	}
 	if peer == m.cfg.Parent && l == m.cfg.ParentLink {
-		m.lifelineLost("lost the link to its parent")
+		m.lifelineLost(lostLink("parent", e))
 		return
 	}
 	c, ok := m.children[peer]
@@ -188,10 +216,19 @@ func (m *Machine) linkDown(l LinkID, err string) {
 	if !m.ending && !c.failed {
 		c.failed = true
 		m.dropChild(c.id)
-		m.fail(failureAt(c.host, errmgr.StatusFailed, "lost the link to its orted: %s", err))
+		m.fail(failureAt(c.host, errmgr.StatusFailed, "%s", lostLink("orted", e)))
 		m.checkMilestones()
 	}
 	m.maybeFinish()
+}
+
+// lostLink words the loss of the link to a peer ("orted", "parent"): a
+// peer that stopped answering is not one that closed the link or died.
+func lostLink(peer string, e LinkDown) string {
+	if e.Silent {
+		return peer + " stopped answering (" + e.Err + ")"
+	}
+	return "lost the link to its " + peer + ": " + e.Err
 }
 
 func (m *Machine) outputOpened(l LinkID) {
@@ -368,7 +405,8 @@ func (m *Machine) receiveLaunch(app Launch) {
 }
 
 // launchSurvivors starts the application on the nodes that came up, once
-// phase 1 is over everywhere (mpirun --on-unreachable skip).
+// phase 1 is over everywhere (mpirun --on-unreachable skip, or
+// --hold-launch).
 func (m *Machine) launchSurvivors() {
 	app := m.cfg.App
 	if len(m.skipped) > 0 {

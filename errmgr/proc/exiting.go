@@ -1,45 +1,54 @@
 package proc
 
-import (
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-)
+import "strconv"
 
 // pfExiting is the kernel's PF_EXITING task flag: set as a process starts
 // to exit, before its descriptors are closed.
 const pfExiting = 0x4
 
-// RankExiting says whether the rank under guard pid has begun to exit (or
-// is gone). Whoever saw its socket close learned that no earlier than the
+// RankExiting says whether the guarded rank has begun to exit (or is
+// gone). Whoever saw its socket close learned that no earlier than the
 // kernel set PF_EXITING, so the answer is exact for such a witness, where
 // waiting for the guard to report the exit would race with it.
-func RankExiting(guard int) bool {
-	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(guard) + "/task/*/children")
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				return exiting(pid)
-			}
+func (g *Guard) RankExiting() bool {
+	guard := g.Cmd.Process.Pid
+	rank := int(g.rank.Load())
+	if rank == 0 { // not reported yet: the guard's first child
+		var ok bool
+		if rank, ok = firstChild(guard); !ok {
+			return true
 		}
 	}
-	return true // no child: the rank has been reaped, or never started
+	return parentOf(rank) != guard || exiting(rank)
 }
 
-// exiting reads the flags of /proc/pid/stat (the ninth field; the second,
-// the command name, may hold spaces but ends at the last parenthesis).
-func exiting(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
+// firstChild is the process's first started child: the rank, as long as
+// the guard has not reported it, since what the rank left behind came to
+// the guard later, as orphans (on a tie of clock ticks, the lowest pid).
+func firstChild(guard int) (int, bool) {
+	best, bestStart := 0, uint64(0)
+	for _, pid := range children(guard) {
+		start, ok := startTime(pid)
+		if ok && (best == 0 || start < bestStart || start == bestStart && pid < best) {
+			best, bestStart = pid, start
+		}
 	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return best, best != 0
+}
+
+// startTime is when pid started, in clock ticks since boot.
+func startTime(pid int) (uint64, bool) {
+	f := statFields(pid)
+	if len(f) < 20 {
+		return 0, false
+	}
+	t, err := strconv.ParseUint(f[19], 10, 64)
+	return t, err == nil
+}
+
+// exiting reads the state and flags of /proc/pid/stat.
+func exiting(pid int) bool {
+	fields := statFields(pid)
 	if len(fields) < 7 {
 		return true
 	}

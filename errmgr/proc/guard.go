@@ -6,7 +6,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"prsh/errmgr"
 )
@@ -14,33 +19,141 @@ import (
 // GuardArg as argv[1] makes orted a rank's guard instead of a daemon.
 const GuardArg = "__rank-guard"
 
-// A rank runs under a guard: a small process that leads the rank's process
-// group, runs the rank in it, and exits as the rank did. Its only other
-// job is to outlive a daemon killed outright (SIGKILL, a crash): the
-// kernel then sends the guard its parent-death signal, and the guard kills
-// the whole group, so that a rank and everything it started never outlive
-// their daemon. Signals the daemon sends to the group reach the rank; the
-// guard ignores them.
+// A rank runs under a guard: a small process that starts the rank in a
+// process group of its own (numbered after the guard), reports how the
+// rank ended, and makes sure that nothing the rank started outlives the
+// job. The guard is the child subreaper of everything under it, so a
+// process that leaves the rank's group or session (setsid, a double
+// fork, a daemon) still comes back to the guard when its parent dies,
+// and cannot reach init. The guard leaves the rank's group once the rank
+// runs, so that the daemon's signals to the group reach the rank and
+// what it started, never the guard. The guard kills everything under it
+// when its daemon closes its end pipe (the job's end: the daemon kills
+// the ranks) or when the daemon dies (the pipe closes with it, and the
+// kernel sends the parent-death signal). It exits once nothing is left
+// under it.
 
-// The guard reports how the rank ended on its descriptor 3, as the raw
-// wait status in decimal, since it cannot die of the rank's signal itself
-// (the Go runtime turns a re-raised SIGSEGV into a crash of its own).
-const guardStatusFD = 3
+// The guard's descriptors: 3 is its report: the rank's pid once it runs,
+// then how it ended, as the raw wait status (the guard cannot die of the
+// rank's signal itself: the Go runtime turns a re-raised SIGSEGV into a
+// crash of its own), both in decimal; 4 is the end pipe; the rank's own
+// extra descriptors follow.
+const (
+	guardStatusFD = 3
+	guardEndFD    = 4
+	guardFirstFD  = 5
+)
+
+// Guard is a rank's guard as its daemon holds it.
+type Guard struct {
+	Cmd     *exec.Cmd
+	report  *os.File // how the rank ended, once it has
+	end     *os.File // closing it ends everything under the guard
+	theirs  []*os.File
+	endOnce sync.Once
+	waited  bool
+	rank    atomic.Int64 // the rank's pid, once the guard has said it
+}
 
 // GuardCommand wraps a rank's command in a guard. The rank's ExtraFiles
-// (its PMI socket) pass through the guard: the guard gets them after its
-// status descriptor and hands them to the rank from descriptor 3 on, so
-// the rank sees them where it would without a guard. The caller puts the
-// status pipe's write end first in the guard's ExtraFiles.
-func GuardCommand(rank *exec.Cmd) (*exec.Cmd, error) {
+// (its PMI socket) pass through the guard, which hands them to the rank
+// from descriptor 3 on, where the rank would see them without a guard.
+func GuardCommand(rank *exec.Cmd) (*Guard, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find orted to guard the rank: %w", err)
 	}
+	g := &Guard{}
+	reportW, err := g.pipe(&g.report, false)
+	if err != nil {
+		return nil, err
+	}
+	endR, err := g.pipe(&g.end, true)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
 	args := append([]string{self, GuardArg, strconv.Itoa(len(rank.ExtraFiles)), rank.Path}, rank.Args...)
-	cmd := &exec.Cmd{Path: self, Args: args, Dir: rank.Dir, Env: rank.Env, ExtraFiles: rank.ExtraFiles}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	return cmd, nil
+	files := append([]*os.File{reportW, endR}, rank.ExtraFiles...)
+	g.Cmd = &exec.Cmd{Path: self, Args: args, Dir: rank.Dir, Env: rank.Env, ExtraFiles: files}
+	g.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	return g, nil
+}
+
+// pipe makes a pipe, keeps the daemon's end in *ours (the write end when
+// write) and returns the guard's.
+func (g *Guard) pipe(ours **os.File, write bool) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	theirs := w
+	*ours = r
+	if write {
+		theirs, *ours = r, w
+	}
+	g.theirs = append(g.theirs, theirs)
+	return theirs, nil
+}
+
+// Start starts the guard and lets go of its ends of the pipes.
+func (g *Guard) Start() error {
+	err := g.Cmd.Start()
+	g.closeTheirs()
+	if err != nil {
+		g.Close()
+	}
+	return err
+}
+
+func (g *Guard) closeTheirs() {
+	for _, f := range g.theirs {
+		f.Close()
+	}
+	g.theirs = nil
+}
+
+// Close releases a guard that never started.
+func (g *Guard) Close() {
+	g.closeTheirs()
+	g.report.Close()
+	g.End()
+}
+
+// End tells the guard to kill everything under it and exit.
+func (g *Guard) End() {
+	g.endOnce.Do(func() {
+		if g.end != nil {
+			g.end.Close()
+		}
+	})
+}
+
+// Wait returns how the rank ended: from the guard's report as soon as it
+// comes, or the guard's own status if it ended without one (killed). The
+// guard itself may live on while the rank's leftovers die: Reap waits
+// for it.
+func (g *Guard) Wait() syscall.WaitStatus {
+	defer g.report.Close()
+	var pid int64
+	var raw uint32
+	if _, err := fmt.Fscan(g.report, &pid); err == nil {
+		g.rank.Store(pid)
+	}
+	if _, err := fmt.Fscan(g.report, &raw); err == nil {
+		return syscall.WaitStatus(raw)
+	}
+	g.Reap()
+	return g.Cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+// Reap waits for the guard process to exit. Call it from the goroutine
+// that called Wait.
+func (g *Guard) Reap() {
+	if !g.waited {
+		g.waited = true
+		g.Cmd.Wait()
+	}
 }
 
 // RunGuard is the guard's main: args are the number of descriptors to
@@ -49,17 +162,11 @@ func RunGuard(args []string) {
 	parent := os.Getppid()
 	signals := make(chan os.Signal, 16)
 	signal.Notify(signals) // every signal: the rank acts on them, not us
-	extra, err := strconv.Atoi(firstOr(args, ""))
-	if err != nil || extra < 0 || len(args) < 3 {
-		fmt.Fprintln(os.Stderr, "orted: guard: usage: COUNT PATH ARGV...")
-		os.Exit(errmgr.StatusFailed)
-	}
-	rank := &exec.Cmd{Path: args[1], Args: args[2:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
-	for i := range extra {
-		rank.ExtraFiles = append(rank.ExtraFiles, os.NewFile(uintptr(guardStatusFD+1+i), "passed"))
-	}
-	// The status pipe is the guard's alone: no rank may hold it open.
+	rank := rankCommand(args)
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	// The guard's pipes are its alone: no rank may hold them open.
 	syscall.CloseOnExec(guardStatusFD)
+	syscall.CloseOnExec(guardEndFD)
 	if err := rank.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "orted: cannot run %s: %v\n", args[2], UnwrapExec(err))
 		os.Exit(ExecStatus(err))
@@ -67,19 +174,85 @@ func RunGuard(args []string) {
 	for _, f := range rank.ExtraFiles {
 		f.Close()
 	}
+	status := os.NewFile(guardStatusFD, "status")
+	fmt.Fprintf(status, "%d\n", rank.Process.Pid)
+	group := os.Getpid()
+	leaveGroup(parent)
+	go reapAll(rank.Process.Pid, status)
+	ended := make(chan struct{})
+	go awaitEnd(ended)
 	if os.Getppid() != parent { // the daemon died before we were watching
-		syscall.Kill(0, syscall.SIGKILL)
+		killAll(group)
 	}
-	done := make(chan struct{})
-	go func() { rank.Wait(); close(done) }()
+	watch(parent, group, signals, ended)
+}
+
+// daemonStoppedLimit is how long a guard lets its daemon stay stopped, or
+// stuck in the kernel, before it kills the daemon and everything under
+// itself: a daemon that cannot act cannot end its ranks. It is longer
+// than the links' silence bound (20 s, checked every 2 s), so that the
+// daemon's parent reports the daemon first, as one that stopped
+// answering. A daemon stopped by a debugger is left alone.
+const daemonStoppedLimit = 30 * time.Second
+
+// watch waits for the end: the end pipe closed, the daemon dead, or the
+// daemon stopped for too long. It never returns.
+func watch(parent, group int, signals <-chan os.Signal, ended <-chan struct{}) {
+	tick := time.NewTicker(time.Second)
+	var stoppedSince time.Time
 	for {
 		select {
-		case <-done:
-			exitAs(rank.ProcessState)
+		case <-ended:
+			killAll(group)
 		case <-signals:
 			if os.Getppid() != parent {
-				syscall.Kill(0, syscall.SIGKILL) // the whole group, us included
+				killAll(group)
 			}
+		case now := <-tick.C:
+			if !hung(parent) {
+				stoppedSince = time.Time{}
+			} else if stoppedSince.IsZero() {
+				stoppedSince = now
+			} else if now.Sub(stoppedSince) >= daemonStoppedLimit && os.Getppid() == parent {
+				syscall.Kill(parent, syscall.SIGKILL)
+				killAll(group)
+			}
+		}
+	}
+}
+
+// rankCommand reads the guard's arguments into the rank's command.
+func rankCommand(args []string) *exec.Cmd {
+	extra, err := strconv.Atoi(firstOr(args, ""))
+	if err != nil || extra < 0 || len(args) < 3 {
+		fmt.Fprintln(os.Stderr, "orted: guard: usage: COUNT PATH ARGV...")
+		os.Exit(errmgr.StatusFailed)
+	}
+	rank := &exec.Cmd{Path: args[1], Args: args[2:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	for i := range extra {
+		rank.ExtraFiles = append(rank.ExtraFiles, os.NewFile(uintptr(guardFirstFD+i), "passed"))
+	}
+	return rank
+}
+
+// leaveGroup moves the guard into its daemon's process group, out of the
+// rank's, so that a SIGKILL to the rank's group cannot take the guard
+// before it has killed what left the group. If it cannot, the guard
+// stays, as a guard did before it was a subreaper.
+func leaveGroup(parent int) {
+	if pgid, err := unix.Getpgid(parent); err == nil {
+		unix.Setpgid(0, pgid)
+	}
+}
+
+// awaitEnd closes ended when the daemon closes the end pipe, or dies.
+func awaitEnd(ended chan<- struct{}) {
+	f := os.NewFile(guardEndFD, "end")
+	var b [1]byte
+	for {
+		if _, err := f.Read(b[:]); err != nil {
+			close(ended)
+			return
 		}
 	}
 }
@@ -89,25 +262,4 @@ func firstOr(args []string, or string) string {
 		return or
 	}
 	return args[0]
-}
-
-// exitAs reports how the rank ended and exits with the shell's view of it.
-func exitAs(ps *os.ProcessState) {
-	ws := ps.Sys().(syscall.WaitStatus)
-	if f := os.NewFile(guardStatusFD, "status"); f != nil {
-		fmt.Fprintf(f, "%d\n", uint32(ws))
-		f.Close()
-	}
-	os.Exit(ExitStatus(ws))
-}
-
-// GuardedStatus reads the rank's wait status from its guard's report, or
-// falls back on the guard's own.
-func GuardedStatus(report *os.File, guard *os.ProcessState) syscall.WaitStatus {
-	defer report.Close()
-	var raw uint32
-	if _, err := fmt.Fscan(report, &raw); err == nil {
-		return syscall.WaitStatus(raw)
-	}
-	return guard.Sys().(syscall.WaitStatus)
 }

@@ -23,14 +23,15 @@ func startExec(ctx context.Context, cmd *exec.Cmd, payload []byte, log hclog.Log
 	}
 	stderr := newTail(log, "stderr")
 	cmd.Stderr = stderr
-	cmd.Stdout = stdoutWriter(log)
+	stdout := newSignOfLife(log)
+	cmd.Stdout = stdout
 	cmd.WaitDelay = waitDelay
 	if err := cmd.Start(); err != nil {
 		stdin.Close()
 		return nil, err
 	}
 	log.Debug("started", "pid", cmd.Process.Pid, "argv", cmd.Args)
-	p := newProc(stdin, stderr, cmd.Wait, func() { killProcess(cmd.Process, log) })
+	p := newProc(stdin, stderr, stdout, cmd.Wait, func() { killProcess(cmd.Process, log) })
 	if err := p.feed(ctx, payload); err != nil {
 		return nil, err
 	}

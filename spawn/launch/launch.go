@@ -57,6 +57,11 @@ type Process interface {
 	// returned as they are. Every call returns the same result.
 	Wait() error
 
+	// Alive is closed once the command has written to its stdout: a sign
+	// of life that orted gives as it starts, before it calls back, so that
+	// its parent can tell a slow daemon from one that never started.
+	Alive() <-chan struct{}
+
 	// Close closes stdin (the daemon's lifeline) and releases the
 	// session/connection. It gives the command a short grace period to end
 	// on its own (so Wait can still report its exit status), then ends it:

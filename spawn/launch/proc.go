@@ -44,6 +44,7 @@ var (
 type proc struct {
 	stdin  io.WriteCloser
 	stderr *tail
+	stdout *signOfLife
 	stop   func()
 
 	done chan struct{} // closed once err is set
@@ -55,8 +56,8 @@ type proc struct {
 
 // newProc starts the reaper goroutine, which ends when wait returns: by
 // itself, or because Close called stop.
-func newProc(stdin io.WriteCloser, stderr *tail, wait func() error, stop func()) *proc {
-	p := &proc{stdin: stdin, stderr: stderr, stop: stop, done: make(chan struct{})}
+func newProc(stdin io.WriteCloser, stderr *tail, stdout *signOfLife, wait func() error, stop func()) *proc {
+	p := &proc{stdin: stdin, stderr: stderr, stdout: stdout, stop: stop, done: make(chan struct{})}
 	go p.reap(wait)
 	return p
 }
@@ -66,6 +67,9 @@ func (p *proc) reap(wait func() error) {
 	p.err = exitError(err, p.stderr.String())
 	close(p.done)
 }
+
+// Alive implements Process.
+func (p *proc) Alive() <-chan struct{} { return p.stdout.alive }
 
 // Wait implements Process.
 func (p *proc) Wait() error {
@@ -262,6 +266,27 @@ func (l *lineLog) Write(b []byte) (int, error) {
 		}
 		l.partial = append(l.partial[:0], l.partial[i:]...)
 	}
+}
+
+// signOfLife takes a command's stdout and closes alive on the first byte.
+type signOfLife struct {
+	once  sync.Once
+	alive chan struct{}
+	next  io.Writer // nil: the bytes go nowhere
+}
+
+func newSignOfLife(log hclog.Logger) *signOfLife {
+	return &signOfLife{alive: make(chan struct{}), next: stdoutWriter(log)}
+}
+
+func (s *signOfLife) Write(b []byte) (int, error) {
+	if len(b) > 0 {
+		s.once.Do(func() { close(s.alive) })
+	}
+	if s.next == nil {
+		return len(b), nil
+	}
+	return s.next.Write(b)
 }
 
 // stdoutWriter is where a command's stdout goes: nowhere (nil), or to the

@@ -191,7 +191,8 @@ func (s *SSH) start(client *ssh.Client, argv []string, log hclog.Logger) (*proc,
 	}
 	stderr := newTail(log, "stderr")
 	sess.Stderr = stderr
-	sess.Stdout = stdoutWriter(log)
+	stdout := newSignOfLife(log)
+	sess.Stdout = stdout
 	if err := sess.Start(Quote(argv)); err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("ssh: start command: %w", err)
@@ -205,7 +206,7 @@ func (s *SSH) start(client *ssh.Client, argv []string, log hclog.Logger) (*proc,
 		sess.Close()
 		client.Close()
 	}
-	return newProc(stdin, stderr, wait, stop), nil
+	return newProc(stdin, stderr, stdout, wait, stop), nil
 }
 
 // connGuard holds the ConnectTimeout deadline and ctx over a connection

@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //
 // Directives, one per line before "----":
 //
-//	cluster nodes=N degree=δ routed=radix|binomial|direct [skip] [ranks=R]
+//	cluster nodes=N degree=δ routed=radix|binomial|direct [skip] [hold] [ranks=R]
 //	        [rank-ms=T|forever] [timeout=MS] [grace=MS] [callback=MS]
 //	        [fences=K] [allgathers=G] [ring]
 //	                            each rank runs K PMI fences, G allgathers
@@ -30,7 +30,10 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //	rank R exits S              rank R exits with status S
 //	refuse N "why"              node N's spawn fails
 //	no-callback N               node N's orted never calls back
+//	silent N                    node N's session starts, its orted never does
+//	slow N callback=MS          node N's orted calls back MS after it started
 //	die N at=T                  node N's orted is killed at time T
+//	hang N at=T                 node N's orted is stopped (SIGSTOP) at time T
 //	interrupt NAME at=T         mpirun gets SIGNAME at time T
 func TestScenarios(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
@@ -84,6 +87,7 @@ func play(script string) (string, error) {
 				opt.Job.Routed = r
 			}
 			opt.Job.SkipUnreachable = kv.has("skip")
+			opt.Job.HoldLaunch = kv.has("hold")
 			if kv.has("ranks") {
 				ranks = kv.int("ranks")
 			}
@@ -108,9 +112,16 @@ func play(script string) (string, error) {
 			opt.Faults[atoi(f[1])] = Fault{Refuse: strings.Trim(strings.Join(f[2:], " "), `"`)}
 		case "no-callback":
 			opt.Faults[atoi(f[1])] = Fault{NoCallback: true}
+		case "silent":
+			opt.Faults[atoi(f[1])] = Fault{Silent: true}
+		case "slow": // slow N callback=MS
+			opt.Faults[atoi(f[1])] = Fault{CallbackMS: int64(kv.int("callback"))}
 		case "die":
 			id, at := atoi(f[1]), int64(kv.int("at"))
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Kill(id) }) })
+		case "hang":
+			id, at := atoi(f[1]), int64(kv.int("at"))
+			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Hang(id) }) })
 		case "dmodex": // dmodex D #ID rank=R at=T
 			id, req, rank, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), kv.int("rank"), int64(kv.int("at"))
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.WantModex(id, req, rank) }) })

@@ -8,6 +8,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -70,10 +71,12 @@ type Options struct {
 type Fault struct {
 	Refuse     string // the spawn fails with this error
 	NoCallback bool   // the orted starts but never calls back
+	Silent     bool   // the session starts, the orted never does (no sign of life)
 	DieAt      int64  // the orted dies at this time (0 = never)
 	// Signal is how a dead orted's end is reported to its spawner; ""
 	// means "signal: killed".
-	Signal string
+	Signal     string
+	CallbackMS int64 // the orted calls back this long after it started (0 = StartMS)
 }
 
 // Sim is one simulated run.
@@ -133,6 +136,7 @@ type daemon struct {
 	m        *protocol.Machine
 	created  bool // its process exists
 	dead     bool // died or exited
+	hung     bool // stopped: takes no event
 	lastLink protocol.LinkID
 	links    []linkEnd // by LinkID-1
 	parent   endKey    // the link to the spawn parent, once welcomed
@@ -252,6 +256,37 @@ func (s *Sim) kill(id int, how string) {
 	s.die(d, how)
 }
 
+// The bounds of a hung daemon, as the driver has them: its peers give up
+// on a link that brought nothing for 20 s (the transport's silence bound;
+// a quiet link is pinged every 2 s), its ranks' guards kill it once it
+// has been stopped for 30 s.
+const (
+	SilenceMS    = 20000
+	GuardStopMS  = 30000
+	silentReason = "nothing heard from it for 20s"
+)
+
+// Hang stops daemon id, as SIGSTOP would: it takes no more events, its
+// peers see its links go down as silent after the keep-alive bound, and
+// its ranks' guards kill it after theirs.
+func (s *Sim) Hang(id int) {
+	d := s.d[id]
+	if d.dead || d.hung || !d.created {
+		return
+	}
+	s.tracef("d%d hangs", id)
+	d.hung = true
+	s.At(s.now+SilenceMS, func() {
+		for l := protocol.LinkID(1); l <= d.lastLink; l++ {
+			s.closeEnd(d.id, l, protocol.LinkDown{Err: silentReason, Silent: true})
+		}
+	})
+	s.At(s.now+GuardStopMS, func() {
+		s.tracef("d%d is killed by its ranks' guards", id)
+		s.die(d, "signal: killed")
+	})
+}
+
 // Run processes events until the queue is empty or virtual time passes
 // until (0 = no bound).
 func (s *Sim) Run(until int64) error {
@@ -302,7 +337,7 @@ func (s *Sim) tracef(format string, args ...any) {
 
 // step feeds one event to a live daemon's machine.
 func (s *Sim) step(d *daemon, ev protocol.Event) {
-	if d.dead || d.m == nil {
+	if d.dead || d.hung || d.m == nil {
 		return
 	}
 	s.carry(d, d.m.Step(ev))
@@ -382,8 +417,9 @@ func (s *Sim) welcome(d *daemon, l protocol.LinkID, w protocol.Welcome) {
 	s.carry(d, m.Start())
 }
 
-// closeEnd closes one end of a link: the other end sees it go down.
-func (s *Sim) closeEnd(id int, l protocol.LinkID, why string) {
+// closeEnd closes one end of a link: the other end sees it go down, as
+// down says.
+func (s *Sim) closeEnd(id int, l protocol.LinkID, down protocol.LinkDown) {
 	e := s.end(id, l)
 	if e == nil || !e.open {
 		return
@@ -392,7 +428,8 @@ func (s *Sim) closeEnd(id int, l protocol.LinkID, why string) {
 	e.open = false
 	s.end(other.daemon, other.link).open = false
 	at := max(s.now+s.opt.Delay(id, other.daemon), e.lastArr)
-	s.later(at, other.daemon, protocol.LinkDown{Link: other.link, Err: why})
+	down.Link = other.link
+	s.later(at, other.daemon, down)
 }
 
 // die ends daemon d: its links close, its ranks die with it (their guard
@@ -404,7 +441,7 @@ func (s *Sim) die(d *daemon, how string) {
 	// Link ids are handed out in order from 1: close its open ends in
 	// order, without a walk over every link of the cluster.
 	for l := protocol.LinkID(1); l <= d.lastLink; l++ {
-		s.closeEnd(d.id, l, "EOF")
+		s.closeEnd(d.id, l, protocol.LinkDown{Err: "EOF"})
 	}
 	if d.id > 0 {
 		s.LastExit = max(s.LastExit, s.now)
@@ -446,7 +483,7 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 	case protocol.Dial:
 		s.dial(d, a.Peer)
 	case protocol.CloseLink:
-		s.closeEnd(d.id, a.Link, "EOF")
+		s.closeEnd(d.id, a.Link, protocol.LinkDown{Err: "EOF"})
 	case protocol.Spawn:
 		s.spawn(d, a.Node.ID)
 	case protocol.StopDaemon:
@@ -493,8 +530,12 @@ func (s *Sim) spawn(p *daemon, id int) {
 			s.push(max(f.DieAt, s.now), func() { s.kill(id, f.Signal) })
 		}
 		s.step(p, protocol.SpawnStarted{ID: id})
+		if f.Silent {
+			return
+		}
+		s.later(s.now+1, p.id, protocol.DaemonAlive{ID: id})
 		if !f.NoCallback {
-			s.push(s.now+s.opt.StartMS, func() { s.callBack(p, c) })
+			s.push(s.now+cmp.Or(f.CallbackMS, s.opt.StartMS), func() { s.callBack(p, c) })
 		}
 	})
 }

@@ -1,0 +1,41 @@
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCgroupKillsEverything: what a process in the job's cgroup starts is
+// born in it, wherever it goes (setsid, orphaned), and the kill takes it
+// all; then the cgroup is removed.
+func TestCgroupKillsEverything(t *testing.T) {
+	cg, err := NewCgroup()
+	if err != nil {
+		t.Skipf("no job cgroup here (the guards alone contain the ranks): %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "pid")
+	cmd := exec.Command("/bin/sh", "-c", `( setsid sh -c 'echo $$ > `+file+`.tmp; mv `+file+`.tmp `+file+`; exec sleep 60' & )`)
+	cg.Place(cmd)
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	escapee := waitPid(t, file)
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(escapee) + "/cgroup")
+	if !strings.Contains(string(b), "/"+filepath.Base(cg.Dir())) {
+		t.Fatalf("the escapee is not in %s: %s", cg.Dir(), b)
+	}
+	if err := cg.Remove(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cg.Dir()); !os.IsNotExist(err) {
+		t.Errorf("%s is still there: %v", cg.Dir(), err)
+	}
+	if !exiting(escapee) { // gone, or a zombie until init reaps it
+		t.Error("the escapee survived the cgroup's kill")
+	}
+}
