@@ -74,7 +74,7 @@ func (c *Conn) watch(every, silence time.Duration) {
 		quiet := time.Since(epoch) - time.Duration(c.heard.Load())
 		switch {
 		case quiet >= silence:
-			c.end(SilentError{quiet.Round(time.Second)})
+			c.end(SilentError{silence}) // the bound, which is what a user can act on
 			return
 		case quiet >= every && pinging.CompareAndSwap(false, true):
 			go func() {

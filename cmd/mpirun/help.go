@@ -62,6 +62,8 @@ Starting the daemons:
   --callback-timeout D          bound on a started orted calling back (default: 30s)
   --on-unreachable abort|skip   a node that cannot be reached ends the job
                                 (default), or is left out
+  --hold-launch                 start no rank until every daemon has called
+                                back (default: ranks start as daemons come)
   --kill-grace D                SIGTERM to SIGKILL when the job stops (default: 3s)
   --orted PATH                  orted on the nodes (default: beside mpirun)
   --listen-ip IP                mpirun's address (default: the one that
