@@ -76,7 +76,7 @@ func (o Options) yamux() *yamux.Config {
 	// A larger window keeps output flowing between processes that share
 	// few cores; it is also the bound on what one stream buffers.
 	cfg.MaxStreamWindowSize = 2 << 20
-	// yamux's own lines (a keep-alive that timed out, a bad frame) say
+	// yamux's own lines (a bad frame, a failed write) say
 	// why a session ended, which its streams only report as EOF.
 	cfg.LogOutput = nil
 	cfg.Logger = o.logger().Named("yamux").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})

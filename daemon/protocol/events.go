@@ -21,7 +21,8 @@ type LinkUp struct {
 }
 
 // LinkDown: the connection ended; Err says how. Silent: the peer stopped
-// answering (its keep-alives went unanswered): it hangs, or is stopped.
+// answering (nothing came from it for the transport's silence bound): it
+// hangs, or is stopped.
 type LinkDown struct {
 	Link   LinkID
 	Err    string

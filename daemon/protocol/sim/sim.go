@@ -267,7 +267,7 @@ const (
 )
 
 // Hang stops daemon id, as SIGSTOP would: it takes no more events, its
-// peers see its links go down as silent after the keep-alive bound, and
+// peers see its links go down as silent after the silence bound, and
 // its ranks' guards kill it after theirs.
 func (s *Sim) Hang(id int) {
 	d := s.d[id]
