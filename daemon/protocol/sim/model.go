@@ -24,6 +24,12 @@ type Model struct {
 	RankTime    int64   // how long each rank runs
 	CallbackMS  int64   // the callback timeout, in ms; 0 = the default
 
+	// Cores > 0: every process shares that many cores (a testbed on one
+	// machine), and each orted's start and each rank's start take OrtedCPU
+	// and RankCPU of them, first come first served. 0: a CPU per node.
+	Cores             int
+	OrtedCPU, RankCPU int64
+
 	// Faults by node name (node001 …).
 	Faults map[string]Fault
 }
@@ -109,6 +115,7 @@ func (m Model) options() (Options, error) {
 		SpawnMS:      m.SSHLatency, StartMS: m.Startup + m.Latency,
 		SpawnCost: m.SpawnCost, MaxSessions: m.MaxSessions,
 		RankMS: m.RankTime, Faults: faults,
+		Cores: m.Cores, OrtedCPU: m.OrtedCPU, RankCPU: m.RankCPU,
 	}, nil
 }
 

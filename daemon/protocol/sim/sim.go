@@ -47,6 +47,14 @@ type Options struct {
 	// spawner (0 = no bound), as the ssh agent does.
 	SpawnCost   int64
 	MaxSessions int
+	// Cores > 0 makes every process share that many cores, as on a
+	// testbed that runs the whole cluster on one machine (0: each node has
+	// its own CPU, and CPU work costs no more than its own time).
+	// OrtedCPU is the CPU an orted's start takes before it can call back
+	// (its session's processes, the orted's own start); RankCPU the CPU
+	// a rank's start takes before it runs (its guard, its exec).
+	Cores             int
+	OrtedCPU, RankCPU int64
 	// ShareBook gives every daemon one address table (routed.NewSharedBook)
 	// instead of one each: a large cluster's memory.
 	ShareBook bool
@@ -101,7 +109,8 @@ type Sim struct {
 	Messages, Bytes int64
 
 	book      *routed.Book
-	hostBytes int // the size of the job's host list, in every Welcome
+	hostBytes int  // the size of the job's host list, in every Welcome
+	cpu       *cpu // the shared cores; nil: a CPU per node
 }
 
 type endKey struct {
@@ -172,7 +181,7 @@ func New(opt Options) *Sim {
 	if opt.TicksPerMS <= 0 {
 		opt.TicksPerMS = 1
 	}
-	s := &Sim{opt: opt, Status: -1}
+	s := &Sim{opt: opt, Status: -1, cpu: newCPU(opt.Cores)}
 	for k := range s.Reached {
 		s.Reached[k] = -1
 	}
@@ -535,7 +544,8 @@ func (s *Sim) spawn(p *daemon, id int) {
 		}
 		s.later(s.now+1, p.id, protocol.DaemonAlive{ID: id})
 		if !f.NoCallback {
-			s.push(s.now+cmp.Or(f.CallbackMS, s.opt.StartMS), func() { s.callBack(p, c) })
+			started := s.cpu.run(s.now, s.opt.OrtedCPU)
+			s.push(started+cmp.Or(f.CallbackMS, s.opt.StartMS), func() { s.callBack(p, c) })
 		}
 	})
 }
@@ -590,21 +600,23 @@ func (s *Sim) startRanks(d *daemon, ranks []int) {
 	}
 	for _, r := range ranks {
 		d.ranks[r] = &rankState{}
+		started := s.cpu.run(s.now, s.opt.RankCPU)
 		if s.usesPMI() {
-			s.push(s.now+1, func() { s.nextCollective(d, r) })
+			s.push(started+1, func() { s.nextCollective(d, r) })
 			continue
 		}
-		s.runRank(d, r)
+		s.runRank(d, r, started)
 	}
 }
 
-// runRank lets a rank run for RankMS, then exit.
-func (s *Sim) runRank(d *daemon, r int) {
+// runRank lets a rank that started at time started run for RankMS, then
+// exit.
+func (s *Sim) runRank(d *daemon, r int, started int64) {
 	if s.opt.RankMS < 0 {
 		return
 	}
 	status := s.opt.RankStatus[r]
-	s.push(s.now+s.opt.RankMS, func() { s.rankEnds(d, r, status, fmt.Sprintf("exited with status %d", status)) })
+	s.push(started+s.opt.RankMS, func() { s.rankEnds(d, r, status, fmt.Sprintf("exited with status %d", status)) })
 }
 
 func (s *Sim) rankEnds(d *daemon, r, status int, how string) {
