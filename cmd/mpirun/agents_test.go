@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"prsh/testbed"
+	"prsh/topo"
 )
 
 // TestLaunchAgentCommand: --launch-agent runs the real OpenSSH client with
@@ -46,4 +49,25 @@ func TestReportLaunchTimes(t *testing.T) {
 	s := `\d+\.\d{3}s`
 	checkOneLine(t, res.stderr, `^mpirun: launch times: phase 1 \(daemons spawned\) `+s+
 		`, phase 2 \(addresses exchanged\) `+s+`, ranks started `+s+`, ranks exited `+s+`$`)
+}
+
+// TestSpawnDegreeAuto: --spawn-degree auto spawns along the tree that
+// topo.BestDegree picks for the nodes and the hints, and the job runs on
+// every node.
+func TestSpawnDegreeAuto(t *testing.T) {
+	const nodes = 12
+	want := topo.BestDegree(nodes, 100_000, 50_000)
+	if want >= nodes {
+		t.Fatalf("the rule picks δ=%d for %d nodes: flat, as the default would be; pick hints that make a tree", want, nodes)
+	}
+	c := cluster(t, testbed.Config{Nodes: nodes})
+	res := mpirun(t, c, "--spawn-degree", "auto", "--spawn-hop-hint", "100ms", "--spawn-cost-hint", "50ms",
+		"--log-level", "info", "sh", "-c", `echo "$PRSH_RANK $PRSH_TESTBED_NODE"`)
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOnePerNode(t, c, res.stdout)
+	if !strings.Contains(res.stderr, fmt.Sprintf("chose=%d ", want)) {
+		t.Errorf("mpirun did not say it chose δ=%d; stderr:\n%s", want, res.stderr)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"prsh/routed"
 	"prsh/spawn"
 	"prsh/spawn/launch"
+	"prsh/topo"
 	"prsh/transport"
 )
 
@@ -43,6 +45,10 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	spec, err := jobSpec(c, jobMap)
 	if err != nil {
 		return daemon.Config{}, err
+	}
+	if c.String("spawn-degree") == "auto" {
+		log.Info("spawn degree auto", "chose", spec.SpawnDegree, "nodes", len(jobMap.Nodes),
+			"hop", c.Duration("spawn-hop-hint"), "cost", c.Duration("spawn-cost-hint"))
 	}
 	agent, err := agent(c, jobMap, spec, log)
 	if err != nil {
@@ -198,9 +204,9 @@ func allocationSource(a *job.Allocation) hostSource {
 }
 
 func jobSpec(c *cli.Context, m *job.Map) (protocol.JobSpec, error) {
-	degree := c.Int("spawn-degree")
-	if degree < 0 {
-		return protocol.JobSpec{}, usageError{fmt.Errorf("--spawn-degree must be 0 or more, not %d", degree)}
+	degree, err := spawnDegree(c, len(m.Nodes))
+	if err != nil {
+		return protocol.JobSpec{}, usageError{err}
 	}
 	if _, err := routed.New(c.String("routed"), len(m.Nodes)+1, max(degree, 1)); err != nil {
 		return protocol.JobSpec{}, usageError{err}
@@ -238,6 +244,29 @@ func jobSpec(c *cli.Context, m *job.Map) (protocol.JobSpec, error) {
 
 // checkBounds rejects timeouts and limits that cannot work: a zero or
 // negative timeout would fail every node at once.
+// spawnDegree is --spawn-degree: a number, or auto, topo.BestDegree for
+// the nodes and the hints: a hop (a session's start until its orted can
+// spawn) and a spawner's cost per session, which is at least a hop shared
+// by the sessions it opens at once.
+func spawnDegree(c *cli.Context, nodes int) (int, error) {
+	s := c.String("spawn-degree")
+	if s != "auto" {
+		degree, err := strconv.Atoi(s)
+		if err != nil || degree < 0 {
+			return 0, fmt.Errorf("--spawn-degree must be 0 or more, or auto, not %s", s)
+		}
+		return degree, nil
+	}
+	hop, cost := c.Duration("spawn-hop-hint"), c.Duration("spawn-cost-hint")
+	if hop <= 0 || cost < 0 {
+		return 0, fmt.Errorf("--spawn-hop-hint must be positive and --spawn-cost-hint 0 or more, not %v and %v", hop, cost)
+	}
+	if sessions := c.Int("ssh-max-sessions"); sessions > 0 {
+		cost = max(cost, hop/time.Duration(sessions))
+	}
+	return topo.BestDegree(max(nodes, 1), hop.Microseconds(), cost.Microseconds()), nil
+}
+
 func checkBounds(c *cli.Context) error {
 	for _, name := range []string{"ssh-connect-timeout", "callback-timeout"} {
 		if d := c.Duration(name); d <= 0 {

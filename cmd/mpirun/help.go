@@ -48,8 +48,12 @@ After ':' a program takes -np N, -x VAR[=value], -env VAR value, --wdir DIR.
   --app FILE                    the programs, one per line, written as after ':'
 
 Starting the daemons:
-  --spawn-degree N              daemons each daemon spawns (default: 32;
-                                0 = along the routing tree)
+  --spawn-degree N|auto         daemons each daemon spawns (default: 32;
+                                0 = along the routing tree; auto = the degree
+                                whose tree spawns the nodes soonest, given:)
+  --spawn-hop-hint D            a session's start until its orted can spawn
+                                (default: 300ms)
+  --spawn-cost-hint D           a spawner's time per session (default: 10ms)
   --routed radix|binomial|direct
                                 topology of the launch (default: radix)
   --routed-radix K              its radix (default: the spawn degree)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -27,13 +28,19 @@ launch agent: --ssh-latency and --spawn-cost as sleeps) or, with --native,
 through ssh (mpirun's own client; the peers use OpenSSH's with the cluster's
 ssh_config). Prints the median, min and max wall seconds and the median CPU
 seconds of the whole launch (every process of it: agent, shells, daemons,
-ranks; from a cgroup when one can be made, else from getrusage), and the
-model: the simulator's time for the tree (testbed sim) with the configured
-latency and spawn cost and the start-up measured on one node.`,
+ranks; from a cgroup when one can be made, else from getrusage), the load
+average after the point, and the model: the simulator's time (testbed sim)
+with the configured latency and spawn cost and the costs measured first,
+one set for every point: a launch on one node (wall, CPU), on 16 nodes
+(CPU per node), on 16 nodes whose ranks sleep 5 s (idle CPU per node), and
+a rank's start (the orted binary and /bin/true), on --model-cores cores
+that every process shares. δ auto runs mpirun --spawn-degree auto with the
+model's hop and spawn cost as hints.`,
 			Flags: append([]cli.Flag{
 				&cli.StringFlag{Name: "nodes", Aliases: []string{"n"}, Value: "16,64", Usage: "node counts, comma-separated"},
-				&cli.StringFlag{Name: "degrees", Value: "2,8,32,flat", Usage: "spawn degrees δ of our mpirun, comma-separated; flat: mpirun spawns every orted"},
+				&cli.StringFlag{Name: "degrees", Value: "2,8,32,flat", Usage: "spawn degrees δ of our mpirun, comma-separated; flat: mpirun spawns every orted; auto: mpirun --spawn-degree auto"},
 				&cli.IntFlag{Name: "runs", Value: 3, Usage: "launches per point"},
+				&cli.IntFlag{Name: "model-cores", Value: runtime.NumCPU(), Usage: "cores the model shares among every process of a launch (the testbed's machine)"},
 				&cli.BoolFlag{Name: "native", Usage: "launch over ssh instead of testbed-agent"},
 				&cli.BoolFlag{Name: "peers", Usage: "also launch with mpiexec.hydra, mpirun.openmpi, pdsh and clush"},
 				&cli.StringSliceFlag{Name: "mpirun-arg", Usage: "extra argument to our mpirun (repeat), e.g. --mpirun-arg=--report-launch-times"},
@@ -51,7 +58,9 @@ latency and spawn cost and the start-up measured on one node.`,
 type benchPoint struct {
 	launcher string
 	nodes    int
-	degree   int // ours only; flat for the peers
+	degree   int     // ours only; flat for the peers; may be auto
+	chosen   int     // the degree the model ran with (auto's choice)
+	load     float64 // the load average after the runs
 	walls    []float64
 	cpus     []float64
 	model    float64 // seconds the tree allows; 0: no model
@@ -92,7 +101,7 @@ type bench struct {
 	ours    []launcher // our mpirun, then its --variant's
 	peers   []launcher
 	meter   cpuMeter
-	startup time.Duration // one hop's overhead, measured; for the model
+	costs   costs // measured before the sweep, for the model
 }
 
 func newBench(c *cli.Context, std stdio, maxNodes int) (*bench, error) {
@@ -162,17 +171,17 @@ func (b *bench) agentPath(path string) (string, error) {
 // sweep measures the start-up, then every point, smallest first, printing
 // each row as it completes.
 func (b *bench) sweep(nodes, degrees []int) ([]benchPoint, error) {
-	if err := b.measureStartup(); err != nil {
+	if err := b.measureCosts(slices.Max(nodes), b.c.Int("model-cores")); err != nil {
 		return nil, err
 	}
 	printBenchHeader(b.std.out)
 	var points []benchPoint
 	for _, n := range nodes {
 		for _, d := range degrees {
-			model := b.model(n, d)
+			model, chosen := b.model(n, d)
 			for _, l := range b.ours { // variants side by side, as alike as one run makes them
 				p := b.measure(l, n, d)
-				p.model = model
+				p.model, p.chosen = model, chosen
 				printBenchRow(b.std.out, p)
 				points = append(points, p)
 			}
@@ -190,8 +199,8 @@ func (b *bench) sweep(nodes, degrees []int) ([]benchPoint, error) {
 }
 
 // measure runs one launcher --runs times on the first n nodes.
-func (b *bench) measure(l launcher, n, degree int) benchPoint {
-	p := benchPoint{launcher: l.name, nodes: n, degree: degree, failure: l.unavailable}
+func (b *bench) measure(l launcher, n, degree int) (p benchPoint) {
+	p = benchPoint{launcher: l.name, nodes: n, degree: degree, failure: l.unavailable}
 	if p.failure != "" {
 		return p
 	}
@@ -200,8 +209,13 @@ func (b *bench) measure(l launcher, n, degree int) benchPoint {
 		p.failure = err.Error()
 		return p
 	}
+	argv := l.argv(hosts, n, degreeOf(degree, n, b.simModel()))
+	if degree == auto && isOurs(l.name) {
+		argv = b.autoArgs(argv)
+	}
+	defer func() { p.load = loadAverage() }()
 	for range b.c.Int("runs") {
-		wall, cpu, err := b.launch(l.argv(hosts, n, degreeOf(degree, n)))
+		wall, cpu, err := b.launch(argv)
 		if err != nil {
 			p.failure = err.Error()
 			return p
@@ -209,32 +223,6 @@ func (b *bench) measure(l launcher, n, degree int) benchPoint {
 		p.walls, p.cpus = append(p.walls, wall), append(p.cpus, cpu)
 	}
 	return p
-}
-
-// measureStartup times a launch on one node, less the configured latency
-// and spawn cost: what one hop of the tree adds (mpirun's and an orted's
-// start-up, the rank, the exits), for the model.
-func (b *bench) measureStartup() error {
-	hosts, err := b.hostfiles(1)
-	if err != nil {
-		return err
-	}
-	var walls []float64
-	for range b.c.Int("runs") {
-		wall, _, err := b.launch(b.ours[0].argv(hosts, 1, 1))
-		if err != nil {
-			return fmt.Errorf("bench: our mpirun on one node: %w", err)
-		}
-		walls = append(walls, wall)
-	}
-	hop := b.c.Duration("ssh-latency")
-	if !b.c.Bool("native") {
-		hop += b.c.Duration("spawn-cost")
-	}
-	b.startup = max(0, time.Duration(median(walls)*float64(time.Second))-hop)
-	fmt.Fprintf(b.std.out, "one node: %.3fs median, so one hop's start-up is %.3fs besides latency %v and spawn cost %v\n",
-		median(walls), b.startup.Seconds(), b.c.Duration("ssh-latency"), b.c.Duration("spawn-cost"))
-	return nil
 }
 
 // hostsFiles are the host lists of the first n nodes, in each launcher's

@@ -9,44 +9,29 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"gonum.org/v1/plot/plotter"
-
-	"prsh/daemon/protocol/sim"
 )
 
-// model is the time the tree allows n nodes at spawn degree degree: the
-// simulator's launch of the daemons' own protocol with the configured
-// latency and spawn cost and the measured start-up of one hop, on a
-// machine with a CPU per node. 0 when it cannot tell.
-func (b *bench) model(n, degree int) float64 {
-	us := func(d interface{ Microseconds() int64 }) int64 { return d.Microseconds() }
-	m := sim.Model{
-		Nodes: n, SpawnDegree: degreeOf(degree, n), Routed: "radix",
-		SSHLatency: us(b.c.Duration("ssh-latency")), SpawnCost: us(b.c.Duration("spawn-cost")),
-		Startup: us(b.startup), Latency: 100, BytesPerUS: 1000, RankTime: 1000,
-	}
-	if b.c.Bool("native") {
-		m.SpawnCost, m.MaxSessions = 0, 64 // ssh's real cost is in the start-up; mpirun's bound
-	}
-	r, err := sim.Simulate(m, 0)
-	if err != nil || r.MpirunExit < 0 {
-		return 0
-	}
-	return float64(r.MpirunExit) / 1e6
-}
-
 func printBenchHeader(w io.Writer) {
-	fmt.Fprintf(w, "%-12s %6s %6s %9s %9s %9s %9s %9s %8s\n",
-		"launcher", "nodes", "δ", "median", "min", "max", "cpu", "model", "measured")
-	fmt.Fprintf(w, "%-12s %6s %6s %9s %9s %9s %9s %9s %8s\n", "", "", "", "s", "s", "s", "s", "s", "/model")
+	fmt.Fprintf(w, "%-12s %6s %8s %9s %9s %9s %9s %9s %8s %6s\n",
+		"launcher", "nodes", "δ", "median", "min", "max", "cpu", "model", "measured", "load")
+	fmt.Fprintf(w, "%-12s %6s %8s %9s %9s %9s %9s %9s %8s %6s\n", "", "", "", "s", "s", "s", "s", "s", "/model", "")
 }
 
 func printBenchRow(w io.Writer, p benchPoint) {
 	if p.failure != "" {
-		fmt.Fprintf(w, "%-12s %6d %6s   cannot run: %s\n", p.launcher, p.nodes, degreeName(p.degree), p.failure)
+		fmt.Fprintf(w, "%-12s %6d %8s   cannot run: %s\n", p.launcher, p.nodes, p.degreeLabel(), p.failure)
 		return
 	}
-	fmt.Fprintf(w, "%-12s %6d %6s %9.3f %9.3f %9.3f %9.2f %9s %8s\n", p.launcher, p.nodes, degreeName(p.degree),
-		median(p.walls), slices.Min(p.walls), slices.Max(p.walls), median(p.cpus), orDash(p.model, 3), orDash(p.ratio(), 2))
+	fmt.Fprintf(w, "%-12s %6d %8s %9.3f %9.3f %9.3f %9.2f %9s %8s %6.1f\n", p.launcher, p.nodes, p.degreeLabel(),
+		median(p.walls), slices.Min(p.walls), slices.Max(p.walls), median(p.cpus), orDash(p.model, 3), orDash(p.ratio(), 2), p.load)
+}
+
+// degreeLabel is the point's δ, with auto's choice.
+func (p benchPoint) degreeLabel() string {
+	if !isOurs(p.launcher) {
+		return degreeName(p.degree)
+	}
+	return degreeLabel(p.degree, p.chosen)
 }
 
 // ratio is measured / model, 0 without a model.
@@ -81,7 +66,7 @@ func writeBenchOutputs(c *cli.Context, points []benchPoint) error {
 
 func benchRecords(points []benchPoint) [][]string {
 	records := [][]string{{"launcher", "nodes", "spawn_degree", "runs", "wall_median_s", "wall_min_s", "wall_max_s",
-		"cpu_median_s", "model_s", "measured_over_model", "failure"}}
+		"cpu_median_s", "model_s", "measured_over_model", "load_average", "failure"}}
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 	orEmpty := func(x float64) string {
 		if x <= 0 {
@@ -90,8 +75,8 @@ func benchRecords(points []benchPoint) [][]string {
 		return f(x)
 	}
 	for _, p := range points {
-		r := []string{p.launcher, strconv.Itoa(p.nodes), degreeName(p.degree), strconv.Itoa(len(p.walls)), "", "", "", "",
-			orEmpty(p.model), orEmpty(p.ratio()), p.failure}
+		r := []string{p.launcher, strconv.Itoa(p.nodes), p.degreeLabel(), strconv.Itoa(len(p.walls)), "", "", "", "",
+			orEmpty(p.model), orEmpty(p.ratio()), strconv.FormatFloat(p.load, 'f', 1, 64), p.failure}
 		if len(p.walls) > 0 {
 			r[4], r[5], r[6], r[7] = f(median(p.walls)), f(slices.Min(p.walls)), f(slices.Max(p.walls)), f(median(p.cpus))
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"prsh/daemon/protocol/sim"
+	"prsh/topo"
 )
 
 func simCommand(std stdio) *cli.Command {
@@ -29,7 +30,7 @@ Lists in --nodes or --spawn-degree make a sweep: a table on stdout, and
 line per spawn degree.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "nodes", Aliases: []string{"n"}, Value: "1000", Usage: "number of nodes, or a comma-separated list"},
-			&cli.StringFlag{Name: "spawn-degree", Value: "32", Usage: "δ, \"flat\" (mpirun spawns every orted), or a comma-separated list"},
+			&cli.StringFlag{Name: "spawn-degree", Value: "32", Usage: "δ, \"flat\" (mpirun spawns every orted), \"auto\" (topo.BestDegree for the costs below: hop = ssh latency + start-up + orted CPU), or a comma-separated list"},
 			&cli.StringFlag{Name: "routed", Value: "radix", Usage: "routing topology: radix (radix δ), binomial, direct"},
 			&cli.DurationFlag{Name: "ssh-latency", Value: 100 * time.Millisecond, Usage: "one hop of a session: from its start until the orted runs"},
 			&cli.DurationFlag{Name: "spawn-cost", Value: 20 * time.Millisecond, Usage: "serial cost of each session at its spawner"},
@@ -37,6 +38,11 @@ line per spawn degree.`,
 			&cli.DurationFlag{Name: "msg-latency", Value: 100 * time.Microsecond, Usage: "latency of a message between two daemons"},
 			&cli.Float64Flag{Name: "bandwidth", Value: 1000, Usage: "bandwidth of a link between two daemons, in MB/s (0: no bound)"},
 			&cli.IntFlag{Name: "max-sessions", Value: 64, Usage: "sessions a spawner opens at once (the ssh agent's bound)"},
+			&cli.IntFlag{Name: "cores", Usage: "cores shared by every process, as on a testbed that runs the cluster on one machine (0: a CPU per node, and the CPU flags below cost only their own time)"},
+			&cli.StringFlag{Name: "cpu-share", Value: "fair", Usage: "with --cores: fair (every process in progress gets an equal share, as a time-sharing kernel gives) or fifo (first come, first served)"},
+			&cli.DurationFlag{Name: "orted-cpu", Usage: "CPU of an orted's start (its session's processes included), before it calls back"},
+			&cli.DurationFlag{Name: "rank-cpu", Usage: "CPU of a rank's start (its guard, its exec), before it runs"},
+			&cli.Float64Flag{Name: "idle-cpu", Usage: "with --cores: the share of a core each live daemon takes while it waits (timers, pings, runtime), e.g. 0.003"},
 			&cli.DurationFlag{Name: "rank-time", Value: time.Millisecond, Usage: "how long each rank runs"},
 			&cli.DurationFlag{Name: "callback-timeout", Value: 30 * time.Second, Usage: "how long a spawned orted may take to call back"},
 			&cli.StringSliceFlag{Name: "fail", Usage: "NODE=refuse, NODE=no-callback or NODE=die@DURATION (virtual time), e.g. node017=die@3s"},
@@ -78,22 +84,53 @@ func simAction(c *cli.Context, std stdio) error {
 	return sweep(c, std, base, nodes, degrees)
 }
 
-// flat is the spawn degree of a flat launch: mpirun spawns every orted.
-const flat = 0
+// flat is the spawn degree of a flat launch: mpirun spawns every orted;
+// auto the one topo.BestDegree picks for the node count and the costs.
+const (
+	flat = 0
+	auto = -1
+)
 
-// degreeOf is the spawn degree of a run on n nodes.
-func degreeOf(d, n int) int {
-	if d == flat {
+// degreeOf is the spawn degree of a run on n nodes with the costs of m.
+func degreeOf(d, n int, m sim.Model) int {
+	switch d {
+	case flat:
 		return n
+	case auto:
+		return autoDegree(n, m)
 	}
 	return d
 }
 
+// autoDegree is mpirun's --spawn-degree auto for the model's costs: a hop
+// is the session's latency, the orted's start-up and CPU and its
+// callback; a session's cost at its spawner is at least its latency
+// shared by the sessions it may open at once.
+func autoDegree(n int, m sim.Model) int {
+	hop := m.SSHLatency + m.Startup + m.OrtedCPU + m.Latency
+	cost := m.SpawnCost
+	if m.MaxSessions > 0 {
+		cost = max(cost, m.SSHLatency/int64(m.MaxSessions))
+	}
+	return topo.BestDegree(n, hop, cost)
+}
+
 func degreeName(d int) string {
-	if d == flat {
+	switch d {
+	case flat:
 		return "flat"
+	case auto:
+		return "auto"
 	}
 	return strconv.Itoa(d)
+}
+
+// degreeLabel names a run's degree, with the one auto chose.
+func degreeLabel(d, chosen int) string {
+	if d == auto {
+		return fmt.Sprintf("auto(%d)", chosen)
+	}
+	return degreeName(d)
 }
 
 func modelFromFlags(c *cli.Context) (sim.Model, error) {
@@ -103,6 +140,17 @@ func modelFromFlags(c *cli.Context) (sim.Model, error) {
 		Startup: us("startup"), Latency: us("msg-latency"), BytesPerUS: c.Float64("bandwidth"),
 		MaxSessions: c.Int("max-sessions"), RankTime: us("rank-time"),
 		CallbackMS: c.Duration("callback-timeout").Milliseconds(),
+		Cores:      c.Int("cores"), OrtedCPU: us("orted-cpu"), RankCPU: us("rank-cpu"), IdleCPU: c.Float64("idle-cpu"),
+	}
+	switch c.String("cpu-share") {
+	case "fair":
+		m.FairShare = true
+	case "fifo":
+	default:
+		return m, fmt.Errorf("--cpu-share %q: want fair or fifo", c.String("cpu-share"))
+	}
+	if m.Cores < 0 || m.IdleCPU < 0 || m.OrtedCPU < 0 || m.RankCPU < 0 {
+		return m, fmt.Errorf("--cores, --orted-cpu, --rank-cpu and --idle-cpu must not be negative")
 	}
 	switch c.String("on-unreachable") {
 	case "abort":
@@ -148,7 +196,7 @@ func parseFails(specs []string) (map[string]sim.Fault, error) {
 // simOne runs one launch, prints its milestones and mpirun's stderr, and
 // ends with mpirun's exit status.
 func simOne(c *cli.Context, std stdio, m sim.Model, nodes, degree int) error {
-	m.Nodes, m.SpawnDegree = nodes, degreeOf(degree, nodes)
+	m.Nodes, m.SpawnDegree = nodes, degreeOf(degree, nodes, m)
 	start := time.Now()
 	r, err := sim.Simulate(m, c.Int("max-events"))
 	if err != nil {
@@ -156,7 +204,7 @@ func simOne(c *cli.Context, std stdio, m sim.Model, nodes, degree int) error {
 	}
 	wall := time.Since(start)
 	fmt.Fprintf(std.out, "simulated %d nodes, δ=%s, routed %s: ssh latency %v, spawn cost %v, start-up %v, message %v at %g MB/s\n",
-		nodes, degreeName(degree), m.Routed, c.Duration("ssh-latency"), c.Duration("spawn-cost"),
+		nodes, degreeLabel(degree, m.SpawnDegree), m.Routed, c.Duration("ssh-latency"), c.Duration("spawn-cost"),
 		c.Duration("startup"), c.Duration("msg-latency"), c.Float64("bandwidth"))
 	printMilestones(std.out, r)
 	fmt.Fprintf(std.out, "%d events, %d messages (%.1f MB) in %.1fs\n", r.Events, r.Messages, float64(r.Bytes)/1e6, wall.Seconds())
@@ -166,7 +214,7 @@ func simOne(c *cli.Context, std stdio, m sim.Model, nodes, degree int) error {
 	if r.OverBudget {
 		return fmt.Errorf("sim: stopped after --max-events %d", c.Int("max-events"))
 	}
-	if err := writeOutputs(c, []row{{nodes, degree, r, wall}}); err != nil {
+	if err := writeOutputs(c, []row{{nodes, degree, m.SpawnDegree, r, wall}}); err != nil {
 		return err
 	}
 	if r.Status != 0 {
@@ -207,7 +255,7 @@ func seconds(us int64) string {
 // intList reads a comma-separated list of positive numbers.
 func intList(s string) ([]int, error) { return positiveList(s, false) }
 
-// degreeList reads spawn degrees: positive numbers or flat.
+// degreeList reads spawn degrees: positive numbers, flat or auto.
 func degreeList(s string) ([]int, error) { return positiveList(s, true) }
 
 func positiveList(s string, flatToo bool) ([]int, error) {
@@ -215,6 +263,10 @@ func positiveList(s string, flatToo bool) ([]int, error) {
 	for _, f := range splitList([]string{s}) {
 		if f == "flat" && flatToo {
 			out = append(out, flat)
+			continue
+		}
+		if f == "auto" && flatToo {
+			out = append(out, auto)
 			continue
 		}
 		n, err := strconv.Atoi(f)

@@ -15,7 +15,8 @@ import (
 
 // row is one simulated launch of a sweep.
 type row struct {
-	nodes, degree int // degree may be flat
+	nodes, degree int // degree may be flat or auto
+	chosen        int // the degree it ran with
 	r             sim.Result
 	wall          time.Duration
 }
@@ -24,15 +25,15 @@ type row struct {
 // as each finishes.
 func sweep(c *cli.Context, std stdio, base sim.Model, nodes, degrees []int) error {
 	var rows []row
-	fmt.Fprintf(std.out, "%8s %6s %10s %10s %10s %10s %10s %12s %8s\n",
+	fmt.Fprintf(std.out, "%8s %8s %10s %10s %10s %10s %10s %12s %8s\n",
 		"nodes", "δ", "phase1", "phase2", "launch", "exited", "mpirun", "messages", "wall")
 	for _, n := range nodes {
 		for _, d := range degrees {
 			m := base
-			m.Nodes, m.SpawnDegree = n, degreeOf(d, n)
+			m.Nodes, m.SpawnDegree = n, degreeOf(d, n, m)
 			if budget := c.Int("max-events"); budget > 0 && phase2Messages(n, m.SpawnDegree) > float64(budget) {
-				fmt.Fprintf(std.out, "%8d %6s   not run: phase 2 floods ≈ %.1e messages at δ=%d, over --max-events\n",
-					n, degreeName(d), phase2Messages(n, m.SpawnDegree), m.SpawnDegree)
+				fmt.Fprintf(std.out, "%8d %8s   not run: phase 2 floods ≈ %.1e messages at δ=%d, over --max-events\n",
+					n, degreeLabel(d, m.SpawnDegree), phase2Messages(n, m.SpawnDegree), m.SpawnDegree)
 				continue
 			}
 			start := time.Now()
@@ -40,7 +41,7 @@ func sweep(c *cli.Context, std stdio, base sim.Model, nodes, degrees []int) erro
 			if err != nil {
 				return err
 			}
-			rw := row{n, d, r, time.Since(start)}
+			rw := row{n, d, m.SpawnDegree, r, time.Since(start)}
 			rows = append(rows, rw)
 			printRow(std.out, rw)
 		}
@@ -60,12 +61,12 @@ func phase2Messages(n, degree int) float64 { return float64(n) * float64(min(deg
 func printRow(w io.Writer, rw row) {
 	r := rw.r
 	if r.OverBudget {
-		fmt.Fprintf(w, "%8d %6s   stopped after %d events (--max-events), at %s of virtual time\n",
-			rw.nodes, degreeName(rw.degree), r.Events, seconds(max(r.Phase1, r.Phase2, r.Started)))
+		fmt.Fprintf(w, "%8d %8s   stopped after %d events (--max-events), at %s of virtual time\n",
+			rw.nodes, degreeLabel(rw.degree, rw.chosen), r.Events, seconds(max(r.Phase1, r.Phase2, r.Started)))
 		return
 	}
-	fmt.Fprintf(w, "%8d %6s %10s %10s %10s %10s %10s %12d %7.1fs\n",
-		rw.nodes, degreeName(rw.degree), seconds(r.Phase1), seconds(r.Phase2), seconds(r.Started),
+	fmt.Fprintf(w, "%8d %8s %10s %10s %10s %10s %10s %12d %7.1fs\n",
+		rw.nodes, degreeLabel(rw.degree, rw.chosen), seconds(r.Phase1), seconds(r.Phase2), seconds(r.Started),
 		seconds(r.Exited), seconds(r.MpirunExit), r.Messages, rw.wall.Seconds())
 }
 
@@ -92,7 +93,7 @@ func writeCSV(path string, rows []row) error {
 	}
 	for _, rw := range rows {
 		r := rw.r
-		records = append(records, []string{strconv.Itoa(rw.nodes), degreeName(rw.degree), sec(r.Phase1), sec(r.Phase2),
+		records = append(records, []string{strconv.Itoa(rw.nodes), degreeLabel(rw.degree, rw.chosen), sec(r.Phase1), sec(r.Phase2),
 			sec(r.Started), sec(r.Exited), sec(r.MpirunExit), sec(r.LastExit), strconv.Itoa(r.Status),
 			strconv.FormatInt(r.Messages, 10), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Events),
 			strconv.FormatBool(!r.OverBudget), strconv.FormatFloat(rw.wall.Seconds(), 'f', 2, 64)})

@@ -1,11 +1,14 @@
 package sim
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestCPUFirstComeFirstServed: work waits for the first core to free up,
 // in the order it came; without cores of a shared machine it runs at once.
 func TestCPUFirstComeFirstServed(t *testing.T) {
-	c := newCPU(2)
+	c := newFIFOCPU(2)
 	var got []int64
 	for _, at := range []int64{0, 0, 0, 5, 40} {
 		got = append(got, c.run(at, 10))
@@ -16,8 +19,37 @@ func TestCPUFirstComeFirstServed(t *testing.T) {
 			t.Fatalf("2 cores, work of 10 at 0,0,0,5,40: done at %v, want %v", got, want)
 		}
 	}
-	var own *cpu
-	if done := own.run(7, 10); done != 17 {
+}
+
+// TestCPUFairShare: k pieces of work on c cores each run at min(1, c/k)
+// of a core, and a piece that ends leaves its share to the others.
+func TestCPUFairShare(t *testing.T) {
+	tests := []struct {
+		cores int
+		work  []int64
+		want  []int64
+	}{
+		{2, []int64{10, 10, 10}, []int64{15, 15, 15}},
+		{2, []int64{10, 30}, []int64{10, 30}},
+		{1, []int64{10, 30}, []int64{20, 40}},
+		{1, []int64{0, 10}, []int64{0, 10}},
+	}
+	for _, tt := range tests {
+		s := New(Options{Nodes: 1, Cores: tt.cores, FairShare: true})
+		got := make([]int64, len(tt.work))
+		for i, w := range tt.work {
+			s.compute(w, func() { got[i] = s.now })
+		}
+		s.Run(0)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%d cores, work %v from 0: done at %v, want %v", tt.cores, tt.work, got, tt.want)
+		}
+	}
+	s := New(Options{Nodes: 1})
+	var done int64
+	s.At(7, func() { s.compute(10, func() { done = s.now }) })
+	s.Run(0)
+	if done != 17 {
 		t.Errorf("a CPU per node: work of 10 at 7 done at %d, want 17", done)
 	}
 }
@@ -26,8 +58,15 @@ func TestCPUFirstComeFirstServed(t *testing.T) {
 // CPU divided by the cores; with as many cores as processes it is the
 // launch on a CPU per node; and the cost model without CPU is unchanged.
 func TestSimulateSharedCores(t *testing.T) {
+	for _, fair := range []bool{false, true} {
+		sharedCores(t, fair)
+	}
+}
+
+func sharedCores(t *testing.T, fair bool) {
 	const n = 64
 	m := model(n, 8)
+	m.FairShare = fair
 	m.OrtedCPU, m.RankCPU = 100_000, 30_000
 	own, err := Simulate(m, 0)
 	if err != nil {
@@ -36,17 +75,38 @@ func TestSimulateSharedCores(t *testing.T) {
 	m.Cores = n
 	many, _ := Simulate(m, 0)
 	if many.MpirunExit != own.MpirunExit {
-		t.Errorf("%d cores for %d nodes: mpirun exits at %dµs, with a CPU per node at %dµs", n, n, many.MpirunExit, own.MpirunExit)
+		t.Errorf("fair %v, %d cores for %d nodes: mpirun exits at %dµs, with a CPU per node at %dµs", fair, n, n, many.MpirunExit, own.MpirunExit)
 	}
 	m.Cores = 2
 	two, _ := Simulate(m, 0)
 	if bound := n * (m.OrtedCPU + m.RankCPU) / 2; two.MpirunExit < bound || two.Status != 0 {
-		t.Errorf("2 cores: mpirun exits at %dµs with status %d, before the CPU allows (%dµs)", two.MpirunExit, two.Status, bound)
+		t.Errorf("fair %v, 2 cores: mpirun exits at %dµs with status %d, before the CPU allows (%dµs)", fair, two.MpirunExit, two.Status, bound)
 	}
 	m.OrtedCPU, m.RankCPU = 0, 0
 	free, _ := Simulate(m, 0)
 	plain, _ := Simulate(model(n, 8), 0)
 	if free.MpirunExit != plain.MpirunExit || free.MpirunExit >= own.MpirunExit {
 		t.Errorf("no CPU work: mpirun exits at %dµs on 2 cores, %dµs without them, %dµs with the work", free.MpirunExit, plain.MpirunExit, own.MpirunExit)
+	}
+}
+
+// TestSimulateIdleCPU: daemons that take CPU while they wait slow a
+// launch on shared cores, and cost nothing with a CPU per node.
+func TestSimulateIdleCPU(t *testing.T) {
+	m := model(128, 8)
+	m.Cores, m.OrtedCPU, m.RankCPU, m.FairShare = 2, 50_000, 10_000, true
+	busy, _ := Simulate(m, 0)
+	m.IdleCPU = 0.01
+	idle, _ := Simulate(m, 0)
+	if idle.MpirunExit <= busy.MpirunExit || idle.Status != 0 || len(idle.Left) != 0 {
+		t.Errorf("idle CPU 1%% per daemon on 2 cores: mpirun exits at %dµs (status %d, %v left), without it at %dµs",
+			idle.MpirunExit, idle.Status, idle.Left, busy.MpirunExit)
+	}
+	m.Cores = 0
+	own, _ := Simulate(m, 0)
+	m.IdleCPU = 0
+	plain, _ := Simulate(m, 0)
+	if own.MpirunExit != plain.MpirunExit {
+		t.Errorf("a CPU per node: idle CPU moved mpirun's exit from %dµs to %dµs", plain.MpirunExit, own.MpirunExit)
 	}
 }

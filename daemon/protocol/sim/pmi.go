@@ -105,5 +105,5 @@ func (s *Sim) goOn(d *daemon, tookPart func(*rankState) bool) {
 
 func (s *Sim) finalize(d *daemon, r int) {
 	s.step(d, protocol.PMIFinalize{Rank: r})
-	s.runRank(d, r, s.now)
+	s.runRank(d, r)
 }

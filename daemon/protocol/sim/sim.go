@@ -53,8 +53,15 @@ type Options struct {
 	// OrtedCPU is the CPU an orted's start takes before it can call back
 	// (its session's processes, the orted's own start); RankCPU the CPU
 	// a rank's start takes before it runs (its guard, its exec).
+	// FairShare shares the cores equally among the work in progress (a
+	// time-sharing kernel) instead of serving it first come first served.
 	Cores             int
+	FairShare         bool
 	OrtedCPU, RankCPU int64
+	// IdleCPU is the share of a core each live daemon takes while it
+	// waits (its timers, its pings, its runtime), on the shared cores: a
+	// long launch of many daemons spends much of its CPU so.
+	IdleCPU float64
 	// ShareBook gives every daemon one address table (routed.NewSharedBook)
 	// instead of one each: a large cluster's memory.
 	ShareBook bool
@@ -109,8 +116,10 @@ type Sim struct {
 	Messages, Bytes int64
 
 	book      *routed.Book
-	hostBytes int  // the size of the job's host list, in every Welcome
-	cpu       *cpu // the shared cores; nil: a CPU per node
+	hostBytes int // the size of the job's host list, in every Welcome
+	// The shared cores, one of the two or neither (a CPU per node).
+	fifo *fifoCPU
+	fair *fairCPU
 }
 
 type endKey struct {
@@ -181,7 +190,13 @@ func New(opt Options) *Sim {
 	if opt.TicksPerMS <= 0 {
 		opt.TicksPerMS = 1
 	}
-	s := &Sim{opt: opt, Status: -1, cpu: newCPU(opt.Cores)}
+	s := &Sim{opt: opt, Status: -1}
+	switch {
+	case opt.Cores > 0 && opt.FairShare:
+		s.fair = &fairCPU{cores: opt.Cores}
+	case opt.Cores > 0:
+		s.fifo = newFIFOCPU(opt.Cores)
+	}
 	for k := range s.Reached {
 		s.Reached[k] = -1
 	}
@@ -229,6 +244,7 @@ func (s *Sim) Start() error {
 	}
 	d := s.d[0]
 	d.m, d.created = m, true
+	s.idle(d)
 	s.carry(d, m.Start())
 	return nil
 }
@@ -535,6 +551,7 @@ func (s *Sim) spawn(p *daemon, id int) {
 			return
 		}
 		c.created, c.spawner = true, p.id
+		s.idle(c)
 		if f.DieAt > 0 {
 			s.push(max(f.DieAt, s.now), func() { s.kill(id, f.Signal) })
 		}
@@ -544,8 +561,9 @@ func (s *Sim) spawn(p *daemon, id int) {
 		}
 		s.later(s.now+1, p.id, protocol.DaemonAlive{ID: id})
 		if !f.NoCallback {
-			started := s.cpu.run(s.now, s.opt.OrtedCPU)
-			s.push(started+cmp.Or(f.CallbackMS, s.opt.StartMS), func() { s.callBack(p, c) })
+			s.compute(s.opt.OrtedCPU, func() {
+				s.push(s.now+cmp.Or(f.CallbackMS, s.opt.StartMS), func() { s.callBack(p, c) })
+			})
 		}
 	})
 }
@@ -564,6 +582,25 @@ func (s *Sim) sessionOpen(p *daemon) int64 {
 	}
 	p.openings = append(p.openings, at+s.opt.SpawnMS)
 	return at
+}
+
+// idlePeriodMS is how often a live daemon's idle CPU is queued.
+const idlePeriodMS = 250
+
+// idle queues daemon d's idle CPU on the shared cores every idlePeriodMS
+// while it lives and mpirun runs.
+func (s *Sim) idle(d *daemon) {
+	if s.opt.Cores <= 0 || s.opt.IdleCPU <= 0 {
+		return
+	}
+	period := idlePeriodMS * s.opt.TicksPerMS
+	s.push(s.now+period, func() {
+		if d.dead || s.Done {
+			return
+		}
+		s.compute(int64(s.opt.IdleCPU*float64(period)), nil)
+		s.idle(d)
+	})
 }
 
 // callBack connects a new orted to its parent: its Hello (LinkUp at the
@@ -600,23 +637,23 @@ func (s *Sim) startRanks(d *daemon, ranks []int) {
 	}
 	for _, r := range ranks {
 		d.ranks[r] = &rankState{}
-		started := s.cpu.run(s.now, s.opt.RankCPU)
-		if s.usesPMI() {
-			s.push(started+1, func() { s.nextCollective(d, r) })
-			continue
-		}
-		s.runRank(d, r, started)
+		s.compute(s.opt.RankCPU, func() {
+			if s.usesPMI() {
+				s.push(s.now+1, func() { s.nextCollective(d, r) })
+				return
+			}
+			s.runRank(d, r)
+		})
 	}
 }
 
-// runRank lets a rank that started at time started run for RankMS, then
-// exit.
-func (s *Sim) runRank(d *daemon, r int, started int64) {
+// runRank lets a rank run for RankMS, then exit.
+func (s *Sim) runRank(d *daemon, r int) {
 	if s.opt.RankMS < 0 {
 		return
 	}
 	status := s.opt.RankStatus[r]
-	s.push(started+s.opt.RankMS, func() { s.rankEnds(d, r, status, fmt.Sprintf("exited with status %d", status)) })
+	s.push(s.now+s.opt.RankMS, func() { s.rankEnds(d, r, status, fmt.Sprintf("exited with status %d", status)) })
 }
 
 func (s *Sim) rankEnds(d *daemon, r, status int, how string) {
