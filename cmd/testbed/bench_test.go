@@ -29,7 +29,7 @@ func TestBenchLaunch(t *testing.T) {
 	buildLaunchers(t)
 	dir := t.TempDir()
 	csvPath, pngPath := filepath.Join(dir, "b.csv"), filepath.Join(dir, "b.png")
-	code, out, errOut := runMain(t, "bench", "launch", "--nodes", "1,2", "--degrees", "1,flat", "--runs", "1",
+	code, out, errOut := runMain(t, "bench", "launch", "--nodes", "1,2", "--degrees", "1,flat,auto", "--runs", "1",
 		"--peers", "--variant", "again=--log-level warn", "--csv", csvPath, "--plot", pngPath)
 	if code != 0 {
 		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -42,10 +42,13 @@ func TestBenchLaunch(t *testing.T) {
 			t.Errorf("no row %q:\n%s", want, out)
 		}
 	}
+	if !hasAutoRow(out, "2") || !strings.Contains(out, "costs (load average") {
+		t.Errorf("no row of δ auto at 2 nodes, or no line of the measured costs:\n%s", out)
+	}
 	if row := benchRow(out, "ompi 1 flat"); !strings.Contains(row, "cannot run: ") {
 		t.Errorf("Open MPI without --uts does not say why it cannot run: %q", row)
 	}
-	checkBenchCSV(t, csvPath, 1+2*(2*2+4))
+	checkBenchCSV(t, csvPath, 1+2*(3*2+4))
 	png, err := os.ReadFile(pngPath)
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Errorf("no PNG written (%v)", err)
@@ -66,7 +69,7 @@ func checkBenchCSV(t *testing.T, path string, rows int) {
 	if len(records) != rows {
 		t.Fatalf("%d CSV rows, want %d: %q", len(records), rows, records)
 	}
-	if got := strings.Join(records[0], ","); got != "launcher,nodes,spawn_degree,runs,wall_median_s,wall_min_s,wall_max_s,cpu_median_s,model_s,measured_over_model,failure" {
+	if got := strings.Join(records[0], ","); got != "launcher,nodes,spawn_degree,runs,wall_median_s,wall_min_s,wall_max_s,cpu_median_s,model_s,measured_over_model,load_average,failure" {
 		t.Errorf("CSV header %q", got)
 	}
 	for _, r := range records[1:] {
@@ -85,4 +88,14 @@ func benchRow(out, key string) string {
 		}
 	}
 	return ""
+}
+
+// hasAutoRow tells whether the table has our row of δ auto at nodes.
+func hasAutoRow(out, nodes string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "prsh" && f[1] == nodes && strings.HasPrefix(f[2], "auto(") {
+			return true
+		}
+	}
+	return false
 }

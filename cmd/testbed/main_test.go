@@ -323,6 +323,10 @@ func TestSim(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "phase 1 (daemons spawned)") || errOut != "" {
 		t.Errorf("sim: status %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	code, out, _ = runMain(t, "sim", "--nodes", "50", "--spawn-degree", "auto", "--cores", "2", "--orted-cpu", "100ms", "--rank-cpu", "30ms", "--idle-cpu", "0.002")
+	if code != 0 || !strings.Contains(out, "δ=auto(") {
+		t.Errorf("sim δ auto on 2 cores: status %d, stdout %q", code, out)
+	}
 	code, _, errOut = runMain(t, "sim", "--nodes", "50", "--fail", "node017=refuse")
 	if want := "mpirun: node017: ssh: dial tcp node017:22: connect: connection refused\n"; code != 255 || errOut != want {
 		t.Errorf("sim --fail node017=refuse: status %d, stderr %q; want 255 and %q", code, errOut, want)
@@ -339,7 +343,7 @@ func TestSim(t *testing.T) {
 	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 		t.Errorf("sweep plot: not a PNG (%v)", err)
 	}
-	for _, bad := range [][]string{{"--nodes", "0"}, {"--spawn-degree", "wide"}, {"--fail", "node017=melt"}, {"--on-unreachable", "retry"}, {"--nodes", "50", "--fail", "node051=refuse"}} {
+	for _, bad := range [][]string{{"--nodes", "0"}, {"--spawn-degree", "wide"}, {"--fail", "node017=melt"}, {"--on-unreachable", "retry"}, {"--nodes", "50", "--fail", "node051=refuse"}, {"--cpu-share", "lifo"}, {"--cores", "-1"}} {
 		if code, _, _ := runMain(t, append([]string{"sim"}, bad...)...); code != exitFailure {
 			t.Errorf("sim %v: status %d, want %d", bad, code, exitFailure)
 		}
