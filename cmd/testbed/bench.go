@@ -34,7 +34,7 @@ with the configured latency and spawn cost and the costs measured first,
 one set for every point: a launch on one node (wall, CPU), on 16 nodes
 (CPU per node), on 16 nodes whose ranks sleep 5 s (idle CPU per node), and
 a rank's start (the orted binary and /bin/true), on --model-cores cores
-that every process shares. δ auto runs mpirun --spawn-degree auto with the
+that every process shares equally (testbed sim --cpu-share fair). δ auto runs mpirun --spawn-degree auto with the
 model's hop and spawn cost as hints.`,
 			Flags: append([]cli.Flag{
 				&cli.StringFlag{Name: "nodes", Aliases: []string{"n"}, Value: "16,64", Usage: "node counts, comma-separated"},
