@@ -177,7 +177,8 @@ func (c *commandConn) failed(err error) error {
 		if c.err == nil {
 			return fmt.Errorf("ssh: ProxyCommand %s exited before the ssh handshake ended: %w", c.command, err)
 		}
-		return fmt.Errorf("ssh: ProxyCommand %s: %w", c.command, exitError(c.err, c.stderr.String()))
+		// %v: the *ExitError is the proxy's, not the remote command's.
+		return fmt.Errorf("ssh: ProxyCommand %s: %v", c.command, exitError(c.err, c.stderr.String()))
 	}
 	if tail := c.stderr.String(); tail != "" {
 		return fmt.Errorf("%w (ProxyCommand %s said: %s)", err, c.command, tail)
