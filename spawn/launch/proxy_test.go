@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"crypto/rand"
 	"errors"
 	"net"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/crypto/ssh"
 
 	"prsh/internal/sshdtest"
 )
@@ -92,4 +95,41 @@ func TestSSHProxyJumpLoop(t *testing.T) {
 	wantErr(t, err, "more than 8 jump hosts on the way to gw")
 	a, _ = agentWithConfig(t, "Host t\n  ProxyJump gw:x\n", SSHOptions{})
 	wantErr(t, a.CheckHosts([]string{"t"}), `ProxyJump (`, `"gw:x": bad port`)
+}
+
+// TestSSHCertAuthority: a host known only by a @cert-authority line is
+// accepted when it presents a certificate that authority signed for it,
+// and refused once the authority is @revoked: x/crypto's knownhosts does both,
+// and the default host key algorithms ask for certificates first.
+func TestSSHCertAuthority(t *testing.T) {
+	e := newSSHEnv(t)
+	ca := newKey(t)
+	cert := &ssh.Certificate{
+		Key: e.srv.hostKey.PublicKey(), CertType: ssh.HostCert, KeyId: "test",
+		ValidPrincipals: []string{"127.0.0.1"}, ValidBefore: ssh.CertTimeInfinity,
+	}
+	if err := cert.SignCert(rand.Reader, ca); err != nil {
+		t.Fatal(err)
+	}
+	certSigner, err := ssh.NewCertSigner(cert, e.srv.hostKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv.set(func(s *testServer) { s.hostKey = certSigner })
+	kh := filepath.Join(e.home, "ca_known_hosts")
+	line := "@cert-authority [127.0.0.1]:" + e.srv.port + " " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(ca.PublicKey()))) + "\n"
+	if err := os.WriteFile(kh, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := e.agent("Host 127.0.0.1\n  UserKnownHostsFile "+kh, SSHOptions{})
+	if err := run(t, a, "127.0.0.1", "true"); err != nil {
+		t.Errorf("host certificate signed by a known authority: %v", err)
+	}
+
+	revoked := "@revoked * " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(ca.PublicKey()))) + "\n"
+	if err := os.WriteFile(kh, []byte(revoked+line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Launch(testCtx(t), "127.0.0.1", []string{"true"}, nil)
+	wantErr(t, err, "revoked")
 }
