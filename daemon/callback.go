@@ -128,10 +128,11 @@ func agentFor(job protocol.JobSpec, log hclog.Logger) (launch.Agent, error) {
 		return launch.NewCommand(job.LaunchAgent)
 	}
 	return launch.NewSSH(launch.SSHOptions{
-		ConfigFile:     job.SSHConfig,
-		ConnectTimeout: time.Duration(job.SSHTimeoutMS) * time.Millisecond,
-		MaxSessions:    job.MaxSessions,
-		Logger:         log.Named("ssh"),
+		ConfigFile:       job.SSHConfig,
+		SystemConfigFile: job.SSHSystemConfig,
+		ConnectTimeout:   time.Duration(job.SSHTimeoutMS) * time.Millisecond,
+		MaxSessions:      job.MaxSessions,
+		Logger:           log.Named("ssh"),
 	})
 }
 

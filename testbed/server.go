@@ -2,11 +2,13 @@ package testbed
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -186,11 +188,59 @@ func (c *Cluster) serveConn(n *node, conn net.Conn) {
 		ssh.DiscardRequests(reqs)
 	}()
 	for nc := range chans {
-		if nc.ChannelType() != "session" {
-			nc.Reject(ssh.UnknownChannelType, "testbed: only session channels")
-			continue
+		switch nc.ChannelType() {
+		case "session":
+			c.wg.Add(1)
+			go c.serveSession(n, sc, nc)
+		case "direct-tcpip":
+			c.wg.Add(1)
+			go c.serveTunnel(n, nc)
+		default:
+			nc.Reject(ssh.UnknownChannelType, "testbed: only session and direct-tcpip channels")
 		}
-		c.wg.Add(1)
-		go c.serveSession(n, sc, nc)
 	}
+}
+
+// serveTunnel forwards a direct-tcpip channel (ssh -J, ProxyJump) to the
+// address it names, as sshd does with AllowTcpForwarding yes. The client
+// has authenticated as for a session.
+func (c *Cluster) serveTunnel(n *node, nc ssh.NewChannel) {
+	defer c.wg.Done()
+	var req struct {
+		Host       string
+		Port       uint32
+		OriginHost string
+		OriginPort uint32
+	}
+	if err := ssh.Unmarshal(nc.ExtraData(), &req); err != nil {
+		nc.Reject(ssh.Prohibited, "testbed: bad direct-tcpip request")
+		return
+	}
+	addr := net.JoinHostPort(req.Host, strconv.Itoa(int(req.Port)))
+	var d net.Dialer
+	conn, err := d.DialContext(c.ctx, "tcp", addr)
+	if err != nil {
+		nc.Reject(ssh.ConnectionFailed, err.Error())
+		return
+	}
+	ch, reqs, err := nc.Accept()
+	if err != nil {
+		conn.Close()
+		return
+	}
+	c.tunnels.Add(1)
+	c.logf("testbed: %s: tunnel to %s", n.Name, addr)
+	go ssh.DiscardRequests(reqs)
+	closeBoth := func() { conn.Close(); ch.Close() }
+	stop := context.AfterFunc(c.ctx, closeBoth)
+	defer stop()
+	done := make(chan struct{})
+	go func() {
+		io.Copy(conn, ch)
+		closeBoth()
+		close(done)
+	}()
+	io.Copy(ch, conn)
+	closeBoth() // either side ending ends the tunnel
+	<-done
 }

@@ -114,6 +114,7 @@ type Cluster struct {
 	wg     sync.WaitGroup
 
 	sessions atomic.Int64
+	tunnels  atomic.Int64
 
 	mu      sync.Mutex
 	closing bool
@@ -302,6 +303,9 @@ func (c *Cluster) Env() []string {
 
 // Sessions is the number of exec (or shell) sessions served so far.
 func (c *Cluster) Sessions() int { return int(c.sessions.Load()) }
+
+// Tunnels is the number of direct-tcpip channels (jump host hops) opened.
+func (c *Cluster) Tunnels() int { return int(c.tunnels.Load()) }
 
 func (c *Cluster) logf(format string, args ...any) {
 	if c.cfg.Logf != nil {

@@ -232,14 +232,30 @@ func jobSpec(c *cli.Context, m *job.Map) (protocol.JobSpec, error) {
 		Daemons: len(m.Nodes) + 1, SpawnDegree: degree, SkipUnreachable: skip, HoldLaunch: c.Bool("hold-launch"),
 		Routed: c.String("routed"), RoutedRadix: c.Int("routed-radix"),
 		OrtedPath: orted, LogLevel: logLevel(c),
-		SSHTimeoutMS: c.Duration("ssh-connect-timeout").Milliseconds(),
-		CallbackMS:   c.Duration("callback-timeout").Milliseconds(),
-		KillGraceMS:  c.Duration("kill-grace").Milliseconds(),
-		MaxSessions:  c.Int("ssh-max-sessions"),
-		LaunchAgent:  c.String("launch-agent"),
-		SSHConfig:    absPath(c.String("ssh-config")),
-		Hosts:        hosts,
+		SSHTimeoutMS:    c.Duration("ssh-connect-timeout").Milliseconds(),
+		CallbackMS:      c.Duration("callback-timeout").Milliseconds(),
+		KillGraceMS:     c.Duration("kill-grace").Milliseconds(),
+		MaxSessions:     c.Int("ssh-max-sessions"),
+		LaunchAgent:     c.String("launch-agent"),
+		SSHConfig:       absPath(c.String("ssh-config")),
+		SSHSystemConfig: systemConfig(c),
+		Hosts:           hosts,
 	}, nil
+}
+
+// systemConfig is the system-wide ssh config the daemons read: as given,
+// else none when the user's file is named (as ssh -F), else each node's
+// own ("").
+func systemConfig(c *cli.Context) string {
+	switch v := c.String("ssh-system-config"); {
+	case v == "none":
+		return v
+	case v != "":
+		return absPath(v)
+	case c.String("ssh-config") != "":
+		return "none"
+	}
+	return ""
 }
 
 // checkBounds rejects timeouts and limits that cannot work: a zero or
@@ -360,8 +376,9 @@ func agent(c *cli.Context, m *job.Map, spec protocol.JobSpec, log hclog.Logger) 
 		return &launch.Fork{Logger: log.Named("fork")}, nil
 	}
 	a, err := launch.NewSSH(launch.SSHOptions{
-		ConfigFile: spec.SSHConfig, ConnectTimeout: c.Duration("ssh-connect-timeout"),
-		MaxSessions: spec.MaxSessions, Logger: log.Named("ssh"),
+		ConfigFile: spec.SSHConfig, SystemConfigFile: spec.SSHSystemConfig,
+		ConnectTimeout: c.Duration("ssh-connect-timeout"),
+		MaxSessions:    spec.MaxSessions, Logger: log.Named("ssh"),
 	})
 	if err == nil {
 		err = a.CheckHosts(hostNames(m))

@@ -189,32 +189,6 @@ func TestMPMDMistakes(t *testing.T) {
 	}
 }
 
-// TestProxySettingsRefused: a ProxyJump or ProxyCommand for a node is
-// never ignored: mpirun names the file and line and how to use the system
-// ssh, and starts nothing.
-func TestProxySettingsRefused(t *testing.T) {
-	c := cluster(t, testbed.Config{Nodes: 3})
-	base, err := os.ReadFile(c.SSHConfigPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, setting := range []string{"ProxyCommand false", "ProxyJump node001"} {
-		t.Run(setting, func(t *testing.T) {
-			config := filepath.Join(t.TempDir(), "ssh_config")
-			text := "Host node003\n    " + setting + "\n" + string(base)
-			os.WriteFile(config, []byte(text), 0o644)
-			res := mpirun(t, c, "--ssh-config", config, "/bin/true")
-			if res.status != statusUsage {
-				t.Errorf("exit %d, want %d", res.status, statusUsage)
-			}
-			checkOneLine(t, res.stderr, `^mpirun: ssh config `+config+`:2: `+setting+` for node003: .*--launch-agent 'ssh %h'`)
-			if c.Sessions() != 0 {
-				t.Errorf("%d ssh sessions opened", c.Sessions())
-			}
-		})
-	}
-}
-
 // TestEnvironmentForwarding: nothing of mpirun's environment by default;
 // -x with globs, Hydra's -genv family, a warning for what is not set, and
 // the rank variables scripts read.

@@ -61,6 +61,8 @@ Starting the daemons:
                                 e.g. 'ssh %h' or 'srun -N1 -n1 -w %h'
   --ssh-config FILE             OpenSSH client config (default: ~/.ssh/config,
                                 or $MPIRUN_SSH_CONFIG)
+  --ssh-system-config FILE|none read after it (default: /etc/ssh/ssh_config;
+                                none with --ssh-config, as ssh -F)
   --ssh-connect-timeout D       bound on one ssh connect (default: 10s)
   --ssh-max-sessions N          ssh sessions opened at once (default: 64)
   --callback-timeout D          bound on a started orted calling back (default: 30s)

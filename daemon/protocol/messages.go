@@ -104,9 +104,13 @@ type JobSpec struct {
 	KillGraceMS  int64 // between SIGTERM and SIGKILL when the job is stopped
 	MaxSessions  int
 	LaunchAgent  string // external launch command template; "" = native ssh
-	SSHConfig    string
-	Hosts        []string // node name of each daemon id, [0] = mpirun's
-	ID           string   // names the job (its PMI key-value space); unique per run
+	SSHConfig    string // the user's ssh config file; "" = ~/.ssh/config
+	// SSHSystemConfig is read after SSHConfig: "" = /etc/ssh/ssh_config
+	// on each node, "none" = none (the default with an explicit SSHConfig,
+	// as ssh -F).
+	SSHSystemConfig string
+	Hosts           []string // node name of each daemon id, [0] = mpirun's
+	ID              string   // names the job (its PMI key-value space); unique per run
 	// SkipUnreachable leaves out nodes that cannot be spawned and adopts
 	// their subtrees, instead of aborting (--on-unreachable skip).
 	SkipUnreachable bool

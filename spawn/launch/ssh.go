@@ -6,20 +6,23 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/kevinburke/ssh_config"
 	"golang.org/x/crypto/ssh"
 )
 
 // SSHOptions configure the native ssh Agent.
 type SSHOptions struct {
-	// ConfigFile is an OpenSSH client config file; "" means ~/.ssh/config
-	// if it exists. The system-wide /etc/ssh/ssh_config is not read.
+	// ConfigFile is the user's OpenSSH client config file; "" means
+	// ~/.ssh/config if it exists.
 	ConfigFile string
+	// SystemConfigFile is read after ConfigFile, OpenSSH's first value
+	// winning: "" means /etc/ssh/ssh_config if it exists, "none" none.
+	SystemConfigFile string
 	// User is the remote user when neither the host ("user@host") nor the
 	// config says; default the current user.
 	User string
@@ -41,11 +44,10 @@ type SSHOptions struct {
 // host differs) and runs Quote(argv) there; Close ends the session and the
 // connection.
 type SSH struct {
-	opts    SSHOptions
-	cfg     *ssh_config.Config // nil: no config file
-	cfgPath string             // the file cfg came from
-	log     hclog.Logger
-	slots   chan struct{} // MaxSessions semaphore
+	opts  SSHOptions
+	cfg   sshConfig
+	log   hclog.Logger
+	slots chan struct{} // MaxSessions semaphore
 
 	keyMu    sync.Mutex
 	keyCache map[string]ssh.Signer // identity file → signer, nil if unusable
@@ -66,14 +68,13 @@ func NewSSH(opts SSHOptions) (*SSH, error) {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 64
 	}
-	cfg, cfgPath, err := loadConfig(opts.ConfigFile)
+	cfg, err := loadConfigs(opts.ConfigFile, opts.SystemConfigFile)
 	if err != nil {
 		return nil, err
 	}
 	return &SSH{
 		opts:     opts,
 		cfg:      cfg,
-		cfgPath:  cfgPath,
 		log:      orNull(opts.Logger),
 		slots:    make(chan struct{}, opts.MaxSessions),
 		keyCache: map[string]ssh.Signer{},
@@ -95,11 +96,11 @@ func (s *SSH) Launch(ctx context.Context, host string, argv []string, stdin []by
 	defer s.release()
 	log := s.log.With("host", host)
 	log.Debug("ssh launch", "addr", t.addr(), "user", t.user, "command", Quote(argv))
-	client, guard, err := s.connect(ctx, t)
+	client, guard, err := s.connect(ctx, t, 0)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.start(client, argv, log)
+	p, err := s.start(client, t, argv, log)
 	if err != nil {
 		guard.release()
 		client.Close()
@@ -131,24 +132,26 @@ func (s *SSH) acquire(ctx context.Context) error {
 
 func (s *SSH) release() { <-s.slots }
 
-// connect dials and authenticates. The returned guard still holds the
-// ConnectTimeout deadline and ctx on the connection.
-func (s *SSH) connect(ctx context.Context, t *target) (*ssh.Client, *connGuard, error) {
+// connect dials and authenticates; hops counts the jump hosts already on
+// the way. The returned guard still holds the ConnectTimeout deadline and
+// ctx on the connection.
+func (s *SSH) connect(ctx context.Context, t *target, hops int) (*ssh.Client, *connGuard, error) {
 	deadline := time.Now().Add(t.timeout)
-	d := net.Dialer{Deadline: deadline}
-	conn, err := d.DialContext(ctx, "tcp", t.addr())
+	conn, err := s.dial(ctx, t, deadline, hops)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
-		return nil, nil, dialError(err, t.timeout)
+		return nil, nil, err
 	}
 	guard := guardConn(ctx, conn, deadline, t.timeout)
 	client, err := s.handshake(conn, t)
 	if err != nil {
 		guard.release()
+		err = guard.explain(ctx, err, "handshake")
+		var hk hostKeyError
+		if cc, ok := conn.(*commandConn); ok && !errors.As(err, &hk) {
+			return nil, nil, cc.failed(err)
+		}
 		conn.Close()
-		return nil, nil, guard.explain(ctx, err, "handshake")
+		return nil, nil, err
 	}
 	return client, guard, nil
 }
@@ -173,17 +176,18 @@ func (s *SSH) handshake(conn net.Conn, t *target) (*ssh.Client, error) {
 	}
 	c, chans, reqs, err := ssh.NewClientConn(conn, t.addr(), cfg)
 	if err != nil {
-		return nil, handshakeError(err, t, len(keys.signers))
+		return nil, handshakeError(err, t, len(keys.signers), s.authNotTried(t.alias))
 	}
 	return ssh.NewClient(c, chans, reqs), nil
 }
 
 // start opens a session and starts the command in it.
-func (s *SSH) start(client *ssh.Client, argv []string, log hclog.Logger) (*proc, error) {
+func (s *SSH) start(client *ssh.Client, t *target, argv []string, log hclog.Logger) (*proc, error) {
 	sess, err := client.NewSession()
 	if err != nil {
 		return nil, fmt.Errorf("ssh: open session: %w", err)
 	}
+	sendEnv(sess, t)
 	stdin, err := sess.StdinPipe()
 	if err != nil {
 		sess.Close()
@@ -226,7 +230,11 @@ type connGuard struct {
 // under a command that is running fine. It breaks the connection only
 // when the deadline or ctx strikes, and release says whether one did.
 func guardConn(ctx context.Context, conn net.Conn, deadline time.Time, timeout time.Duration) *connGuard {
-	strike := func() { conn.SetDeadline(time.Unix(1, 0)) }
+	strike := func() {
+		if conn.SetDeadline(time.Unix(1, 0)) != nil {
+			conn.Close() // a channel through a jump host has no deadlines
+		}
+	}
 	return &connGuard{
 		conn: conn, deadline: deadline, timeout: timeout,
 		timer:   time.AfterFunc(time.Until(deadline), strike),
@@ -276,7 +284,7 @@ func dialError(err error, timeout time.Duration) error {
 
 // handshakeError rewords x/crypto's authentication failure, which has no
 // error type of its own; host key errors are left to connGuard.explain.
-func handshakeError(err error, t *target, offered int) error {
+func handshakeError(err error, t *target, offered int, notTried string) error {
 	if !strings.Contains(err.Error(), "unable to authenticate") {
 		return err
 	}
@@ -284,5 +292,37 @@ func handshakeError(err error, t *target, offered int) error {
 	if offered == 0 {
 		why = "no keys: no ssh-agent, no usable identity file"
 	}
-	return fmt.Errorf("ssh: authentication failed for %s@%s (%s)", t.user, t.describe(), why)
+	return fmt.Errorf("ssh: authentication failed for %s@%s (%s)%s", t.user, t.describe(), why, notTried)
+}
+
+// sendEnv passes the variables SendEnv and SetEnv name. As in OpenSSH, a
+// server that does not accept one (sshd's AcceptEnv) is not an error.
+func sendEnv(sess *ssh.Session, t *target) {
+	set := map[string]bool{}
+	for _, kv := range t.setEnv {
+		name, value, _ := strings.Cut(kv, "=")
+		if !set[name] {
+			set[name] = true
+			sess.Setenv(name, value)
+		}
+	}
+	for _, kv := range os.Environ() {
+		name, value, _ := strings.Cut(kv, "=")
+		if !set[name] && envSent(t.sendEnv, name) {
+			sess.Setenv(name, value)
+		}
+	}
+}
+
+// envSent applies SendEnv's patterns in order: the last that matches
+// name decides, "-PATTERN" taking back what an earlier one sent.
+func envSent(patterns []string, name string) bool {
+	sent := false
+	for _, p := range patterns {
+		negated := strings.HasPrefix(p, "-")
+		if ok, _ := path.Match(strings.TrimPrefix(p, "-"), name); ok {
+			sent = !negated
+		}
+	}
+	return sent
 }

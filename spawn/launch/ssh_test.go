@@ -56,6 +56,9 @@ func (e *sshEnv) base() string {
 func (e *sshEnv) agent(config string, opts SSHOptions) *SSH {
 	e.t.Helper()
 	opts.ConfigFile = filepath.Join(e.t.TempDir(), "ssh_config")
+	if opts.SystemConfigFile == "" {
+		opts.SystemConfigFile = "none" // not this machine's
+	}
 	if err := os.WriteFile(opts.ConfigFile, []byte(config+"\n"+e.base()), 0o600); err != nil {
 		e.t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ type keyring struct {
 func (s *SSH) keys(t *target) *keyring {
 	k := &keyring{}
 	if !t.identitiesOnly {
-		k.addAgent(s)
+		k.addAgent(s, t)
 	}
 	files := t.identityFiles
 	if files == nil {
@@ -54,10 +54,14 @@ func defaultIdentityFiles() []string {
 	return out
 }
 
-// addAgent adds the keys of the ssh-agent at SSH_AUTH_SOCK, if any. An
-// unreachable agent is not an error: the files may still do.
-func (k *keyring) addAgent(s *SSH) {
+// addAgent adds the keys of the ssh-agent at SSH_AUTH_SOCK (or
+// IdentityAgent), if any. An unreachable agent is not an error: the files
+// may still do.
+func (k *keyring) addAgent(s *SSH, t *target) {
 	sock := os.Getenv("SSH_AUTH_SOCK")
+	if t.agentSocket != nil {
+		sock = *t.agentSocket
+	}
 	if sock == "" {
 		return
 	}

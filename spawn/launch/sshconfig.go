@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kevinburke/ssh_config"
 )
 
 // strictMode is StrictHostKeyChecking.
@@ -41,6 +38,12 @@ type target struct {
 	strict         strictMode
 	hashKnown      bool // HashKnownHosts: hash the names remember writes
 	timeout        time.Duration
+	network        string   // "tcp", or "tcp4"/"tcp6" for AddressFamily
+	agentSocket    *string  // IdentityAgent: nil means $SSH_AUTH_SOCK, "" none
+	sendEnv        []string // SendEnv patterns; "-PATTERN" takes one back
+	setEnv         []string // SetEnv "NAME=value", the first per name wins
+	proxyCommand   string   // ProxyCommand, tokens expanded
+	jumps          []string // ProxyJump hops, the first dialed first
 }
 
 // addr is the address dialed, and the known_hosts lookup key.
@@ -55,81 +58,36 @@ func (t *target) describe() string {
 	return fmt.Sprintf("%s (%s)", t.alias, t.addr())
 }
 
-// loadConfig parses the OpenSSH client config once. path "" means
-// ~/.ssh/config if it exists; nil config means none. It returns the path
-// read, which messages about a setting name.
-func loadConfig(path string) (*ssh_config.Config, string, error) {
-	explicit := path != ""
-	if !explicit {
-		home, err := os.UserHomeDir()
+// CheckHosts refuses, before anything starts, hosts whose config the
+// native client cannot honour, and jump hosts that do not resolve.
+func (s *SSH) CheckHosts(hosts []string) error {
+	for _, host := range hosts {
+		t, err := s.resolve(host)
+		if err == nil {
+			err = s.checkJumps(t, 0)
+		}
 		if err != nil {
-			return nil, "", nil
+			return err
 		}
-		path = filepath.Join(home, ".ssh", "config")
-	}
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) && !explicit {
-		return nil, "", nil
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("ssh config: %w", err)
-	}
-	defer f.Close()
-	cfg, err := ssh_config.Decode(f)
-	if err != nil {
-		return nil, "", fmt.Errorf("ssh config %s: %w", path, err)
-	}
-	return cfg, path, nil
-}
-
-// unsupportedKeys are settings the native client cannot honour. Ignoring
-// one would connect where the user said not to (ProxyCommand false still
-// connecting directly), so each is an error that points to the system ssh.
-var unsupportedKeys = []string{"ProxyJump", "ProxyCommand"}
-
-// checkSupported refuses a host whose config uses a setting the native
-// client cannot honour, naming the file and line.
-func (s *SSH) checkSupported(alias string) error {
-	for _, key := range unsupportedKeys {
-		v := configGet(s.cfg, alias, key)
-		if v == "" || strings.EqualFold(v, "none") {
-			continue
-		}
-		return fmt.Errorf("ssh config %s: %s %s for %s: mpirun's own ssh client cannot do this; use the system ssh: --launch-agent 'ssh %%h'",
-			s.where(alias, key), key, v, alias)
 	}
 	return nil
 }
 
-// where is "FILE:LINE" of the line that gives alias its key, as ssh
-// reads it: the first match wins.
-func (s *SSH) where(alias, key string) string {
-	for _, h := range s.cfg.Hosts {
-		if !h.Matches(alias) {
-			continue
-		}
-		for _, n := range h.Nodes {
-			switch n := n.(type) {
-			case *ssh_config.KV:
-				if strings.EqualFold(n.Key, key) {
-					return fmt.Sprintf("%s:%d", s.cfgPath, n.Pos().Line)
-				}
-			case *ssh_config.Include:
-				if n.Get(alias, key) != "" {
-					return fmt.Sprintf("%s:%d (a file it includes)", s.cfgPath, n.Pos().Line)
-				}
-			}
-		}
+// checkJumps resolves the jump hosts on the way to t, with their own
+// config where it applies (the first hop's).
+func (s *SSH) checkJumps(t *target, hops int) error {
+	if len(t.jumps) > 0 && hops >= maxHops {
+		return hopsError(t)
 	}
-	return s.cfgPath
-}
-
-// CheckHosts refuses, before anything starts, hosts whose config the
-// native client cannot honour.
-func (s *SSH) CheckHosts(hosts []string) error {
-	for _, host := range hosts {
-		if err := s.checkSupported(aliasOf(host)); err != nil {
+	for i, hop := range t.jumps {
+		jt, err := s.resolveJump(hop, t.jumps[:i])
+		if err != nil {
 			return err
+		}
+		if i == 0 {
+			if err := s.checkJumps(jt, hops+1); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -146,23 +104,6 @@ func aliasOf(host string) string {
 	return host
 }
 
-// configGet is cfg.Get that tolerates a nil config.
-func configGet(cfg *ssh_config.Config, alias, key string) string {
-	if cfg == nil {
-		return ""
-	}
-	v, _ := cfg.Get(alias, key)
-	return v
-}
-
-func configGetAll(cfg *ssh_config.Config, alias, key string) []string {
-	if cfg == nil {
-		return nil
-	}
-	v, _ := cfg.GetAll(alias, key)
-	return v
-}
-
 // resolve builds the target for host ("host" or "user@host").
 func (s *SSH) resolve(host string) (*target, error) {
 	t := &target{alias: aliasOf(host)}
@@ -175,13 +116,19 @@ func (s *SSH) resolve(host string) (*target, error) {
 	if err := s.checkSupported(t.alias); err != nil {
 		return nil, err
 	}
-	get := func(key string) string { return configGet(s.cfg, t.alias, key) }
+	get := func(key string) string { return s.cfg.get(t.alias, key) }
 	err := t.resolveAddr(get)
 	if err == nil {
 		err = t.resolveDefaults(get, s.opts)
 	}
 	if err == nil {
-		err = t.resolveFiles(get, configGetAll(s.cfg, t.alias, "IdentityFile"))
+		err = t.resolveFiles(get, s.cfg.getAll(t.alias, "IdentityFile"))
+	}
+	if err == nil {
+		err = t.resolveSession(get, s.cfg.getAll(t.alias, "SendEnv"), s.cfg.getAll(t.alias, "SetEnv"))
+	}
+	if err == nil {
+		err = s.resolveProxy(t)
 	}
 	if err == nil {
 		err = t.resolvePolicy(get)
@@ -223,6 +170,16 @@ func (t *target) resolveDefaults(get func(string) string, opts SSHOptions) error
 		t.user = opts.User
 	}
 	t.timeout = opts.ConnectTimeout
+	switch v := strings.ToLower(get("AddressFamily")); v {
+	case "", "any":
+		t.network = "tcp"
+	case "inet":
+		t.network = "tcp4"
+	case "inet6":
+		t.network = "tcp6"
+	default:
+		return fmt.Errorf("bad AddressFamily %q", v)
+	}
 	if v := get("ConnectTimeout"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -251,6 +208,112 @@ func (t *target) resolveFiles(get func(string) string, identities []string) erro
 		return fmt.Errorf("GlobalKnownHostsFile: %w", err)
 	}
 	return nil
+}
+
+// resolveSession sets SendEnv, SetEnv and IdentityAgent.
+func (t *target) resolveSession(get func(string) string, sendEnv, setEnv []string) error {
+	for _, v := range sendEnv {
+		t.sendEnv = append(t.sendEnv, strings.Fields(v)...)
+	}
+	for _, v := range setEnv {
+		words, err := splitWords(v)
+		if err != nil {
+			return fmt.Errorf("SetEnv: %w", err)
+		}
+		for _, w := range words {
+			if !strings.Contains(w, "=") {
+				return fmt.Errorf("SetEnv %q: not NAME=value", w)
+			}
+			t.setEnv = append(t.setEnv, w)
+		}
+	}
+	switch v := get("IdentityAgent"); v {
+	case "", "SSH_AUTH_SOCK":
+	case "none":
+		t.agentSocket = new(string)
+	default:
+		if name, ok := strings.CutPrefix(v, "$"); ok {
+			v = os.Getenv(name)
+		} else if files, err := t.expandAll([]string{v}); err != nil {
+			return fmt.Errorf("IdentityAgent: %w", err)
+		} else {
+			v = files[0]
+		}
+		t.agentSocket = &v
+	}
+	return nil
+}
+
+// resolveProxy sets ProxyCommand or ProxyJump: whichever the config gives
+// first, as in OpenSSH; "none" is neither.
+func (s *SSH) resolveProxy(t *target) error {
+	sets := s.cfg.lookup(t.alias, "ProxyJump", "ProxyCommand")
+	if len(sets) == 0 || strings.EqualFold(sets[0].value, "none") {
+		return nil
+	}
+	set := sets[0]
+	if strings.EqualFold(set.key, "ProxyCommand") {
+		cmd, err := expandTokens(set.value, t.tokens())
+		if err != nil {
+			return fmt.Errorf("ProxyCommand (%s): %w", set.where(), err)
+		}
+		t.proxyCommand = cmd
+		return nil
+	}
+	t.jumps = strings.Split(set.value, ",")
+	for _, hop := range t.jumps {
+		if _, _, _, err := parseJump(hop); err != nil {
+			return fmt.Errorf("ProxyJump (%s): %w", set.where(), err)
+		}
+	}
+	return nil
+}
+
+// parseJump splits a ProxyJump hop: [user@]host[:port], or
+// ssh://[user@]host[:port].
+func parseJump(hop string) (user, host, port string, err error) {
+	rest := strings.TrimPrefix(hop, "ssh://")
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		user, rest = rest[:i], rest[i+1:]
+	}
+	host = rest
+	if strings.HasPrefix(rest, "[") || strings.Count(rest, ":") == 1 {
+		if h, p, err := net.SplitHostPort(rest); err == nil {
+			host, port = h, p
+		} else {
+			host = strings.Trim(rest, "[]")
+		}
+	}
+	if host == "" {
+		return "", "", "", fmt.Errorf("%q: no host", hop)
+	}
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+			return "", "", "", fmt.Errorf("%q: bad port", hop)
+		}
+	}
+	return user, host, port, nil
+}
+
+// resolveJump builds the target of a jump host. Its own config applies
+// (user, port, keys, known hosts, its own proxy) unless hops before it
+// are given: then those are how it is reached, as ssh -J does.
+func (s *SSH) resolveJump(hop string, before []string) (*target, error) {
+	user, host, port, _ := parseJump(hop) // checked by resolveProxy
+	if user != "" {
+		host = user + "@" + host
+	}
+	t, err := s.resolve(host)
+	if err != nil {
+		return nil, fmt.Errorf("jump host %s: %w", hop, err)
+	}
+	if port != "" {
+		t.port = port
+	}
+	if len(before) > 0 {
+		t.jumps, t.proxyCommand = before, ""
+	}
+	return t, nil
 }
 
 // fileList expands a space-separated list of files; "none" means no file.
@@ -299,19 +362,24 @@ func yesNo(get func(string) string, key string) (bool, error) {
 // expandAll expands ~ and the %-tokens of OpenSSH in file names.
 func (t *target) expandAll(files []string) ([]string, error) {
 	home, _ := os.UserHomeDir()
-	tokens := map[byte]string{
-		'd': home, 'u': localUser(), 'h': t.hostname, 'r': t.user,
-		'p': t.port, 'n': t.alias,
-	}
 	out := make([]string, 0, len(files))
 	for _, f := range files {
-		f, err := expandTokens(f, tokens)
+		f, err := expandTokens(f, t.tokens())
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, expandTilde(f, home))
 	}
 	return out, nil
+}
+
+// tokens are OpenSSH's %-tokens for file names and commands.
+func (t *target) tokens() map[byte]string {
+	home, _ := os.UserHomeDir()
+	return map[byte]string{
+		'd': home, 'u': localUser(), 'h': t.hostname, 'r': t.user,
+		'p': t.port, 'n': t.alias,
+	}
 }
 
 // expandTilde expands a leading "~/" (or a lone "~") to home.

@@ -15,6 +15,9 @@ func agentWithConfig(t *testing.T, config string, opts SSHOptions) (*SSH, string
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	opts.ConfigFile = filepath.Join(home, "config")
+	if opts.SystemConfigFile == "" {
+		opts.SystemConfigFile = "none" // not this machine's
+	}
 	if err := os.WriteFile(opts.ConfigFile, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +57,7 @@ Host *
 		knownHosts:     []string{filepath.Join(home, "kh1"), "/etc/kh2"},
 		strict:         strictAcceptNew,
 		timeout:        3 * time.Second,
+		network:        "tcp",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("resolve:\n got %+v\nwant %+v", got, want)
@@ -66,7 +70,7 @@ Host *
 	want = &target{
 		alias: "other", user: "eve", hostname: "other", port: "22",
 		knownHosts: []string{filepath.Join(home, ".ssh/known_hosts")},
-		strict:     strictYes, timeout: time.Minute,
+		strict:     strictYes, timeout: time.Minute, network: "tcp",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("resolve defaults:\n got %+v\nwant %+v", got, want)
@@ -138,27 +142,163 @@ func TestKnownHostsNone(t *testing.T) {
 	}
 }
 
-// TestUnsupportedSettings: ProxyJump and ProxyCommand are refused with the
-// file and line, never ignored; "none" is no proxy.
+// writeFile writes text to dir/name and returns the path.
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestSystemConfig: the system file is read after the user's, the first
+// value winning across both, IdentityFile adding up; its Include lines
+// are followed, and a setting's place is named in the included file.
+func TestSystemConfig(t *testing.T) {
+	dir := t.TempDir()
+	inc := writeFile(t, dir, "inc.conf", "\nHost node*\n  Port 2200\nHost node2\n  RemoteCommand echo\n")
+	system := writeFile(t, dir, "ssh_config", "Include "+filepath.Join(dir, "*.conf")+`
+Host *
+  User sys
+  HostName sys.example
+  ConnectTimeout 7
+  IdentityFile /sys/id
+`)
+	a, _ := agentWithConfig(t, "Host node1\n  HostName user.example\n  IdentityFile /user/id\n",
+		SSHOptions{SystemConfigFile: system})
+	got, err := a.resolve("node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.hostname != "user.example" || got.user != "sys" || got.port != "2200" || got.timeout != 7*time.Second ||
+		!reflect.DeepEqual(got.identityFiles, []string{"/user/id", "/sys/id"}) {
+		t.Errorf("resolve: %+v", got)
+	}
+	want := "ssh config " + inc + ":5: RemoteCommand echo for node2: "
+	if err := a.CheckHosts([]string{"node1", "node2"}); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("CheckHosts: %v\nwant %s…", err, want)
+	}
+	if _, err := NewSSH(SSHOptions{SystemConfigFile: filepath.Join(dir, "missing")}); err == nil {
+		t.Error("a system file named but missing: want an error")
+	}
+}
+
+// TestUnsupportedSettings: a setting the native client cannot honour is
+// refused with its file and line, never ignored; harmless values pass.
 func TestUnsupportedSettings(t *testing.T) {
-	a, home := agentWithConfig(t, `Host a
+	for _, tc := range []struct{ setting, host string }{
+		{"CertificateFile ~/.ssh/id-cert.pub", "h"},
+		{"ForwardAgent yes", "h"},
+		{"HostKeyAlias other", "h"},
+		{"Ciphers aes128-ctr", "h"},
+		{"PubkeyAuthentication no", "h"},
+		{"PreferredAuthentications password,keyboard-interactive", "h"},
+		{"CanonicalizeHostname yes", "h"},
+		{"BindAddress 10.0.0.1", "h"},
+		{"ConnectionAttempts 3", "h"},
+	} {
+		a, home := agentWithConfig(t, "Host x\n  User y\nHost *\n  "+tc.setting+"\n", SSHOptions{})
+		want := "ssh config " + filepath.Join(home, "config") + ":4: " + tc.setting + " for h: mpirun's own ssh client "
+		err := a.CheckHosts([]string{tc.host})
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "; use the system ssh: --launch-agent 'ssh %h'") {
+			t.Errorf("%s: %v\nwant %s…", tc.setting, err, want)
+		}
+	}
+	for _, harmless := range []string{
+		"ForwardAgent no", "PreferredAuthentications gssapi-with-mic,publickey", "RequestTTY auto",
+		"GSSAPIAuthentication yes", "ControlMaster auto", "ProxyCommand none", "Match all\nUser z",
+	} {
+		a, _ := agentWithConfig(t, harmless+"\n", SSHOptions{})
+		if err := a.CheckHosts([]string{"h"}); err != nil {
+			t.Errorf("%s: %v", harmless, err)
+		}
+	}
+}
+
+// TestMatchRefused: a Match line the client cannot evaluate stops it at
+// once, naming the file and line, also in an included file.
+func TestMatchRefused(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	user := writeFile(t, dir, "user", "Host a\n  User b\n\nMatch user bob host x\n  Port 1\n")
+	_, err := NewSSH(SSHOptions{ConfigFile: user, SystemConfigFile: "none"})
+	want := "ssh config " + user + ":4: Match user bob host x: mpirun's own ssh client cannot evaluate this; use the system ssh: --launch-agent 'ssh %h'"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+	inc := writeFile(t, dir, "inc", "# match\nMatch exec true\n")
+	system := writeFile(t, dir, "system", "Include "+inc+"\n")
+	_, err = NewSSH(SSHOptions{SystemConfigFile: system})
+	if err == nil || !strings.HasPrefix(err.Error(), "ssh config "+inc+":2: Match exec true: ") {
+		t.Errorf("included: %v", err)
+	}
+}
+
+// TestProxySettings: ProxyCommand and ProxyJump, whichever comes first, as
+// OpenSSH; tokens expanded; "none" is no proxy.
+func TestProxySettings(t *testing.T) {
+	a, _ := agentWithConfig(t, `Host a
     ProxyCommand none
 Host b*
     User x
-
-    ProxyJump gateway
+    ProxyJump gw,u@[::1]:2022
+Host c
+    HostName c.example
+    Port 23
+    ProxyCommand nc %h %p %r %n %%
 Host *
+    ProxyJump never
     ProxyCommand false
 `, SSHOptions{})
-	file := filepath.Join(home, "config")
-	if err := a.CheckHosts([]string{"a", "u@a"}); err != nil {
-		t.Errorf("ProxyCommand none: %v", err)
+	for host, want := range map[string][2]any{
+		"a":  {"", []string(nil)},
+		"b1": {"", []string{"gw", "u@[::1]:2022"}},
+		"c":  {"nc c.example 23 " + localUser() + " c %", []string(nil)},
+		"d":  {"", []string{"never"}},
+	} {
+		got, err := a.resolve(host)
+		if err != nil {
+			t.Errorf("%s: %v", host, err)
+			continue
+		}
+		if got.proxyCommand != want[0] || !reflect.DeepEqual(got.jumps, want[1]) {
+			t.Errorf("%s: ProxyCommand %q, ProxyJump %q; want %q", host, got.proxyCommand, got.jumps, want)
+		}
 	}
-	want := "ssh config " + file + ":6: ProxyJump gateway for b1: mpirun's own ssh client cannot do this; use the system ssh: --launch-agent 'ssh %h'"
-	if err := a.CheckHosts([]string{"a", "u@b1"}); err == nil || err.Error() != want {
-		t.Errorf("ProxyJump: %v\nwant %s", err, want)
+}
+
+func TestParseJump(t *testing.T) {
+	for hop, want := range map[string][3]string{
+		"gw":                 {"", "gw", ""},
+		"u@gw:2022":          {"u", "gw", "2022"},
+		"ssh://u@gw:22":      {"u", "gw", "22"},
+		"[::1]:23":           {"", "::1", "23"},
+		"fe80::1":            {"", "fe80::1", ""},
+		"a@b@host":           {"a@b", "host", ""},
+		"[2001:db8::1]":      {"", "2001:db8::1", ""},
+		"u@10.0.0.1":         {"u", "10.0.0.1", ""},
+		"ssh://gw.example:1": {"", "gw.example", "1"},
+	} {
+		u, h, p, err := parseJump(hop)
+		if err != nil || [3]string{u, h, p} != want {
+			t.Errorf("%s: %q %q %q %v; want %q", hop, u, h, p, err, want)
+		}
 	}
-	if _, err := a.resolve("c"); err == nil || !strings.Contains(err.Error(), file+":8: ProxyCommand false for c") {
-		t.Errorf("ProxyCommand at launch: %v", err)
+	for _, bad := range []string{"", "u@", "gw:0", "gw:x", "gw:70000"} {
+		if _, _, _, err := parseJump(bad); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
+	}
+}
+
+func TestEnvSent(t *testing.T) {
+	patterns := []string{"LANG", "LC_*", "-LC_ALL", "X?"}
+	for name, want := range map[string]bool{
+		"LANG": true, "LC_TIME": true, "LC_ALL": false, "XY": true, "XYZ": false, "PATH": false,
+	} {
+		if got := envSent(patterns, name); got != want {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
 	}
 }

@@ -13,7 +13,7 @@ func TestOpenSSH(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("HOME", dir)
 	t.Setenv("SSH_AUTH_SOCK", "")
-	a, err := NewSSH(SSHOptions{ConfigFile: srv.WriteConfig(t, "sshd")})
+	a, err := NewSSH(SSHOptions{ConfigFile: srv.WriteConfig(t, "sshd"), SystemConfigFile: "none"})
 	if err != nil {
 		t.Fatal(err)
 	}
