@@ -169,11 +169,11 @@ func (s *SSH) handshake(conn net.Conn, t *target) (*ssh.Client, error) {
 	cfg := &ssh.ClientConfig{
 		User: t.user,
 		Auth: []ssh.AuthMethod{ssh.PublicKeysCallback(func() ([]ssh.Signer, error) {
-			return keys.signers, nil
+			return t.algos.signers(keys.signers), nil
 		})},
-		HostKeyCallback:   hk.check,
-		HostKeyAlgorithms: hk.algorithms(),
+		HostKeyCallback: hk.check,
 	}
+	t.algos.apply(cfg, hk.algorithms())
 	c, chans, reqs, err := ssh.NewClientConn(conn, t.addr(), cfg)
 	if err != nil {
 		return nil, handshakeError(err, t, len(keys.signers), s.authNotTried(t.alias))

@@ -44,6 +44,7 @@ type target struct {
 	setEnv         []string // SetEnv "NAME=value", the first per name wins
 	proxyCommand   string   // ProxyCommand, tokens expanded
 	jumps          []string // ProxyJump hops, the first dialed first
+	algos          algorithms
 }
 
 // addr is the address dialed, and the known_hosts lookup key.
@@ -130,11 +131,15 @@ func (s *SSH) resolve(host string) (*target, error) {
 	if err == nil {
 		err = s.resolveProxy(t)
 	}
+
 	if err == nil {
 		err = t.resolvePolicy(get)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ssh config for %s: %w", t.alias, err)
+	}
+	if err := s.resolveAlgorithms(t); err != nil {
+		return nil, err // names its file and line
 	}
 	return t, nil
 }

@@ -191,7 +191,7 @@ func TestUnsupportedSettings(t *testing.T) {
 		{"CertificateFile ~/.ssh/id-cert.pub", "h"},
 		{"ForwardAgent yes", "h"},
 		{"HostKeyAlias other", "h"},
-		{"Ciphers aes128-ctr", "h"},
+		{"Ciphers no-such-cipher", "h"},
 		{"PubkeyAuthentication no", "h"},
 		{"PreferredAuthentications password,keyboard-interactive", "h"},
 		{"CanonicalizeHostname yes", "h"},

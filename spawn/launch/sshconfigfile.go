@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kevinburke/ssh_config"
@@ -90,7 +91,7 @@ func parseConfigFile(path string, system bool, depth int) (*configFile, error) {
 	if err := checkMatchLines(path, text); err != nil {
 		return nil, err
 	}
-	cfg, err := ssh_config.DecodeBytes(text)
+	cfg, err := ssh_config.DecodeBytes(finalAsAll(text))
 	if err != nil {
 		// The parser reads included files too, and its errors do not say
 		// which file: an included file's own check names it.
@@ -114,17 +115,39 @@ func parseConfigFile(path string, system bool, depth int) (*configFile, error) {
 }
 
 // checkMatchLines refuses a Match line the native client cannot evaluate:
-// any but "Match all".
+// any but "Match all" and "Match final all".
 func checkMatchLines(path string, text []byte) error {
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	for n := 1; sc.Scan(); n++ {
 		key, value := splitConfigLine(sc.Text())
-		if strings.EqualFold(key, "Match") && !strings.EqualFold(value, "all") {
+		if strings.EqualFold(key, "Match") && !matchesAll(value) {
 			return unsupportedError(setting{key: key, value: value, file: path, line: n}, "",
 				"cannot evaluate this")
 		}
 	}
 	return nil
+}
+
+// matchesAll: "all", or "final all", which OpenSSH applies in a last
+// pass over the files: with first-value-wins and no host name
+// canonicalisation, the same as "all" where it stands (RHEL's system file
+// brings its crypto policy so).
+func matchesAll(criteria string) bool {
+	f := strings.Fields(strings.ToLower(criteria))
+	return slices.Equal(f, []string{"all"}) || slices.Equal(f, []string{"final", "all"})
+}
+
+// finalAsAll rewrites "Match final all" as "Match all" for the parser,
+// which knows only the latter; lines keep their numbers.
+func finalAsAll(text []byte) []byte {
+	lines := bytes.SplitAfter(text, []byte("\n"))
+	for i, line := range lines {
+		key, value := splitConfigLine(string(line))
+		if strings.EqualFold(key, "Match") && matchesAll(value) {
+			lines[i] = []byte("Match all\n")
+		}
+	}
+	return bytes.Join(lines, nil)
 }
 
 // splitConfigLine returns a line's keyword and the rest, as OpenSSH

@@ -32,6 +32,7 @@ type testServer struct {
 	authKey      ssh.PublicKey
 	authDelay    time.Duration
 	extraHostKey ssh.Signer
+	tweak        func(*ssh.ServerConfig) // narrows the server's algorithms
 	users        []string
 	opening      int
 	maxOpening   int
@@ -146,6 +147,9 @@ func (s *testServer) config() *ssh.ServerConfig {
 	cfg.AddHostKey(s.hostKey)
 	if s.extraHostKey != nil {
 		cfg.AddHostKey(s.extraHostKey)
+	}
+	if s.tweak != nil {
+		s.tweak(cfg)
 	}
 	return cfg
 }
