@@ -116,7 +116,7 @@ func TestSystemSSHConfig(t *testing.T) {
 	checkOneLine(t, res.stderr, `^mpirun: node00[1-3]: ssh: authentication failed`)
 
 	for _, tc := range []struct{ text, line string }{
-		{"Host node002\n    ForwardAgent yes\n", ":2: ForwardAgent yes for node002: mpirun's own ssh client cannot do this"},
+		{"Host node002\n    ForwardX11 yes\n", ":2: ForwardX11 yes for node002: mpirun's own ssh client cannot do this"},
 		{"\nMatch user root\n    Port 1\n", ":2: Match user root: mpirun's own ssh client cannot evaluate this"},
 	} {
 		os.WriteFile(system, []byte(tc.text), 0o644)

@@ -103,3 +103,22 @@ RequiredRSASize 2048
 		t.Errorf("RHEL's system file: %v", err)
 	}
 }
+
+// TestSSHForwardAgent: with ForwardAgent yes the node can use the user's
+// agent (as its orted does to reach its own children); without it, not.
+func TestSSHForwardAgent(t *testing.T) {
+	e := newSSHEnv(t)
+	authKey := serveAgent(t, e.home)
+	e.srv.set(func(s *testServer) { s.authKey = authKey })
+	if err := run(t, e.agent("", SSHOptions{}), "127.0.0.1", "true"); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t, e.agent("Host *\n  ForwardAgent yes", SSHOptions{}), "127.0.0.1", "true"); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.mu.Lock()
+	defer e.srv.mu.Unlock()
+	if !reflect.DeepEqual(e.srv.agentKeys, []int{1}) {
+		t.Errorf("keys the node saw through forwarded agents: %v, want [1] (one forwarding, one key)", e.srv.agentKeys)
+	}
+}

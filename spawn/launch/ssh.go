@@ -188,6 +188,7 @@ func (s *SSH) start(client *ssh.Client, t *target, argv []string, log hclog.Logg
 		return nil, fmt.Errorf("ssh: open session: %w", err)
 	}
 	sendEnv(sess, t)
+	forwardAgent(client, sess, t, log)
 	stdin, err := sess.StdinPipe()
 	if err != nil {
 		sess.Close()

@@ -40,6 +40,7 @@ type target struct {
 	timeout        time.Duration
 	network        string   // "tcp", or "tcp4"/"tcp6" for AddressFamily
 	agentSocket    *string  // IdentityAgent: nil means $SSH_AUTH_SOCK, "" none
+	forwardAgent   string   // ForwardAgent's socket; "" forwards none
 	sendEnv        []string // SendEnv patterns; "-PATTERN" takes one back
 	setEnv         []string // SetEnv "NAME=value", the first per name wins
 	proxyCommand   string   // ProxyCommand, tokens expanded
@@ -215,7 +216,7 @@ func (t *target) resolveFiles(get func(string) string, identities []string) erro
 	return nil
 }
 
-// resolveSession sets SendEnv, SetEnv and IdentityAgent.
+// resolveSession sets SendEnv, SetEnv, ForwardAgent and IdentityAgent.
 func (t *target) resolveSession(get func(string) string, sendEnv, setEnv []string) error {
 	for _, v := range sendEnv {
 		t.sendEnv = append(t.sendEnv, strings.Fields(v)...)
@@ -231,6 +232,9 @@ func (t *target) resolveSession(get func(string) string, sendEnv, setEnv []strin
 			}
 			t.setEnv = append(t.setEnv, w)
 		}
+	}
+	if err := t.resolveForwardAgent(get("ForwardAgent")); err != nil {
+		return fmt.Errorf("ForwardAgent: %w", err)
 	}
 	switch v := get("IdentityAgent"); v {
 	case "", "SSH_AUTH_SOCK":

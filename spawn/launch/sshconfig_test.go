@@ -189,7 +189,6 @@ Host *
 func TestUnsupportedSettings(t *testing.T) {
 	for _, tc := range []struct{ setting, host string }{
 		{"CertificateFile ~/.ssh/id-cert.pub", "h"},
-		{"ForwardAgent yes", "h"},
 		{"HostKeyAlias other", "h"},
 		{"Ciphers no-such-cipher", "h"},
 		{"PubkeyAuthentication no", "h"},
@@ -206,7 +205,7 @@ func TestUnsupportedSettings(t *testing.T) {
 		}
 	}
 	for _, harmless := range []string{
-		"ForwardAgent no", "PreferredAuthentications gssapi-with-mic,publickey", "RequestTTY auto",
+		"ForwardAgent no", "ForwardAgent yes", "PreferredAuthentications gssapi-with-mic,publickey", "RequestTTY auto",
 		"GSSAPIAuthentication yes", "ControlMaster auto", "ProxyCommand none", "Match all\nUser z",
 	} {
 		a, _ := agentWithConfig(t, harmless+"\n", SSHOptions{})

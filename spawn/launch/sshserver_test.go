@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
 )
 
 // testServer is a small ssh server for the tests: public key auth against
@@ -33,6 +34,7 @@ type testServer struct {
 	authDelay    time.Duration
 	extraHostKey ssh.Signer
 	tweak        func(*ssh.ServerConfig) // narrows the server's algorithms
+	agentKeys    []int                   // keys seen through each forwarded agent
 	users        []string
 	opening      int
 	maxOpening   int
@@ -176,15 +178,36 @@ func (s *testServer) handle(conn net.Conn) {
 			return
 		}
 		s.wg.Add(1)
-		go s.session(ch, chReqs, &once)
+		go s.session(sc, ch, chReqs, &once)
 	}
 }
 
+// listForwardedAgent asks the client's forwarded agent for its keys, as a
+// program on the node would, and records how many it saw.
+func (s *testServer) listForwardedAgent(sc ssh.Conn) {
+	n := -1
+	if ch, reqs, err := sc.OpenChannel("auth-agent@openssh.com", nil); err == nil {
+		go ssh.DiscardRequests(reqs)
+		if keys, err := agent.NewClient(ch).List(); err == nil {
+			n = len(keys)
+		}
+		ch.Close()
+	}
+	s.mu.Lock()
+	s.agentKeys = append(s.agentKeys, n)
+	s.mu.Unlock()
+}
+
 // session serves one session channel: the first exec request runs.
-func (s *testServer) session(ch ssh.Channel, reqs <-chan *ssh.Request, once *sync.Once) {
+func (s *testServer) session(sc ssh.Conn, ch ssh.Channel, reqs <-chan *ssh.Request, once *sync.Once) {
 	defer s.wg.Done()
 	defer ch.Close()
 	for req := range reqs {
+		if req.Type == "auth-agent-req@openssh.com" {
+			req.Reply(true, nil)
+			s.listForwardedAgent(sc)
+			continue
+		}
 		var exe struct{ Command string }
 		if req.Type != "exec" || ssh.Unmarshal(req.Payload, &exe) != nil {
 			req.Reply(false, nil)

@@ -31,7 +31,6 @@ var unsupportedSettings = []struct {
 	{"ConnectionAttempts", []string{"1"}},
 	{"DynamicForward", nil},
 	{"ForkAfterAuthentication", []string{"no"}},
-	{"ForwardAgent", []string{"no"}},
 	{"ForwardX11", []string{"no"}},
 	{"HostKeyAlias", nil},
 	{"KnownHostsCommand", []string{"none"}},
