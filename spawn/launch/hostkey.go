@@ -157,7 +157,7 @@ func (h *hostKeys) algorithms() []string {
 	supported := ssh.SupportedAlgorithms().HostKeys
 	var first []string
 	for _, k := range want {
-		for _, a := range algorithmsFor(k.Type()) {
+		for _, a := range signatureAlgorithms(k.Type()) {
 			if !slices.Contains(first, a) {
 				first = append(first, a)
 			}
@@ -165,14 +165,6 @@ func (h *hostKeys) algorithms() []string {
 	}
 	rest := slices.DeleteFunc(supported, func(a string) bool { return slices.Contains(first, a) })
 	return append(first, rest...)
-}
-
-// algorithmsFor maps a key type to its signature algorithms.
-func algorithmsFor(keyType string) []string {
-	if keyType == ssh.KeyAlgoRSA {
-		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
-	}
-	return []string{keyType}
 }
 
 // probeAddr stands in for the remote address when probing known_hosts
