@@ -90,6 +90,7 @@ type Daemon struct {
 	nodeAttrs     nodeAttrs
 	pmix          *pmixHost       // the PMIx server of the local ranks, once started
 	pmixBoot      <-chan pmixBoot // the PMIx server booting, until startPMIx takes it
+	pmixWhy       error           // why there is no PMIx server, when there is none
 	pmiPort       *pmi.Port       // PMI_PORT of the local ranks, once open
 	cgroup        *proc.Cgroup    // the job's cgroup on this node, where there can be one
 
@@ -122,7 +123,6 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	defer d.stop()
 	defer d.stopPMIx()
 	defer d.removeCgroup()
-	d.bootPMIx()
 	if cfg.Lifeline != nil {
 		d.orphaned = make(chan struct{})
 		go d.watchLifeline()
@@ -226,6 +226,7 @@ func (d *Daemon) bootstrap() error {
 			return fmt.Errorf("%s: %w", d.cfg.Node, err)
 		}
 		d.agent = agent
+		d.bootPMIx(welcome.Job)
 		mc.Job, mc.Nodes, mc.Parent, mc.ParentLink = welcome.Job, welcome.Nodes, welcome.Parent, d.parent.id
 	}
 	m, err := protocol.New(mc)

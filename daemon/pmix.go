@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -63,11 +64,17 @@ type pmixBoot struct {
 	err    error
 }
 
-// bootPMIx initialises the library while the orted spawns and exchanges
-// addresses: its start-up (≈150 ms here) then costs the launch nothing
-// where the orted would otherwise wait on the network.
-func (d *Daemon) bootPMIx() {
+// bootPMIx initialises the library, unless the job needs no server,
+// while the orted spawns and exchanges addresses: its start-up (≈150 ms
+// here) then costs the launch nothing where the orted would otherwise
+// wait on the network.
+func (d *Daemon) bootPMIx(job protocol.JobSpec) {
 	if !pmix.Available || d.isRoot() {
+		return
+	}
+	if job.NoPMIx {
+		d.pmixWhy = errNotBooted
+		d.log.Debug("no PMIx server: mpirun found that no program of the job may use it")
 		return
 	}
 	boot := make(chan pmixBoot, 1)
@@ -127,8 +134,14 @@ func (d *Daemon) startPMIx(app protocol.Launch, mine []int) {
 	}
 	if b.err != nil {
 		d.log.Warn("no PMIx server", "error", b.err)
+		d.pmixWhy = fmt.Errorf("it speaks PMIx (Open MPI), but the PMIx server of its node did not start: %w", b.err)
 	}
 }
+
+// errNotBooted is why a rank that speaks PMIx fails when mpirun decided
+// that the job needs no server.
+var errNotBooted = errors.New("it speaks PMIx (Open MPI), but mpirun started no PMIx server " +
+	"(--pmix off, or --pmix auto found no MPI library in the program): run it with --pmix on")
 
 // rankNodes lists the daemons that hold ranks, in order.
 func rankNodes(rankNode []int) []int {
@@ -157,10 +170,10 @@ var openMPIEnv = []string{
 // needs to find the server.
 func (d *Daemon) pmixEnv(rank int) ([]string, error) {
 	if !pmix.Available {
-		return d.pmixTripwire(rank)
+		return d.pmixTripwire(rank, pmix.ErrUnavailable)
 	}
 	if d.pmix == nil {
-		return nil, nil
+		return d.pmixTripwire(rank, d.pmixWhy)
 	}
 	env, err := d.pmix.server.Client(rank)
 	if err != nil {
@@ -169,10 +182,14 @@ func (d *Daemon) pmixEnv(rank int) ([]string, error) {
 	return env, nil
 }
 
-// pmixTripwire gives a rank of a build without PMIx the address where its
-// server would be: a client that connects there is an Open MPI rank that
-// would otherwise run as a singleton, and the job fails saying why.
-func (d *Daemon) pmixTripwire(rank int) ([]string, error) {
+// pmixTripwire gives a rank without a PMIx server (a build without PMIx,
+// a job that needs none, a server that did not start) the address where
+// its server would be: a client that connects there is an Open MPI rank
+// that would otherwise run as a singleton, and the job fails saying why.
+func (d *Daemon) pmixTripwire(rank int, why error) ([]string, error) {
+	if why == nil {
+		why = errNotBooted
+	}
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("PMIx tripwire: %w", err)
@@ -184,7 +201,7 @@ func (d *Daemon) pmixTripwire(rank int) ([]string, error) {
 	go func() {
 		if c, err := ln.Accept(); err == nil {
 			c.Close()
-			d.post(protocol.PMIUnserved{Rank: rank, Why: pmix.ErrUnavailable.Error()})
+			d.post(protocol.PMIUnserved{Rank: rank, Why: why.Error()})
 		}
 		ln.Close()
 	}()

@@ -17,6 +17,7 @@ import (
 	"prsh/daemon"
 	"prsh/daemon/protocol"
 	"prsh/job"
+	"prsh/modex/pmix/need"
 	"prsh/routed"
 	"prsh/spawn"
 	"prsh/spawn/launch"
@@ -64,6 +65,9 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	}
 	limit, err := timeout(c.String("timeout"))
 	if err != nil {
+		return daemon.Config{}, usageError{err}
+	}
+	if spec.NoPMIx, err = noPMIx(c.String("pmix"), app, log); err != nil {
 		return daemon.Config{}, usageError{err}
 	}
 	return daemon.Config{
@@ -463,4 +467,26 @@ func application(c *cli.Context, m *job.Map, contexts []appContext) (protocol.La
 		return protocol.Launch{}, usageError{err}
 	}
 	return app, nil
+}
+
+// noPMIx says whether the orteds may skip their PMIx server (--pmix):
+// with auto, only when no program of the job may use it (modex/pmix/need
+// says why), decided once, here on the launch node.
+func noPMIx(mode string, app protocol.Launch, log hclog.Logger) (bool, error) {
+	switch mode {
+	case "on":
+		return false, nil
+	case "off":
+		return true, nil
+	case "auto":
+	default:
+		return false, fmt.Errorf("--pmix must be auto, on or off, not %q", mode)
+	}
+	progs := []need.Program{{Argv: app.Argv, Wdir: app.Wdir, Env: app.Env}}
+	for _, more := range app.More {
+		progs = append(progs, need.Program{Argv: more.Argv, Wdir: more.Wdir, Env: more.Env})
+	}
+	v := need.Decide(progs)
+	log.Debug("PMIx server", "boot", v.Boot, "why", v.Why)
+	return !v.Boot, nil
 }

@@ -110,3 +110,16 @@ func TestJobCgroup(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardOfItsOwn: each rank runs under the guard binary beside orted
+// (prsh-guard, which starts in less CPU than orted), not under orted.
+func TestGuardOfItsOwn(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	res := mpirun(t, c, "sh", "-c", `cat /proc/$PPID/comm`)
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	if got := lines(res.stdout); len(got) != 2 || got[0] != proc.GuardBinary || got[1] != proc.GuardBinary {
+		t.Errorf("the ranks' parents are %q, want two %s", got, proc.GuardBinary)
+	}
+}

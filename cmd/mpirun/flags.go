@@ -35,6 +35,7 @@ func flags() []cli.Flag {
 		&cli.DurationFlag{Name: "kill-grace", Value: 3 * time.Second, Usage: "how long ranks have between SIGTERM and SIGKILL when the job is stopped"},
 		&cli.StringFlag{Name: "on-unreachable", Value: "abort", Usage: "when a node cannot be spawned: `abort` the job, or skip it and run on the nodes that came up"},
 		&cli.BoolFlag{Name: "hold-launch", Usage: "start no rank until every daemon has called back, as Open MPI does (default: the launch overlaps the spawn)"},
+		&cli.StringFlag{Name: "pmix", Value: "auto", Usage: "boot each node's PMIx server (Open MPI programs): `auto` = unless every program is found to link no MPI library, on or off"},
 		&cli.StringFlag{Name: "orted", Usage: "path of orted on the nodes (default: beside mpirun)"},
 		&cli.StringFlag{Name: "listen-ip", Usage: "IP address mpirun listens on (default: the one that reaches the first node)"},
 		&cli.StringFlag{Name: "wdir", Usage: "working directory of the ranks (default: mpirun's, else home)"},

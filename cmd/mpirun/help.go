@@ -72,6 +72,9 @@ Starting the daemons:
                                 back (default: ranks start as daemons come)
   --kill-grace D                SIGTERM to SIGKILL when the job stops (default: 3s)
   --orted PATH                  orted on the nodes (default: beside mpirun)
+  --pmix auto|on|off            boot each node's PMIx server (Open MPI); auto:
+                                unless every program is found to link no MPI
+                                library and to be no interpreter or script
   --listen-ip IP                mpirun's address (default: the one that
                                 reaches the first node)
 

@@ -55,7 +55,7 @@ func build(dir string, race, withPMIx bool) error {
 	if withPMIx {
 		args = append(args, "-tags", "pmix")
 	}
-	args = append(args, "prsh/cmd/mpirun", "prsh/cmd/orted")
+	args = append(args, "prsh/cmd/mpirun", "prsh/cmd/orted", "prsh/cmd/prsh-guard")
 	out, err := exec.Command("go", args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)

@@ -32,9 +32,10 @@ import (
 )
 
 // It parses its flags with the standard library rather than urfave/cli,
-// as mpirun does: orted also starts once per rank as the rank's guard, and
-// cli's package initialisation (its man-page generator) made every start
-// several times slower.
+// as mpirun does: orted also starts once per rank as the rank's guard
+// where no prsh-guard binary is beside it, and cli's package
+// initialisation (its man-page generator) made every start several times
+// slower.
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == proc.GuardArg {
 		proc.RunGuard(os.Args[2:])

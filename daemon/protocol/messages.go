@@ -118,6 +118,9 @@ type JobSpec struct {
 	// (--hold-launch), as Open MPI does: a node that fails in phase 1 then
 	// leaves no rank started anywhere.
 	HoldLaunch bool
+	// NoPMIx: the orteds boot no PMIx server, as mpirun found that no
+	// program of the job may use one (--pmix). Its zero value boots it.
+	NoPMIx bool `json:",omitempty"`
 }
 
 // launchesAfterSpawn says whether mpirun holds the Launch until the

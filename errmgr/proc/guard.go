@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,21 @@ const GuardArg = "__rank-guard"
 // the ranks) or when the daemon dies (the pipe closes with it, and the
 // kernel sends the parent-death signal). It exits once nothing is left
 // under it.
+//
+// Why a process per rank, and why its own binary. The guarantees need a
+// process that outlives the daemon: a daemon killed outright must still
+// take with it what its ranks started (the job cgroup would, but no one
+// is left to kill it), and a daemon stopped or stuck in the kernel acts
+// on nothing. The daemon itself as child subreaper, with a parent-death
+// signal on the ranks, keeps neither: the parent-death signal is not
+// inherited by what a rank forks, so escapees go to init when the daemon
+// dies, and nothing watches a stopped daemon. One guard per node that
+// starts every rank would keep them, but must be handed each rank's
+// pipes and PMI socket over a socket, and saves nothing where a node runs
+// one rank. So the guard stays one per rank, in a binary of its own
+// (cmd/prsh-guard: static, without the PMIx libraries) that starts in
+// under half the CPU of a second start of orted; orted guards with itself
+// (GuardArg) where that binary is not beside it.
 
 // The guard's descriptors: 3 is its report: the rank's pid once it runs,
 // then how it ended, as the raw wait status (the guard cannot die of the
@@ -59,7 +75,7 @@ type Guard struct {
 // (its PMI socket) pass through the guard, which hands them to the rank
 // from descriptor 3 on, where the rank would see them without a guard.
 func GuardCommand(rank *exec.Cmd) (*Guard, error) {
-	self, err := os.Executable()
+	self, err := guardBinary()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find orted to guard the rank: %w", err)
 	}
@@ -79,6 +95,26 @@ func GuardCommand(rank *exec.Cmd) (*Guard, error) {
 	g.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	return g, nil
 }
+
+// GuardBinary is the name of the guard's own binary, which the daemon
+// looks for beside its own.
+const GuardBinary = "prsh-guard"
+
+// guardBinary is the guard's binary beside the caller's when there is
+// one (cmd/prsh-guard: it starts in less than half the CPU of orted,
+// which links the PMIx libraries), else the caller's own, which guards
+// with GuardArg as well.
+var guardBinary = sync.OnceValues(func() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	beside := filepath.Join(filepath.Dir(self), GuardBinary)
+	if st, err := os.Stat(beside); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return beside, nil
+	}
+	return self, nil
+})
 
 // pipe makes a pipe, keeps the daemon's end in *ours (the write end when
 // write) and returns the guard's.
