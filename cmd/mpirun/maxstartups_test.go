@@ -15,32 +15,43 @@ import (
 // TestMaxStartupsRetried: every node's sshd is at its MaxStartups when a
 // flat launch connects to all of them at once; they drop mpirun's
 // connections until their startups end, and mpirun's retries then
-// launch the job.
+// launch the job. The same through OpenSSH's client (--launch-agent),
+// which exits 255 with kex_exchange_identification on each drop.
 func TestMaxStartupsRetried(t *testing.T) {
-	const n = 8
-	faults := map[string]testbed.Fault{}
-	for i := 1; i <= n; i++ {
-		faults[tbnodes.Name(i, n)] = testbed.Fault{MaxStartups: 1}
-	}
-	c := cluster(t, testbed.Config{Nodes: n, Faults: faults})
-	holders := holdStartups(t, c)
-	cmd, stdout, stderr := startMpirun(t, c, "--spawn-degree", itoa(n), "sh", "-c", `echo "$PRSH_TESTBED_NODE"`)
-	for _, node := range c.Nodes() {
-		waitDropped(t, c, node.Name, stderr)
-	}
-	for _, h := range holders {
-		h.Close()
-	}
-	if status := waitExit(t, cmd); status != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", status, stderr)
-	}
-	var want []string
-	for _, node := range c.Nodes() {
-		want = append(want, node.Name)
-	}
-	wantSet(t, stdout.String(), want...)
-	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
-		t.Fatalf("left running: %+v", left)
+	for _, agent := range []string{"native", "openssh"} {
+		t.Run(agent, func(t *testing.T) {
+			const n = 8
+			faults := map[string]testbed.Fault{}
+			for i := 1; i <= n; i++ {
+				faults[tbnodes.Name(i, n)] = testbed.Fault{MaxStartups: 1}
+			}
+			c := cluster(t, testbed.Config{Nodes: n, Faults: faults})
+			args := []string{"--spawn-degree", itoa(n)}
+			if agent == "openssh" {
+				// The launcher's tries run after its session started, so
+				// they count against the callback timeout.
+				args = append(args, "--launch-agent", "ssh -F "+c.SSHConfigPath()+" %h", "--callback-timeout", "2m")
+			}
+			holders := holdStartups(t, c)
+			cmd, stdout, stderr := startMpirun(t, c, append(args, "sh", "-c", `echo "$PRSH_TESTBED_NODE"`)...)
+			for _, node := range c.Nodes() {
+				waitDropped(t, c, node.Name, stderr)
+			}
+			for _, h := range holders {
+				h.Close()
+			}
+			if status := waitExit(t, cmd); status != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", status, stderr)
+			}
+			var want []string
+			for _, node := range c.Nodes() {
+				want = append(want, node.Name)
+			}
+			wantSet(t, stdout.String(), want...)
+			if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+				t.Fatalf("left running: %+v", left)
+			}
+		})
 	}
 }
 
