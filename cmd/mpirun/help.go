@@ -57,7 +57,8 @@ Starting the daemons:
                                 e.g. 'ssh %h' or 'srun -N1 -n1 -w %h'
   --ssh-config FILE             OpenSSH client config (default: ~/.ssh/config,
                                 or $MPIRUN_SSH_CONFIG)
-  --ssh-connect-timeout D       bound on one ssh connect (default: 10s)
+  --ssh-connect-timeout D       bound on one ssh connect, and on the server's
+                                silence in its handshake (default: 10s)
   --ssh-max-sessions N          ssh sessions opened at once (default: 64)
   --callback-timeout D          bound on a started orted calling back (default: 30s)
   --on-unreachable abort|skip   a node that cannot be reached ends the job
