@@ -21,6 +21,7 @@ test:
 	$(GO) test -tags '$(TAGS)' -race -timeout 60m ./...
 	$(GO) test -run 'Radix' ./topo -topo.fullgrid    # every n ≤ 2000, every δ in 1..64
 	$(GO) test -run 'Launch|Simulate100k' ./daemon/protocol/sim   # the 2000-orted launches and the 100k simulation, too slow under -race
+	$(GO) test -tags '$(TAGS)' -timeout 30m -run 'TestJobsInSequence' ./cmd/mpirun   # 200 jobs one after another (20 under -race)
 	$(MAKE) fuzz
 
 # Every fuzzer runs briefly on top of its seed corpus in testdata/fuzz. The

@@ -30,8 +30,10 @@ type node struct {
 	fault Fault
 	ssh   *ssh.ServerConfig
 
-	dead      atomic.Bool // set when KillAfter fired
-	firstOnce sync.Once   // arms KillAfter at the first session
+	startups  atomic.Int64 // connections in their handshake, for MaxStartups
+	dropped   atomic.Int64 // connections closed because of MaxStartups
+	dead      atomic.Bool  // set when KillAfter fired
+	firstOnce sync.Once    // arms KillAfter at the first session
 }
 
 // listenAll opens one listener per node on ADDR:0.
@@ -165,6 +167,16 @@ func (c *Cluster) pause(d time.Duration) {
 	}
 }
 
+// startup counts a connection as starting up; with the MaxStartups fault it
+// reports false, counting nothing, when that many are already starting.
+func (n *node) startup() bool {
+	if k := n.startups.Add(1); n.fault.MaxStartups > 0 && k > int64(n.fault.MaxStartups) {
+		n.startups.Add(-1)
+		return false
+	}
+	return true
+}
+
 // serveConn runs one client connection: handshake, then channels.
 func (c *Cluster) serveConn(n *node, conn net.Conn) {
 	defer c.wg.Done()
@@ -174,8 +186,14 @@ func (c *Cluster) serveConn(n *node, conn net.Conn) {
 		io.Copy(io.Discard, conn) // until the client or Close gives up
 		return
 	}
+	if !n.startup() {
+		n.dropped.Add(1)
+		c.logf("testbed: %s: dropping connection from %s: MaxStartups %d reached", n.Name, conn.RemoteAddr(), n.fault.MaxStartups)
+		return
+	}
 	conn.SetDeadline(time.Now().Add(loginGrace))
 	sc, chans, reqs, err := ssh.NewServerConn(conn, n.ssh)
+	n.startups.Add(-1)
 	if err != nil {
 		c.logf("testbed: %s: handshake with %s: %v", n.Name, conn.RemoteAddr(), err)
 		return
@@ -243,4 +261,32 @@ func (c *Cluster) serveTunnel(n *node, nc ssh.NewChannel) {
 	io.Copy(ch, conn)
 	closeBoth() // either side ending ends the tunnel
 	<-done
+}
+
+// HoldStartup opens a connection to the node that sends its ssh version,
+// reads the server's and then says nothing: it holds one of the node's
+// MaxStartups until closed, like a client stuck in its key exchange. It
+// returns once the server has counted it (its banner came), or an error
+// if the server dropped it.
+func (c *Cluster) HoldStartup(name string) (io.Closer, error) {
+	n, ok := c.Node(name)
+	if !ok {
+		return nil, fmt.Errorf("testbed: no node %q", name)
+	}
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(n.Addr, fmt.Sprint(n.Port)), time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	banner := make([]byte, 4)
+	_, err = conn.Write([]byte("SSH-2.0-prsh_testbed_holder\r\n"))
+	if err == nil {
+		_, err = io.ReadFull(conn, banner)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("testbed: %s: holding a startup: %w", name, err)
+	}
+	conn.SetDeadline(time.Time{})
+	return conn, nil
 }

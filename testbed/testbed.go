@@ -52,6 +52,14 @@ type Fault struct {
 	// except its ssh sessions: the daemon's links break as when a switch
 	// port dies, while the processes live on.
 	DropLinksAfter time.Duration
+	// MaxStartups > 0: at most that many connections may be between
+	// accept and the end of their ssh handshake (authentication included)
+	// at once; a connection beyond that is closed right after accept,
+	// before the version banner, as OpenSSH's sshd does past MaxStartups
+	// (the client sees "kex_exchange_identification: Connection closed by
+	// remote host"). A connection that never speaks holds its startup for
+	// the login grace time (2 minutes) or until it closes.
+	MaxStartups int
 }
 
 // Config describes the cluster to emulate.
@@ -164,6 +172,9 @@ func validate(cfg Config) error {
 		}
 		if f.KillAfter < 0 {
 			return fmt.Errorf("testbed: negative KillAfter for %s", name)
+		}
+		if f.MaxStartups < 0 {
+			return fmt.Errorf("testbed: negative MaxStartups for %s", name)
 		}
 	}
 	if _, err := nodes.Addr(1, cfg.Nodes); err != nil {
@@ -299,6 +310,17 @@ func (c *Cluster) Env() []string {
 		EnvRun + "=" + c.runID,
 		agent.EnvConfig + "=" + c.AgentConfigPath(),
 	}
+}
+
+// Dropped is the number of connections node has closed at accept because
+// of its MaxStartups fault.
+func (c *Cluster) Dropped(node string) int {
+	for _, n := range c.nodes {
+		if n.Name == node {
+			return int(n.dropped.Load())
+		}
+	}
+	return 0
 }
 
 // Sessions is the number of exec (or shell) sessions served so far.

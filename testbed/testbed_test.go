@@ -578,3 +578,35 @@ func TestSSHConfigParses(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxStartups: past its MaxStartups, a node closes new connections
+// before the ssh banner; once the startups end, it serves again.
+func TestMaxStartups(t *testing.T) {
+	c := startCluster(t, Config{Nodes: 2, Faults: map[string]Fault{"node001": {MaxStartups: 1}}})
+	holder, err := c.HoldStartup("node001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ssh.Dial("tcp", addrOf(mustNode(t, c, "node001")), clientConfig(t, c)); err == nil {
+		t.Fatal("a second connection in its handshake was served, want it dropped")
+	}
+	if n := c.Dropped("node001"); n != 1 {
+		t.Errorf("Dropped = %d, want 1", n)
+	}
+	if _, err := c.HoldStartup("node002"); err != nil {
+		t.Errorf("node002 has no limit: %v", err)
+	}
+	holder.Close()
+	// The server sees the holder go when its read fails: until then a new
+	// connection may still be dropped.
+	for try := 1; ; try++ {
+		client, err := ssh.Dial("tcp", addrOf(mustNode(t, c, "node001")), clientConfig(t, c))
+		if err == nil {
+			client.Close()
+			break
+		}
+		if try == 100 {
+			t.Fatalf("node001 still drops connections after its startups ended: %v", err)
+		}
+	}
+}

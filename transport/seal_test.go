@@ -429,10 +429,19 @@ func linkPair(b *testing.B, sealed bool) (out, in net.Conn) {
 //
 //	go test -run '^$' -bench Link -benchtime 2000x ./transport
 func BenchmarkLink(b *testing.B) {
-	for _, sealed := range []bool{false, true} {
-		name := map[bool]string{false: "plain", true: "sealed"}[sealed]
-		b.Run(name+"/write-64KiB", func(b *testing.B) { benchThroughput(b, sealed) })
-		b.Run(name+"/round-trip-64B", func(b *testing.B) { benchRoundTrip(b, sealed) })
+	for _, v := range []struct {
+		name           string
+		sealed, joined bool
+	}{{"plain", false, true}, {"sealed-unjoined", true, false}, {"sealed", true, true}} {
+		run := func(name string, bench func(*testing.B, bool)) {
+			b.Run(v.name+"/"+name, func(b *testing.B) {
+				defer func(was bool) { joinHeaders = was }(joinHeaders)
+				joinHeaders = v.joined
+				bench(b, v.sealed)
+			})
+		}
+		run("write-64KiB", benchThroughput)
+		run("round-trip-64B", benchRoundTrip)
 	}
 }
 

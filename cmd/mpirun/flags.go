@@ -29,7 +29,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "launch-agent", Usage: "external launch command, e.g. `ssh -F cfg %h` or `srun -N1 -n1 -w %h` (default: native ssh)"},
 		&cli.StringFlag{Name: "ssh-config", EnvVars: []string{"MPIRUN_SSH_CONFIG"}, Usage: "OpenSSH client config file (default: ~/.ssh/config)"},
 		&cli.StringFlag{Name: "ssh-system-config", EnvVars: []string{"MPIRUN_SSH_SYSTEM_CONFIG"}, Usage: "system-wide OpenSSH client config, read after the user's, or `none` (default: /etc/ssh/ssh_config; none with --ssh-config, as ssh -F)"},
-		&cli.DurationFlag{Name: "ssh-connect-timeout", Value: 10 * time.Second, Usage: "bound on an ssh connect and handshake"},
+		&cli.DurationFlag{Name: "ssh-connect-timeout", Value: 10 * time.Second, Usage: "bound on an ssh connect, and on the server's silence in its handshake"},
 		&cli.IntFlag{Name: "ssh-max-sessions", Value: 64, Usage: "ssh sessions each daemon opens at once"},
 		&cli.DurationFlag{Name: "callback-timeout", Value: 30 * time.Second, Usage: "how long a started orted may take to call back"},
 		&cli.DurationFlag{Name: "kill-grace", Value: 3 * time.Second, Usage: "how long ranks have between SIGTERM and SIGKILL when the job is stopped"},

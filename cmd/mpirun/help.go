@@ -63,7 +63,8 @@ Starting the daemons:
                                 or $MPIRUN_SSH_CONFIG)
   --ssh-system-config FILE|none read after it (default: /etc/ssh/ssh_config;
                                 none with --ssh-config, as ssh -F)
-  --ssh-connect-timeout D       bound on one ssh connect (default: 10s)
+  --ssh-connect-timeout D       bound on one ssh connect, and on the server's
+                                silence in its handshake (default: 10s)
   --ssh-max-sessions N          ssh sessions opened at once (default: 64)
   --callback-timeout D          bound on a started orted calling back (default: 30s)
   --on-unreachable abort|skip   a node that cannot be reached ends the job

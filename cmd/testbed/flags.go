@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ func clusterFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "wrong-hostkey", Usage: "nodes whose host key is not in known_hosts"},
 		&cli.StringSliceFlag{Name: "kill-after", Usage: "NODE=DURATION: SIGKILL the node's processes that long after its first session"},
 		&cli.StringSliceFlag{Name: "drop-links-after", Usage: "NODE=DURATION: cut the node's TCP connections (not ssh) that long after its first session"},
+		&cli.StringSliceFlag{Name: "max-startups", Usage: "NODE=N: the node's sshd drops connections beyond N in their handshake at once (OpenSSH's MaxStartups)"},
 		&cli.StringSliceFlag{Name: "env", Usage: "K=V set in every node process (e.g. PRSH_CPUPROFILE=DIR)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log the testbed's status and every session on stderr"},
 	}
@@ -85,7 +87,25 @@ func configFromFlags(c *cli.Context, stderr io.Writer) (testbed.Config, error) {
 			cfg.Faults[name] = f
 		}
 	}
+	for _, spec := range splitList(c.StringSlice("max-startups")) {
+		name, n, err := parseMaxStartups(spec)
+		if err != nil {
+			return cfg, err
+		}
+		f := cfg.Faults[name]
+		f.MaxStartups = n
+		cfg.Faults[name] = f
+	}
 	return cfg, nil
+}
+
+func parseMaxStartups(spec string) (string, int, error) {
+	name, ns, ok := strings.Cut(spec, "=")
+	n, err := strconv.Atoi(ns)
+	if !ok || name == "" || err != nil || n < 1 {
+		return "", 0, fmt.Errorf("--max-startups %q: want NODE=N with N ≥ 1, e.g. node005=2", spec)
+	}
+	return name, n, nil
 }
 
 // splitList flattens repeated and comma-separated values, dropping blanks.

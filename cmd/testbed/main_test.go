@@ -83,6 +83,9 @@ func TestRunBadUsage(t *testing.T) {
 		{"run", "--nodes", "2"},
 		{"run", "--nodes", "2", "--kill-after", "node001", "--", "true"},
 		{"run", "--nodes", "2", "--refuse", "node009", "--", "true"},
+		{"run", "--nodes", "2", "--max-startups", "node001=0", "--", "true"},
+		{"run", "--nodes", "2", "--max-startups", "node001", "--", "true"},
+		{"run", "--nodes", "2", "--max-startups", "node009=2", "--", "true"},
 		{"up", "--nodes", "2", "extra"},
 	} {
 		if code, _, _ := runMain(t, args...); code != exitFailure {

@@ -82,5 +82,13 @@ func (c *Command) Launch(ctx context.Context, host string, argv []string, stdin 
 	}
 	full := c.Argv(host, argv)
 	log := orNull(c.Logger).With("host", host)
-	return startExec(ctx, exec.Command(full[0], full[1:]...), stdin, log)
+	first, err := startExec(ctx, exec.Command(full[0], full[1:]...), stdin, log)
+	if err != nil && !launcherDropped(err) {
+		return nil, err
+	}
+	// Later tries are not bounded by ctx, which bounds this call only.
+	relaunch := func() (Process, error) {
+		return startExec(context.Background(), exec.Command(full[0], full[1:]...), stdin, log)
+	}
+	return newDropRetry(first, err, relaunch, log), nil
 }

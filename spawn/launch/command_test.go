@@ -1,9 +1,12 @@
 package launch
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -115,3 +118,46 @@ func TestCommandCloseKills(t *testing.T) {
 		t.Errorf("signal %q, want KILL", xe.Signal)
 	}
 }
+
+// TestCommandLauncherDropped: a launcher ssh whose connection is dropped in
+// the version exchange (exit 255, kex_exchange_identification) before any
+// sign of life is run again; after dropTries such exits Wait says so.
+func TestCommandLauncherDropped(t *testing.T) {
+	count := filepath.Join(t.TempDir(), "count")
+	// The fake ssh is dropped while the count is at most $DROPS.
+	fake := `n=$(cat "$COUNT" 2>/dev/null || echo 0); n=$((n+1)); echo $n >"$COUNT"; ` +
+		`if [ $n -le "$DROPS" ]; then echo "kex_exchange_identification: read: Connection reset by peer" >&2; exit 255; fi; exec "$@"`
+	c, err := NewCommand(`sh -c '` + fake + `' %h`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("COUNT", count)
+	t.Setenv("DROPS", itoa(dropTries-1))
+	p, err := c.Launch(testCtx(t), "node1", []string{"echo", "alive"}, []byte("payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(t, p); err != nil {
+		t.Errorf("after %d drops: %v", dropTries-1, err)
+	}
+	p.Close()
+	if got := waitFile(t, count); got != itoa(dropTries)+"\n" {
+		t.Errorf("launcher ran %q times, want %d", got, dropTries)
+	}
+
+	os.Remove(count)
+	t.Setenv("DROPS", "100")
+	p, err = c.Launch(testCtx(t), "node1", []string{"echo", "alive"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = waitFor(t, p)
+	p.Close()
+	wantErr(t, err, fmt.Sprintf("ssh: connection dropped during the handshake %d times", dropTries), "kex_exchange_identification")
+	var xe *ExitError
+	if !errors.As(err, &xe) || xe.Status != 255 {
+		t.Errorf("got %v, want it to wrap the launcher's exit 255", err)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -26,9 +30,11 @@ type SSHOptions struct {
 	// User is the remote user when neither the host ("user@host") nor the
 	// config says; default the current user.
 	User string
-	// ConnectTimeout bounds the TCP connect and the ssh handshake together
-	// (and starting the remote command); default 10s. A ConnectTimeout in
-	// the config, being per host, wins.
+	// ConnectTimeout bounds the TCP connect, then the silence of the
+	// server during the ssh handshake and the start of the remote command
+	// (a handshake that keeps progressing may take up to 6 times as long:
+	// slow is not failed); default 10s. A ConnectTimeout in the config,
+	// being per host, wins.
 	ConnectTimeout time.Duration
 	// MaxSessions is how many sessions this Agent opens at once; default
 	// 64. More Launch calls wait (honouring ctx). It bounds the opening
@@ -81,7 +87,8 @@ func NewSSH(opts SSHOptions) (*SSH, error) {
 	}, nil
 }
 
-// Launch implements Agent.
+// Launch implements Agent. A connection the server drops before
+// authentication (see dropError) is tried again, up to dropTries times.
 func (s *SSH) Launch(ctx context.Context, host string, argv []string, stdin []byte) (Process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("ssh: empty argv")
@@ -90,11 +97,30 @@ func (s *SSH) Launch(ctx context.Context, host string, argv []string, stdin []by
 	if err != nil {
 		return nil, err
 	}
+	log := s.log.With("host", host)
+	for try := 1; ; try++ {
+		p, err := s.launchOnce(ctx, t, argv, stdin, log)
+		var drop *dropError
+		if !errors.As(err, &drop) {
+			return p, err
+		}
+		if try == dropTries {
+			drop.tries = try
+			return nil, drop
+		}
+		log.Debug("ssh connection dropped during the handshake; trying again", "try", try, "error", drop.err)
+		if err := pause(ctx, dropBackoff(try)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// launchOnce connects once and starts argv, holding a MaxSessions slot.
+func (s *SSH) launchOnce(ctx context.Context, t *target, argv []string, stdin []byte, log hclog.Logger) (Process, error) {
 	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer s.release()
-	log := s.log.With("host", host)
 	log.Debug("ssh launch", "addr", t.addr(), "user", t.user, "command", Quote(argv))
 	client, guard, err := s.connect(ctx, t, 0)
 	if err != nil {
@@ -133,27 +159,29 @@ func (s *SSH) acquire(ctx context.Context) error {
 func (s *SSH) release() { <-s.slots }
 
 // connect dials and authenticates; hops counts the jump hosts already on
-// the way. The returned guard still holds the ConnectTimeout deadline and
-// ctx on the connection.
+// the way. The returned guard still holds the ConnectTimeout and ctx on
+// the connection.
 func (s *SSH) connect(ctx context.Context, t *target, hops int) (*ssh.Client, *connGuard, error) {
-	deadline := time.Now().Add(t.timeout)
-	conn, err := s.dial(ctx, t, deadline, hops)
+	conn, err := s.dial(ctx, t, time.Now().Add(t.timeout), hops)
 	if err != nil {
 		return nil, nil, err
 	}
-	guard := guardConn(ctx, conn, deadline, t.timeout)
-	client, err := s.handshake(conn, t)
-	if err != nil {
-		guard.release()
-		err = guard.explain(ctx, err, "handshake")
-		var hk hostKeyError
-		if cc, ok := conn.(*commandConn); ok && !errors.As(err, &hk) {
-			return nil, nil, cc.failed(err)
-		}
-		conn.Close()
-		return nil, nil, err
+	guard := guardConn(ctx, conn, t.timeout)
+	client, err := s.handshake(guard.watched(), t)
+	if err == nil {
+		return client, guard, nil
 	}
-	return client, guard, nil
+	dropped := guard.release() && droppedEarly(err)
+	err = guard.explain(ctx, err, "handshake")
+	var hk hostKeyError
+	if cc, ok := conn.(*commandConn); ok && !errors.As(err, &hk) {
+		return nil, nil, cc.failed(err) // the proxy command's own words
+	}
+	conn.Close()
+	if dropped {
+		return nil, nil, &dropError{err: err}
+	}
+	return nil, nil, err
 }
 
 // handshake runs the ssh handshake: host key check, then public key auth
@@ -214,41 +242,80 @@ func (s *SSH) start(client *ssh.Client, t *target, argv []string, log hclog.Logg
 	return newProc(stdin, stderr, stdout, wait, stop), nil
 }
 
-// connGuard holds the ConnectTimeout deadline and ctx over a connection
-// until the command has started: a server that accepts TCP and never
-// speaks, or stalls later, must not hang Launch.
+// connGuard holds the ConnectTimeout and ctx over a connection until the
+// command has started: a server that accepts TCP and never speaks, or
+// stalls later, must not hang Launch. Slow is not failed: the timeout
+// counts silence, so a handshake on an overloaded node that keeps
+// progressing (bytes keep coming from the server) lives on, up to
+// slowLimit times the timeout in all.
 type connGuard struct {
-	conn     net.Conn
-	deadline time.Time
-	timeout  time.Duration
+	conn    net.Conn
+	timeout time.Duration
+	start   time.Time
+	reads   atomic.Int64 // reads that brought bytes: the server progresses
+	stopCtx func() bool
+
+	mu       sync.Mutex
 	timer    *time.Timer
-	stopCtx  func() bool
+	seen     int64 // reads when the timer was set
+	released bool
+	struck   bool // the timer broke the connection
 }
 
-// guardConn bounds the connection's set-up by deadline and ctx. It does
+// slowLimit bounds a set-up that progresses, in ConnectTimeouts: a server
+// that trickles its handshake forever must not hang Launch either.
+const slowLimit = 6
+
+// guardConn bounds the connection's set-up by the timeout and ctx. It does
 // not leave a deadline on the connection: one that expires after the
 // command started, before release, would break the session's reader
 // under a command that is running fine. It breaks the connection only
-// when the deadline or ctx strikes, and release says whether one did.
-func guardConn(ctx context.Context, conn net.Conn, deadline time.Time, timeout time.Duration) *connGuard {
-	strike := func() {
-		if conn.SetDeadline(time.Unix(1, 0)) != nil {
-			conn.Close() // a channel through a jump host has no deadlines
-		}
-	}
-	return &connGuard{
-		conn: conn, deadline: deadline, timeout: timeout,
-		timer:   time.AfterFunc(time.Until(deadline), strike),
-		stopCtx: context.AfterFunc(ctx, strike),
+// when the timer or ctx strikes, and release says whether one did.
+func guardConn(ctx context.Context, conn net.Conn, timeout time.Duration) *connGuard {
+	g := &connGuard{conn: conn, timeout: timeout, start: time.Now()}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.timer = time.AfterFunc(timeout, g.expire)
+	g.stopCtx = context.AfterFunc(ctx, g.strike)
+	return g
+}
+
+func (g *connGuard) strike() {
+	if g.conn.SetDeadline(time.Unix(1, 0)) != nil {
+		g.conn.Close() // a channel through a jump host has no deadlines
 	}
 }
 
+// expire is the timer: it waits another timeout if the server sent
+// anything since the last one, and breaks the connection otherwise.
+func (g *connGuard) expire() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.released {
+		return
+	}
+	if n := g.reads.Load(); n != g.seen && time.Since(g.start) < slowLimit*g.timeout {
+		g.seen = n
+		g.timer.Reset(g.timeout)
+		return
+	}
+	g.struck = true
+	g.strike()
+}
+
+// watched is the connection, counting the reads that bring bytes.
+func (g *connGuard) watched() net.Conn { return progressConn{g.conn, &g.reads} }
+
 // release lets the connection live as long as the command. It reports
-// false if the deadline or ctx struck first: the connection is broken.
+// false if the timer or ctx struck first: the connection is broken.
 func (g *connGuard) release() bool {
-	timerStopped := g.timer.Stop()
+	g.mu.Lock()
+	g.released = true
+	g.timer.Stop()
+	struck := g.struck
+	g.mu.Unlock()
 	ctxStopped := g.stopCtx()
-	return timerStopped && ctxStopped
+	return !struck && ctxStopped
 }
 
 // explain turns an error caused by the guard into its cause: ctx's error
@@ -260,10 +327,90 @@ func (g *connGuard) explain(ctx context.Context, err error, phase string) error 
 		return hk.error
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(g.deadline):
+	case g.timedOut():
+		if g.reads.Load() > 0 && time.Since(g.start) >= slowLimit*g.timeout {
+			return fmt.Errorf("ssh: %s timed out: still not done after %s (%d × ConnectTimeout), the server slow but answering",
+				phase, time.Since(g.start).Round(time.Second), slowLimit)
+		}
+		return fmt.Errorf("ssh: %s timed out after %s", phase, g.timeout)
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		return fmt.Errorf("ssh: %s timed out after %s", phase, g.timeout)
 	}
 	return err
+}
+
+func (g *connGuard) timedOut() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.struck
+}
+
+// progressConn counts the reads that bring bytes.
+type progressConn struct {
+	net.Conn
+	reads *atomic.Int64
+}
+
+func (c progressConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.reads.Add(1)
+	}
+	return n, err
+}
+
+// A server that closes a new connection before authentication (EOF or a
+// reset in the handshake) is most likely refusing a burst of logins, as
+// OpenSSH's sshd does past MaxStartups: the connection is tried again
+// after a pause, dropTries times in all. The pauses double from
+// dropBackoffBase with jitter, so a burst of clients spreads out: with
+// these values the pauses add up to 3.75-7.5 s (0.5+1+2+4 s at most).
+const (
+	dropTries       = 5
+	dropBackoffBase = 500 * time.Millisecond
+)
+
+// dropError is a connection dropped before authentication.
+type dropError struct {
+	err   error
+	tries int // set on the last try
+}
+
+func (e *dropError) Error() string {
+	return fmt.Sprintf("ssh: connection dropped during the handshake %d times (the node's sshd may be limiting concurrent logins: MaxStartups); last: %v",
+		e.tries, e.err)
+}
+
+func (e *dropError) Unwrap() error { return e.err }
+
+// droppedEarly tells a connection the server dropped from a handshake that
+// failed for a reason of its own (authentication, host key, timeout).
+func droppedEarly(err error) bool {
+	var hk hostKeyError
+	if errors.As(err, &hk) || strings.Contains(err.Error(), "unable to authenticate") {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// dropBackoff is the pause after the try-th dropped connection: the
+// doubling base, less a random part of up to a half.
+func dropBackoff(try int) time.Duration {
+	d := dropBackoffBase << (try - 1)
+	return d - rand.N(d/2)
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // dialError words a failed dial: a name that does not resolve is reported

@@ -258,6 +258,52 @@ func TestSSHHandshakeTimeout(t *testing.T) {
 	}
 }
 
+// TestSSHSlowHandshake: a server that takes longer than ConnectTimeout in
+// all, but never stays silent that long, is slow, not failed.
+func TestSSHSlowHandshake(t *testing.T) {
+	e := newSSHEnv(t)
+	e.srv.set(func(s *testServer) { s.trickle = 500 * time.Millisecond })
+	a := e.agent("", SSHOptions{ConnectTimeout: 2 * time.Second})
+	if err := run(t, a, "127.0.0.1", "true"); err != nil {
+		t.Errorf("slow handshake: %v", err)
+	}
+}
+
+// TestSSHDroppedRetried: connections the server closes at accept (as sshd
+// past MaxStartups) are tried again; after dropTries drops Launch fails
+// saying so.
+func TestSSHDroppedRetried(t *testing.T) {
+	e := newSSHEnv(t)
+	e.srv.set(func(s *testServer) { s.dropFirst = dropTries - 1 })
+	a := e.agent("", SSHOptions{})
+	if err := run(t, a, "127.0.0.1", "true"); err != nil {
+		t.Errorf("after %d drops: %v", dropTries-1, err)
+	}
+	e.srv.set(func(s *testServer) { s.dropFirst += dropTries })
+	_, err := a.Launch(testCtx(t), "127.0.0.1", []string{"true"}, nil)
+	wantErr(t, err, fmt.Sprintf("ssh: connection dropped during the handshake %d times", dropTries), "MaxStartups")
+	e.srv.set(func(s *testServer) {
+		if s.dropped != 2*dropTries-1 {
+			t.Errorf("server dropped %d connections, want %d", s.dropped, 2*dropTries-1)
+		}
+	})
+}
+
+// TestSSHAuthFailureNotRetried: only drops before authentication are
+// tried again.
+func TestSSHAuthFailureNotRetried(t *testing.T) {
+	e := newSSHEnv(t)
+	e.srv.set(func(s *testServer) { s.authKey = newKey(t).PublicKey() })
+	a := e.agent("", SSHOptions{})
+	_, err := a.Launch(testCtx(t), "127.0.0.1", []string{"true"}, nil)
+	wantErr(t, err, "ssh: authentication failed")
+	e.srv.set(func(s *testServer) {
+		if n := len(s.conns); n != 1 {
+			t.Errorf("%d connections, want 1", n)
+		}
+	})
+}
+
 func TestSSHContextCancel(t *testing.T) {
 	e := newSSHEnv(t)
 	port := silentListener(t)

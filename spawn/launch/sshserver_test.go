@@ -35,6 +35,9 @@ type testServer struct {
 	extraHostKey ssh.Signer
 	tweak        func(*ssh.ServerConfig) // narrows the server's algorithms
 	agentKeys    []int                   // keys seen through each forwarded agent
+	dropFirst    int                     // close this many connections at accept
+	trickle      time.Duration           // pause before each write of the server
+	dropped      int
 	users        []string
 	opening      int
 	maxOpening   int
@@ -105,6 +108,15 @@ func (s *testServer) serve() {
 			return
 		}
 		s.mu.Lock()
+		if s.dropped < s.dropFirst {
+			s.dropped++
+			s.mu.Unlock()
+			conn.Close()
+			continue
+		}
+		if s.trickle > 0 {
+			conn = trickleConn{conn, s.trickle}
+		}
 		s.conns = append(s.conns, conn)
 		s.opening++
 		s.maxOpening = max(s.maxOpening, s.opening)
@@ -112,6 +124,17 @@ func (s *testServer) serve() {
 		s.wg.Add(1)
 		go s.handle(conn)
 	}
+}
+
+// trickleConn pauses before each write: a server slow but progressing.
+type trickleConn struct {
+	net.Conn
+	pause time.Duration
+}
+
+func (c trickleConn) Write(p []byte) (int, error) {
+	time.Sleep(c.pause)
+	return c.Conn.Write(p)
 }
 
 // opened counts a connection as no longer being opened, once.
