@@ -122,12 +122,25 @@ func (d *Daemon) startPMIx(app protocol.Launch, mine []int) {
 	d.pmixBoot = nil
 	if b.err == nil {
 		job := d.machine.Job()
-		b.err = b.server.RegisterJob(pmix.Job{Namespace: job.ID, Hosts: job.Hosts, RankNode: app.RankNode, Node: d.cfg.ID, TmpDir: b.tmpdir})
+		b.err = b.server.RegisterJob(pmix.Job{Namespace: job.ID, Hosts: job.Hosts, RankNode: app.RankNode, Node: d.cfg.ID, TmpDir: b.tmpdir, AppFirst: appFirsts(app)})
 		d.pmix = &pmixHost{server: b.server, tmpdir: b.tmpdir, nodes: rankNodes(app.RankNode), asked: map[int]*pmix.Reply{}}
 	}
 	if b.err != nil {
 		d.log.Warn("no PMIx server", "error", b.err)
 	}
+}
+
+// appFirsts is the first rank of each program of an MPMD launch; nil
+// for one program.
+func appFirsts(app protocol.Launch) []int {
+	if len(app.More) == 0 {
+		return nil
+	}
+	firsts := []int{0}
+	for _, a := range app.More {
+		firsts = append(firsts, a.First)
+	}
+	return firsts
 }
 
 // rankNodes lists the daemons that hold ranks, in order.
