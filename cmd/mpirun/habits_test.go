@@ -393,3 +393,28 @@ func TestBareLocalRun(t *testing.T) {
 	}
 	checkOneLine(t, res.stderr, `^mpirun: -np `+itoa(cpus+1)+` exceeds the `+job.Slots(cpus)+` available; use --oversubscribe to allow it \(no hosts given: localhost with `+job.Slots(cpus)+`\)`)
 }
+
+// TestLocalhostInHostList: this host inside a host list of several runs
+// its daemon as a child of mpirun, forked, not over ssh (the testbed's ssh
+// config knows no localhost; its sessions name their node): wherever it
+// stands in the list, at any spawn degree, and with the ranks where the
+// list put them. Naming this host twice is a usage error.
+func TestLocalhostInHostList(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	self, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlacements(t, c, []placement{
+		{"localhost last, degree 1", []string{"-H", "node001,node002,localhost", "--spawn-degree", "1"},
+			[]string{"0 node001", "1 node002", "2 "}, ""},
+		{"localhost between, by node", []string{"-H", "node001:2,localhost:2,node003", "--map-by", "node", "-np", "5", "--routed", "binomial"},
+			[]string{"0 node001", "1 ", "2 node003", "3 node001", "4 "}, ""},
+		{"own name first", []string{"-H", self + ",node002", "--spawn-degree", "0", "--hold-launch"},
+			[]string{"0 ", "1 node002"}, ""},
+	})
+	res := mpirun(t, c, "-H", "localhost,node001,"+self, "true")
+	if res.status != 2 || !strings.Contains(res.stderr, "are both this host") {
+		t.Errorf("this host named twice: exit %d, want 2; stderr:\n%s", res.status, res.stderr)
+	}
+}
