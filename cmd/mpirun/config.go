@@ -175,7 +175,11 @@ func jobOptions(c *cli.Context, np int) (job.Options, error) {
 		return job.Options{}, fmt.Errorf("-np must be at least 1, not %d", c.Int("np"))
 	}
 	perNode := c.Int("npernode")
-	mapBy, ppr, err := job.ParseMapping(c.String("map-by"))
+	mapping := c.String("map-by")
+	if strings.EqualFold(mapping, "socket") { // over the nodes by slot; bindPolicy spreads them over the sockets
+		mapping = "slot"
+	}
+	mapBy, ppr, err := job.ParseMapping(mapping)
 	switch {
 	case err != nil:
 		return job.Options{}, err
@@ -462,6 +466,9 @@ func application(c *cli.Context, m *job.Map, contexts []appContext) (protocol.La
 		app.Wdir = cwd
 	}
 	if app.More, err = moreApps(contexts, env, app.Wdir, app.WdirSet); err != nil {
+		return protocol.Launch{}, usageError{err}
+	}
+	if app.Bind, err = bindPolicy(c, m.Size()); err != nil {
 		return protocol.Launch{}, usageError{err}
 	}
 	return app, nil

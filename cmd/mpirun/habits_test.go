@@ -264,8 +264,8 @@ func TestPeerSpellings(t *testing.T) {
 		{"-hosts", []string{"-hosts", "node001:2"}, []string{"0 node001", "1 node001"}, ""},
 		{"-f", []string{"-f", hostfile}, []string{"0 node002", "1 node002"}, ""},
 		{"no-ops", []string{"--allow-run-as-root", "--bind-to", "none", "-np", "1"}, []string{"0 node001"}, ""},
-		{"bind-to core", []string{"--bind-to", "core", "-np", "1"}, []string{"0 node001"},
-			`^mpirun: warning: --bind-to core: prsh does not bind ranks yet; they run unbound$`},
+		{"bind-to numa", []string{"--bind-to", "numa", "-np", "1"}, []string{"0 node001"},
+			`^mpirun: warning: --bind-to numa: prsh binds to core or socket only; the ranks run unbound$`},
 		{"mca", []string{"--mca", "btl", "tcp,self", "-np", "1"}, []string{"0 node001"},
 			`^mpirun: warning: --mca btl tcp,self ignored: prsh has no MCA parameters \(for Open MPI ranks: -x OMPI_MCA_btl=tcp,self\)$`},
 	})
@@ -287,7 +287,7 @@ func TestPeerMistakes(t *testing.T) {
 		line string
 	}{
 		{[]string{"--display-mapp", "true"}, `^mpirun: unknown flag --display-mapp; did you mean --display-map\? \(see mpirun --help\)$`},
-		{[]string{"--report-bindings", "true"}, `^mpirun: unknown flag --report-bindings: Open MPI's --report-bindings: prsh does not bind ranks yet`},
+		{[]string{"--bind-to", "core:overload", "true"}, `^mpirun: --bind-to "core:overload": unknown qualifier "overload"`},
 		{[]string{"--bind", "core", "true"}, `^mpirun: unknown flag --bind: --bind was renamed --listen-ip`},
 		{[]string{"--listen-ip", "core", "true"}, `^mpirun: --listen-ip "core": want an IP address of this host`},
 		{[]string{"--bind-to", "cores", "true"}, `^mpirun: --bind-to "cores": want none`},
