@@ -207,8 +207,14 @@ func jobInfo(j Job) *list {
 	l.u32(C.PMIX_MAX_PROCS, size)
 	apps := j.Apps()
 	l.u32(C.PMIX_JOB_NUM_APPS, uint32(len(apps)))
-	for _, a := range apps {
-		l.sub(C.PMIX_APP_INFO, appInfo(a))
+	if len(apps) == 1 { // one program: its facts are the job's
+		l.u32(C.PMIX_APP_SIZE, size)
+		l.u32(C.PMIX_APPNUM, 0)
+		l.rank(C.PMIX_APPLDR, 0)
+	} else {
+		for _, a := range apps {
+			l.sub(C.PMIX_APP_INFO, appInfo(a))
+		}
 	}
 	l.u32(C.PMIX_NUM_NODES, uint32(len(nodes)))
 	l.flag(C.PMIX_SPAWNED, false)
@@ -251,7 +257,9 @@ func procInfo(j Job, r int, app App, nodeID, local int) *list {
 	p := newList()
 	p.rank(C.PMIX_RANK, uint32(r))
 	p.u32(C.PMIX_APPNUM, uint32(app.Num))
-	p.rank(C.PMIX_APPLDR, uint32(app.First))
+	if app.Num > 0 || app.Size < len(j.RankNode) { // MPMD
+		p.rank(C.PMIX_APPLDR, uint32(app.First))
+	}
 	p.u32(C.PMIX_GLOBAL_RANK, uint32(r))
 	p.u32(C.PMIX_APP_RANK, uint32(r-app.First))
 	p.str(C.PMIX_HOSTNAME, j.Hosts[j.RankNode[r]])
