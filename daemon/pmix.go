@@ -129,7 +129,7 @@ func (d *Daemon) startPMIx(app protocol.Launch, mine []int) {
 	d.pmixBoot = nil
 	if b.err == nil {
 		job := d.machine.Job()
-		b.err = b.server.RegisterJob(pmix.Job{Namespace: job.ID, Hosts: job.Hosts, RankNode: app.RankNode, Node: d.cfg.ID, TmpDir: b.tmpdir})
+		b.err = b.server.RegisterJob(pmix.Job{Namespace: job.ID, Hosts: job.Hosts, RankNode: app.RankNode, Node: d.cfg.ID, TmpDir: b.tmpdir, AppFirst: appFirsts(app)})
 		d.pmix = &pmixHost{server: b.server, tmpdir: b.tmpdir, nodes: rankNodes(app.RankNode), asked: map[int]*pmix.Reply{}}
 	}
 	if b.err != nil {
@@ -142,6 +142,19 @@ func (d *Daemon) startPMIx(app protocol.Launch, mine []int) {
 // that the job needs no server.
 var errNotBooted = errors.New("it speaks PMIx (Open MPI), but mpirun started no PMIx server " +
 	"(--pmix off, or --pmix auto found no MPI library in the program): run it with --pmix on")
+
+// appFirsts is the first rank of each program of an MPMD launch; nil
+// for one program.
+func appFirsts(app protocol.Launch) []int {
+	if len(app.More) == 0 {
+		return nil
+	}
+	firsts := []int{0}
+	for _, a := range app.More {
+		firsts = append(firsts, a.First)
+	}
+	return firsts
+}
 
 // rankNodes lists the daemons that hold ranks, in order.
 func rankNodes(rankNode []int) []int {

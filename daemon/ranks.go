@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"prsh/daemon/protocol"
 	"prsh/errmgr/proc"
 	"prsh/iof"
+	"prsh/job/binding"
 )
 
 // rank is one local application process.
@@ -26,6 +28,7 @@ type rank struct {
 	pmiDone   chan struct{} // closed when the server of its inherited PMI socket has returned
 	portDone  chan struct{} // closed when the server of its PMI_PORT connection has returned
 	portID    string        // its PMI_ID, a secret; "" without a PMI_PORT
+	bound     binding.Binding
 }
 
 // startRanks starts this daemon's share of the ranks.
@@ -37,10 +40,18 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	if len(mine) > 0 {
 		d.openCgroup()
 	}
+	bound, bindErr := bindRanks(app.Bind, len(mine))
 	for local, id := range mine {
 		r := &rank{id: id, pmi: d.newPMIService(id), pmiDone: make(chan struct{}), portDone: make(chan struct{})}
 		d.ranks[id] = r
-		if err := d.startRank(app, r, local, len(mine)); err != nil {
+		err := bindErr
+		if err == nil {
+			r.bound = bound[local]
+			err = d.startRank(app, r, local, len(mine))
+		} else {
+			d.pmiNeverStarted(r)
+		}
+		if err != nil {
 			r.reaped, r.groupGone = true, true
 			d.next = append(d.next, protocol.RankNotStarted{Rank: id, Status: proc.ExecStatus(err), Err: err.Error()})
 		}
@@ -178,7 +189,11 @@ func (d *Daemon) spawnRank(r *rank, guard *proc.Guard) error {
 		cmd.Stderr = outW
 	}
 	stdin, err := d.stdinFor(r, cmd)
+	if err == nil && d.app.Bind.Report {
+		_, err = io.WriteString(cmd.Stderr, d.bindingLine(r))
+	}
 	if err == nil {
+		guard.BindTo(r.bound.CPUs)
 		err = guard.Start()
 	} else {
 		guard.Close()

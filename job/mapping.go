@@ -367,3 +367,28 @@ func (m *Map) LocalRanks() []int {
 // Daemon returns the daemon id that launches rank: its node index plus
 // one, since daemon 0 is mpirun itself.
 func (m *Map) Daemon(rank int) int { return m.RankNode[rank] + 1 }
+
+// MoveFirst returns a copy of m in which node comes first and the others
+// keep their order; every rank stays on its host. newIndex[i] is where
+// m's node i went.
+func (m *Map) MoveFirst(node int) (moved *Map, newIndex []int) {
+	newIndex = make([]int, len(m.Nodes))
+	for i := range m.Nodes {
+		switch {
+		case i == node:
+			newIndex[i] = 0
+		case i < node:
+			newIndex[i] = i + 1
+		default:
+			newIndex[i] = i
+		}
+	}
+	moved = &Map{Nodes: make([]Host, len(m.Nodes)), RankNode: make([]int, len(m.RankNode))}
+	for i, h := range m.Nodes {
+		moved.Nodes[newIndex[i]] = h
+	}
+	for r, n := range m.RankNode {
+		moved.RankNode[r] = newIndex[n]
+	}
+	return moved, newIndex
+}

@@ -321,3 +321,36 @@ func checkErrorJustified(t *testing.T, hosts []Host, opt Options, err error) {
 		t.Errorf("%v %+v: unexpected error %v", hosts, opt, err)
 	}
 }
+
+// TestMoveFirst: the node moved comes first, the others keep their order,
+// and each rank stays on its host.
+func TestMoveFirst(t *testing.T) {
+	m := &Map{Nodes: []Host{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}, RankNode: []int{0, 1, 2, 3, 2, 0}}
+	for node := range m.Nodes {
+		moved, newIndex := m.MoveFirst(node)
+		if moved.Nodes[0].Name != m.Nodes[node].Name {
+			t.Errorf("move %d: first is %s", node, moved.Nodes[0].Name)
+		}
+		var rest []string
+		for _, h := range moved.Nodes[1:] {
+			rest = append(rest, h.Name)
+		}
+		var want []string
+		for i, h := range m.Nodes {
+			if i != node {
+				want = append(want, h.Name)
+			}
+		}
+		if !slices.Equal(rest, want) {
+			t.Errorf("move %d: the others are %v, want %v", node, rest, want)
+		}
+		for r, n := range m.RankNode {
+			if got := moved.Nodes[moved.RankNode[r]].Name; got != m.Nodes[n].Name {
+				t.Errorf("move %d: rank %d on %s, want %s", node, r, got, m.Nodes[n].Name)
+			}
+			if newIndex[n] != moved.RankNode[r] {
+				t.Errorf("move %d: newIndex[%d] = %d, rank %d is on %d", node, n, newIndex[n], r, moved.RankNode[r])
+			}
+		}
+	}
+}

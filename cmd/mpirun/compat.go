@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"prsh/job"
+	"prsh/job/binding"
 )
 
 // Flags from Open MPI's command line that prsh accepts without doing what
@@ -19,15 +20,14 @@ import (
 // peerFlags are flags of Open MPI and Hydra that prsh does not have, and
 // what to do instead.
 var peerFlags = map[string]string{
-	"report-bindings": "Open MPI's --report-bindings: prsh does not bind ranks yet",
-	"preload-binary":  "Open MPI's --preload-binary: prsh does not stage binaries yet; put the program on a shared file system",
-	"prefix":          "Open MPI's --prefix: put mpirun and orted at the same path on every node, or give --orted PATH",
-	"rankfile":        "Open MPI's --rankfile: not supported; use -H with slots, --map-by or -npernode",
-	"configfile":      "Hydra's -configfile: use --app FILE (one program per line), or separate the programs by ':'",
-	"iface":           "Hydra's -iface: give mpirun's address with --listen-ip",
-	"bind":            "--bind was renamed --listen-ip (the address mpirun listens on); to bind ranks Open MPI uses --bind-to",
-	"launcher":        "Hydra's -launcher: use --launch-agent 'CMD %h'",
-	"bootstrap":       "Hydra's -bootstrap: use --launch-agent 'CMD %h'",
+	"preload-binary": "Open MPI's --preload-binary: prsh does not stage binaries yet; put the program on a shared file system",
+	"prefix":         "Open MPI's --prefix: put mpirun and orted at the same path on every node, or give --orted PATH",
+	"rankfile":       "Open MPI's --rankfile: not supported; use -H with slots, --map-by or -npernode",
+	"configfile":     "Hydra's -configfile: use --app FILE (one program per line), or separate the programs by ':'",
+	"iface":          "Hydra's -iface: give mpirun's address with --listen-ip",
+	"bind":           "--bind was renamed --listen-ip (the address mpirun listens on); to bind ranks Open MPI uses --bind-to",
+	"launcher":       "Hydra's -launcher: use --launch-agent 'CMD %h'",
+	"bootstrap":      "Hydra's -bootstrap: use --launch-agent 'CMD %h'",
 }
 
 // explainFlagError rewords the flag library's "flag provided but not
@@ -53,15 +53,14 @@ func explainFlagError(err error, flags []cli.Flag) error {
 	return fmt.Errorf("unknown flag %s", flag)
 }
 
-// checkPeerFlags warns about --bind-to and --mca, which prsh does not act
-// on.
+// checkPeerFlags checks --bind-to and warns about --mca, which prsh does
+// not act on.
 func checkPeerFlags(c *cli.Context) error {
-	switch bind := c.String("bind-to"); bind {
-	case "", "none":
-	case "core", "socket", "numa", "l3cache", "hwthread", "board", "package":
-		warn("--bind-to %s: prsh does not bind ranks yet; they run unbound", bind)
-	default:
-		return fmt.Errorf("--bind-to %q: want none (or core, socket, numa, hwthread, which prsh does not honour yet)", bind)
+	if _, err := bindPolicy(c, 1); err != nil {
+		return err
+	}
+	if unit, _, _ := strings.Cut(c.String("bind-to"), ":"); unboundUnits[strings.ToLower(unit)] {
+		warn("--bind-to %s: prsh binds to core or socket only; the ranks run unbound", unit)
 	}
 	for _, kv := range rawValues(c, "mca") {
 		key, value, ok := strings.Cut(kv, "=")
@@ -71,6 +70,49 @@ func checkPeerFlags(c *cli.Context) error {
 		warn("--mca %s %s ignored: prsh has no MCA parameters (for Open MPI ranks: -x OMPI_MCA_%s=%s)", key, value, key, value)
 	}
 	return nil
+}
+
+// unboundUnits are Open MPI's --bind-to units that prsh does not bind to.
+var unboundUnits = map[string]bool{"numa": true, "l3cache": true, "hwthread": true, "board": true}
+
+// bindPolicy reads --bind-to UNIT[:overload-allowed], --map-by socket
+// and --report-bindings for a job of np ranks. Without --map-by, bound
+// ranks are spread as Open MPI spreads them: over the cores for np ≤ 2,
+// round robin over the sockets otherwise. Open MPI's other units run
+// unbound (checkPeerFlags warns).
+func bindPolicy(c *cli.Context, np int) (binding.Policy, error) {
+	value := c.String("bind-to")
+	unit, qualifiers, _ := strings.Cut(value, ":")
+	p := binding.Policy{Report: c.Bool("report-bindings")}
+	for _, q := range strings.Split(qualifiers, ",") {
+		switch q {
+		case "":
+		case "overload-allowed":
+			p.Overload = true
+		case "if-supported":
+		default:
+			return p, fmt.Errorf("--bind-to %q: unknown qualifier %q (want overload-allowed or if-supported)", value, q)
+		}
+	}
+	switch strings.ToLower(unit) {
+	case "", "none":
+		return p, nil
+	case "core":
+		p.Unit = binding.Core
+	case "socket", "package":
+		p.Unit = binding.Socket
+	default:
+		if unboundUnits[strings.ToLower(unit)] {
+			return p, nil
+		}
+		return p, fmt.Errorf("--bind-to %q: want none, core or socket (with :overload-allowed to let ranks share a core)", value)
+	}
+	if c.IsSet("map-by") {
+		p.BySocket = strings.EqualFold(c.String("map-by"), "socket")
+	} else {
+		p.BySocket = np > 2
+	}
+	return p, nil
 }
 
 // displayAllocation prints the hosts and slots mpirun found, and where

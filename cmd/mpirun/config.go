@@ -36,12 +36,16 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	}
 	log := logger(c)
 	np := totalRanks(contexts)
-	jobMap, err := jobMap(c, np, len(contexts), log)
+	placed, err := jobMap(c, np, len(contexts), log)
 	if err != nil {
 		return daemon.Config{}, err
 	}
 	if c.Bool("display-map") {
-		displayMap(os.Stderr, jobMap, contexts)
+		displayMap(os.Stderr, placed, contexts)
+	}
+	jobMap, daemonIndex, err := localFirst(placed)
+	if err != nil {
+		return daemon.Config{}, usageError{err}
 	}
 	spec, err := jobSpec(c, jobMap)
 	if err != nil {
@@ -75,7 +79,7 @@ func configure(c *cli.Context) (daemon.Config, error) {
 		Bind: bindIP(c, agent, jobMap), Job: spec, Nodes: nodes(jobMap), App: app, Agent: agent,
 		Stdout: os.Stdout, Stderr: os.Stderr, ReportTimes: c.Bool("report-launch-times"),
 		Output: outputOptions(c), Stdin: stdinSource(app.StdinRank), Timeout: limit,
-		Remap: remapper(c, jobMap, np),
+		Remap: remapper(c, placed, daemonIndex, np),
 	}, nil
 }
 
@@ -90,15 +94,17 @@ func onUnreachable(value string) (skip bool, err error) {
 }
 
 // remapper places the ranks again on the nodes that came up, with the
-// same options; a default -np shrinks with the nodes.
-func remapper(c *cli.Context, m *job.Map, np int) func(skipped map[int]bool) ([]int, error) {
+// same options and in the user's order of hosts (m's); a default -np
+// shrinks with the nodes. daemonIndex[i] is the daemon id of m's node
+// i, less one.
+func remapper(c *cli.Context, m *job.Map, daemonIndex []int, np int) func(skipped map[int]bool) ([]int, error) {
 	return func(skipped map[int]bool) ([]int, error) {
 		var hosts []job.Host
 		var ids []int
 		for i, h := range m.Nodes {
-			if !skipped[i+1] {
+			if id := daemonIndex[i] + 1; !skipped[id] {
 				hosts = append(hosts, h)
-				ids = append(ids, i+1)
+				ids = append(ids, id)
 			}
 		}
 		if len(hosts) == 0 {
@@ -142,6 +148,36 @@ func jobMap(c *cli.Context, np, programs int, log hclog.Logger) (*job.Map, error
 	return m, nil
 }
 
+// localFirst makes this host's node, when a host list of several names
+// it, daemon 1: a direct child of mpirun in every spawn tree, which mpirun
+// forks instead of reaching it over ssh (an orted elsewhere could not
+// start it: "localhost" there is another machine). The ranks stay where
+// they were placed; daemonIndex[i] is where m's node i went.
+func localFirst(m *job.Map) (moved *job.Map, daemonIndex []int, err error) {
+	var local []int
+	for i, h := range m.Nodes {
+		if isLocal(h.Name) {
+			local = append(local, i)
+		}
+	}
+	switch {
+	case len(m.Nodes) == 1 || len(local) == 0:
+		return m, identity(len(m.Nodes)), nil
+	case len(local) > 1:
+		return nil, nil, fmt.Errorf("the hosts %s and %s are both this host: name it once", m.Nodes[local[0]].Name, m.Nodes[local[1]].Name)
+	}
+	moved, daemonIndex = m.MoveFirst(local[0])
+	return moved, daemonIndex, nil
+}
+
+func identity(n int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = i
+	}
+	return ids
+}
+
 // jobOptions are the placement flags, used for the first map and again
 // when nodes are left out; np is the job's rank count, 0 for the default.
 func jobOptions(c *cli.Context, np int) (job.Options, error) {
@@ -149,7 +185,11 @@ func jobOptions(c *cli.Context, np int) (job.Options, error) {
 		return job.Options{}, fmt.Errorf("-np must be at least 1, not %d", c.Int("np"))
 	}
 	perNode := c.Int("npernode")
-	mapBy, ppr, err := job.ParseMapping(c.String("map-by"))
+	mapping := c.String("map-by")
+	if strings.EqualFold(mapping, "socket") { // over the nodes by slot; bindPolicy spreads them over the sockets
+		mapping = "slot"
+	}
+	mapBy, ppr, err := job.ParseMapping(mapping)
 	switch {
 	case err != nil:
 		return job.Options{}, err
@@ -376,8 +416,10 @@ func agent(c *cli.Context, m *job.Map, spec protocol.JobSpec, log hclog.Logger) 
 		}
 		return a, nil
 	}
-	if len(m.Nodes) == 1 && isLocal(m.Nodes[0].Name) {
-		return &launch.Fork{Logger: log.Named("fork")}, nil
+	fork := &launch.Fork{Logger: log.Named("fork")}
+	local := isLocal(m.Nodes[0].Name) // localFirst put this host first
+	if len(m.Nodes) == 1 && local {
+		return fork, nil
 	}
 	a, err := launch.NewSSH(launch.SSHOptions{
 		ConfigFile: spec.SSHConfig, SystemConfigFile: spec.SSHSystemConfig,
@@ -385,18 +427,24 @@ func agent(c *cli.Context, m *job.Map, spec protocol.JobSpec, log hclog.Logger) 
 		MaxSessions:    spec.MaxSessions, Logger: log.Named("ssh"),
 	})
 	if err == nil {
-		err = a.CheckHosts(hostNames(m))
+		err = a.CheckHosts(remoteHosts(m))
 	}
 	if err != nil {
 		return nil, usageError{err}
 	}
+	if local {
+		return &launch.Split{Local: m.Nodes[0].Name, Fork: fork, Remote: a}, nil
+	}
 	return a, nil
 }
 
-func hostNames(m *job.Map) []string {
-	names := make([]string, len(m.Nodes))
-	for i, h := range m.Nodes {
-		names[i] = h.Name
+// remoteHosts are the host list's names of other hosts than this one.
+func remoteHosts(m *job.Map) []string {
+	var names []string
+	for _, h := range m.Nodes {
+		if !isLocal(h.Name) {
+			names = append(names, h.Name)
+		}
 	}
 	return names
 }
@@ -407,21 +455,25 @@ func isLocal(host string) bool {
 }
 
 // bindIP is the address mpirun listens on: --listen-ip, else the local address
-// that reaches the first node.
+// that reaches the first node of another host.
 func bindIP(c *cli.Context, a launch.Agent, m *job.Map) string {
 	if ip := c.String("listen-ip"); ip != "" {
 		return ip
 	}
-	if _, ok := a.(*launch.Fork); ok {
+	remote := remoteHosts(m)
+	if _, ok := a.(*launch.Fork); ok || len(remote) == 0 {
 		return "127.0.0.1"
 	}
-	target := m.Nodes[0].Name
+	if split, ok := a.(*launch.Split); ok {
+		a = split.Remote
+	}
+	target := remote[0]
 	if i := strings.LastIndexByte(target, '@'); i >= 0 {
 		target = target[i+1:]
 	}
 	target = net.JoinHostPort(target, "22")
 	if r, ok := a.(interface{ Address(string) (string, error) }); ok {
-		if addr, err := r.Address(m.Nodes[0].Name); err == nil {
+		if addr, err := r.Address(remote[0]); err == nil {
 			target = addr
 		}
 	}
@@ -464,6 +516,9 @@ func application(c *cli.Context, m *job.Map, contexts []appContext) (protocol.La
 		app.Wdir = cwd
 	}
 	if app.More, err = moreApps(contexts, env, app.Wdir, app.WdirSet); err != nil {
+		return protocol.Launch{}, usageError{err}
+	}
+	if app.Bind, err = bindPolicy(c, m.Size()); err != nil {
 		return protocol.Launch{}, usageError{err}
 	}
 	return app, nil

@@ -238,8 +238,8 @@ func TestPeerSpellings(t *testing.T) {
 		{"-hosts", []string{"-hosts", "node001:2"}, []string{"0 node001", "1 node001"}, ""},
 		{"-f", []string{"-f", hostfile}, []string{"0 node002", "1 node002"}, ""},
 		{"no-ops", []string{"--allow-run-as-root", "--bind-to", "none", "-np", "1"}, []string{"0 node001"}, ""},
-		{"bind-to core", []string{"--bind-to", "core", "-np", "1"}, []string{"0 node001"},
-			`^mpirun: warning: --bind-to core: prsh does not bind ranks yet; they run unbound$`},
+		{"bind-to numa", []string{"--bind-to", "numa", "-np", "1"}, []string{"0 node001"},
+			`^mpirun: warning: --bind-to numa: prsh binds to core or socket only; the ranks run unbound$`},
 		{"mca", []string{"--mca", "btl", "tcp,self", "-np", "1"}, []string{"0 node001"},
 			`^mpirun: warning: --mca btl tcp,self ignored: prsh has no MCA parameters \(for Open MPI ranks: -x OMPI_MCA_btl=tcp,self\)$`},
 	})
@@ -261,7 +261,7 @@ func TestPeerMistakes(t *testing.T) {
 		line string
 	}{
 		{[]string{"--display-mapp", "true"}, `^mpirun: unknown flag --display-mapp; did you mean --display-map\? \(see mpirun --help\)$`},
-		{[]string{"--report-bindings", "true"}, `^mpirun: unknown flag --report-bindings: Open MPI's --report-bindings: prsh does not bind ranks yet`},
+		{[]string{"--bind-to", "core:overload", "true"}, `^mpirun: --bind-to "core:overload": unknown qualifier "overload"`},
 		{[]string{"--bind", "core", "true"}, `^mpirun: unknown flag --bind: --bind was renamed --listen-ip`},
 		{[]string{"--listen-ip", "core", "true"}, `^mpirun: --listen-ip "core": want an IP address of this host`},
 		{[]string{"--bind-to", "cores", "true"}, `^mpirun: --bind-to "cores": want none`},
@@ -366,4 +366,29 @@ func TestBareLocalRun(t *testing.T) {
 		t.Errorf("exit %d, want %d", res.status, statusUsage)
 	}
 	checkOneLine(t, res.stderr, `^mpirun: -np `+itoa(cpus+1)+` exceeds the `+job.Slots(cpus)+` available; use --oversubscribe to allow it \(no hosts given: localhost with `+job.Slots(cpus)+`\)`)
+}
+
+// TestLocalhostInHostList: this host inside a host list of several runs
+// its daemon as a child of mpirun, forked, not over ssh (the testbed's ssh
+// config knows no localhost; its sessions name their node): wherever it
+// stands in the list, at any spawn degree, and with the ranks where the
+// list put them. Naming this host twice is a usage error.
+func TestLocalhostInHostList(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	self, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlacements(t, c, []placement{
+		{"localhost last, degree 1", []string{"-H", "node001,node002,localhost", "--spawn-degree", "1"},
+			[]string{"0 node001", "1 node002", "2 "}, ""},
+		{"localhost between, by node", []string{"-H", "node001:2,localhost:2,node003", "--map-by", "node", "-np", "5", "--routed", "binomial"},
+			[]string{"0 node001", "1 ", "2 node003", "3 node001", "4 "}, ""},
+		{"own name first", []string{"-H", self + ",node002", "--spawn-degree", "0", "--hold-launch"},
+			[]string{"0 ", "1 node002"}, ""},
+	})
+	res := mpirun(t, c, "-H", "localhost,node001,"+self, "true")
+	if res.status != 2 || !strings.Contains(res.stderr, "are both this host") {
+		t.Errorf("this host named twice: exit %d, want 2; stderr:\n%s", res.status, res.stderr)
+	}
 }

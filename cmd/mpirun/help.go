@@ -21,8 +21,14 @@ Where the ranks run:
                                 lines "host [slots=N] [max_slots=M]" or "host:N"
                                 (default: $MPIRUN_HOSTFILE, else the Slurm, PBS
                                 or LSF allocation, else this host, a slot per CPU)
-  --map-by slot|node|ppr:N:node fill each node's slots first (default), deal
-                                round robin, or N ranks per node
+  --map-by slot|node|socket|ppr:N:node
+                                fill each node's slots first (default), deal
+                                round robin, fill by slot spreading each node's
+                                ranks over its sockets, or N ranks per node
+  --bind-to none|core|socket    bind each rank to a core or socket of its node
+                                (default: none); core:overload-allowed lets
+                                more ranks than cores share them
+  --report-bindings             print each rank's binding (on stderr)
   --npernode, -N, -ppn N        ranks per node
   --oversubscribe               allow more ranks than slots
   --display-allocation          print the hosts and slots found (on stderr)
@@ -81,7 +87,6 @@ Starting the daemons:
 
 Accepted from Open MPI's command line:
   --allow-run-as-root           no effect
-  --bind-to none|core|...       none; other values warn that ranks run unbound
   --mca KEY VALUE               warned and ignored (use -x OMPI_MCA_KEY=VALUE)
 
 Other:

@@ -103,6 +103,27 @@ func TestOpenMPIWorld(t *testing.T) {
 	}
 }
 
+// TestOpenMPIMPMD: each program of an MPMD launch is its own app in the
+// PMIx namespace, so MPI_APPNUM numbers them (0, 1, 2 in command-line
+// order, whichever node a rank runs on), and the ranks of every program
+// share one world (an allreduce of their app numbers).
+func TestOpenMPIMPMD(t *testing.T) {
+	appnum := openMPI(t, "appnum")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "--map-by", "node", "-np", "1", appnum, "a", ":", "-np", "2", appnum, "b", ":", "-np", "3", appnum, "c")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	want := []string{"a: rank 0 of 6 appnum 0 sum 8"}
+	for r := 1; r < 3; r++ {
+		want = append(want, fmt.Sprintf("b: rank %d of 6 appnum 1 sum 8", r))
+	}
+	for r := 3; r < 6; r++ {
+		want = append(want, fmt.Sprintf("c: rank %d of 6 appnum 2 sum 8", r))
+	}
+	checkLines(t, res.stdout, want)
+}
+
 // TestOpenMPICollectives: an allreduce over 16 ranks on 4 nodes, and
 // every pair of 12 ranks on 6 nodes exchanging 256 KiB both ways: the
 // addresses the ranks publish through PMIx are the ones their peers get.

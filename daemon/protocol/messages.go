@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"prsh/job/binding"
 	"prsh/modex"
 	"prsh/routed"
 	"prsh/spawn"
@@ -159,6 +160,9 @@ type Launch struct {
 	// More are the further programs of an MPMD launch (mpirun -np 2 a :
 	// -np 4 b), in rank order; nil for one program.
 	More []App `json:",omitempty"`
+	// Bind is how each daemon binds its ranks to its own node's CPUs
+	// (--bind-to, --map-by socket, --report-bindings); zero: unbound.
+	Bind binding.Policy `json:",omitzero"`
 }
 
 // App is one further program of an MPMD launch: ranks from First up to

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"prsh/errmgr"
+	"prsh/job/binding"
 )
 
 // GuardArg as argv[1] makes orted a rank's guard instead of a daemon.
@@ -132,6 +134,39 @@ func (g *Guard) pipe(ours **os.File, write bool) (*os.File, error) {
 	return theirs, nil
 }
 
+// guardCPUsEnv carries the CPUs (a kernel cpu list) the guard binds
+// itself to before it starts the rank, which inherits the binding; the
+// rank never sees it.
+const guardCPUsEnv = "PRSH_GUARD_CPUS"
+
+// BindTo has the rank bound to cpus (none: unbound); call before Start.
+func (g *Guard) BindTo(cpus []int) {
+	if len(cpus) > 0 {
+		g.Cmd.Env = append(g.Cmd.Env, guardCPUsEnv+"="+binding.List(cpus))
+	}
+}
+
+// bindSelf binds the guard's thread to the CPUs the daemon chose, so that
+// the rank it starts runs there from its first instruction. Affinity is
+// per thread: the guard stays on this one, which forks the rank.
+func bindSelf() error {
+	list, ok := os.LookupEnv(guardCPUsEnv)
+	if !ok {
+		return nil
+	}
+	runtime.LockOSThread()
+	os.Unsetenv(guardCPUsEnv)
+	ids, err := binding.ParseList(list)
+	if err != nil {
+		return err
+	}
+	var set unix.CPUSet
+	for _, id := range ids {
+		set.Set(id)
+	}
+	return unix.SchedSetaffinity(0, &set)
+}
+
 // Start starts the guard and lets go of its ends of the pipes.
 func (g *Guard) Start() error {
 	err := g.Cmd.Start()
@@ -203,6 +238,10 @@ func RunGuard(args []string) {
 	// The guard's pipes are its alone: no rank may hold them open.
 	syscall.CloseOnExec(guardStatusFD)
 	syscall.CloseOnExec(guardEndFD)
+	if err := bindSelf(); err != nil {
+		fmt.Fprintf(os.Stderr, "orted: cannot bind %s to its CPUs: %v\n", args[2], err)
+		os.Exit(errmgr.StatusFailed)
+	}
 	if err := rank.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "orted: cannot run %s: %v\n", args[2], UnwrapExec(err))
 		os.Exit(ExecStatus(err))

@@ -23,6 +23,9 @@ type Job struct {
 	RankNode  []int    // node id of each rank
 	Node      int      // this server's node id
 	TmpDir    string   // scratch directory offered to the ranks
+	// AppFirst is the first rank of each program of an MPMD launch, in
+	// order (0 first); nil for one program.
+	AppFirst []int
 }
 
 // Handler is the daemon's side of the upcalls. Its methods run one at a

@@ -205,10 +205,17 @@ func jobInfo(j Job) *list {
 	l.u32(C.PMIX_UNIV_SIZE, size)
 	l.u32(C.PMIX_JOB_SIZE, size)
 	l.u32(C.PMIX_MAX_PROCS, size)
-	l.u32(C.PMIX_APP_SIZE, size)
-	l.u32(C.PMIX_APPNUM, 0)
-	l.rank(C.PMIX_APPLDR, 0)
-	l.u32(C.PMIX_JOB_NUM_APPS, 1)
+	apps := j.Apps()
+	l.u32(C.PMIX_JOB_NUM_APPS, uint32(len(apps)))
+	if len(apps) == 1 { // one program: its facts are the job's
+		l.u32(C.PMIX_APP_SIZE, size)
+		l.u32(C.PMIX_APPNUM, 0)
+		l.rank(C.PMIX_APPLDR, 0)
+	} else {
+		for _, a := range apps {
+			l.sub(C.PMIX_APP_INFO, appInfo(a))
+		}
+	}
 	l.u32(C.PMIX_NUM_NODES, uint32(len(nodes)))
 	l.flag(C.PMIX_SPAWNED, false)
 	if j.TmpDir != "" {
@@ -227,21 +234,35 @@ func jobInfo(j Job) *list {
 	l.str(C.PMIX_HOSTNAME, j.Hosts[j.Node])
 	placed := map[int]int{} // ranks of each node so far: the next one's local rank
 	for r, n := range j.RankNode {
-		l.sub(C.PMIX_PROC_DATA, procInfo(j, r, n, index[n], placed[n]))
+		l.sub(C.PMIX_PROC_DATA, procInfo(j, r, appOf(apps, r), index[n], placed[n]))
 		placed[n]++
 	}
 	return l
 }
 
-// procInfo is one rank's entry: where it is and its place (local) in its
-// node.
-func procInfo(j Job, r, node, nodeID, local int) *list {
+// appInfo is one program's entry (the library wants its number first):
+// Open MPI's MPI_APPNUM and the app's size and leader come from here and
+// from each rank's entry.
+func appInfo(a App) *list {
+	p := newList()
+	p.u32(C.PMIX_APPNUM, uint32(a.Num))
+	p.u32(C.PMIX_APP_SIZE, uint32(a.Size))
+	p.rank(C.PMIX_APPLDR, uint32(a.First))
+	return p
+}
+
+// procInfo is one rank's entry: its program, where it is and its place
+// (local) in its node.
+func procInfo(j Job, r int, app App, nodeID, local int) *list {
 	p := newList()
 	p.rank(C.PMIX_RANK, uint32(r))
-	p.u32(C.PMIX_APPNUM, 0)
+	p.u32(C.PMIX_APPNUM, uint32(app.Num))
+	if app.Num > 0 || app.Size < len(j.RankNode) { // MPMD
+		p.rank(C.PMIX_APPLDR, uint32(app.First))
+	}
 	p.u32(C.PMIX_GLOBAL_RANK, uint32(r))
-	p.u32(C.PMIX_APP_RANK, uint32(r))
-	p.str(C.PMIX_HOSTNAME, j.Hosts[node])
+	p.u32(C.PMIX_APP_RANK, uint32(r-app.First))
+	p.str(C.PMIX_HOSTNAME, j.Hosts[j.RankNode[r]])
 	p.u32(C.PMIX_NODEID, uint32(nodeID))
 	p.u16(C.PMIX_LOCAL_RANK, uint16(local))
 	p.u16(C.PMIX_NODE_RANK, uint16(local))

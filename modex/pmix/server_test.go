@@ -46,7 +46,7 @@ func TestServer(t *testing.T) {
 	if _, err := Start(t.TempDir(), "n1", nothing{}); err == nil {
 		t.Error("a second server started")
 	}
-	j := Job{Namespace: "prsh-test", Hosts: []string{"head", "n1", "n2"}, RankNode: []int{1, 2, 1}, Node: 1}
+	j := Job{Namespace: "prsh-test", Hosts: []string{"head", "n1", "n2"}, RankNode: []int{1, 2, 1}, Node: 1, AppFirst: []int{0, 2}}
 	if err := s.RegisterJob(j); err != nil {
 		t.Fatal(err)
 	}
@@ -60,4 +60,23 @@ func TestServer(t *testing.T) {
 		}
 	}
 	s.Sync(0)
+}
+
+// TestApps: an MPMD job's programs, each with its own number, first rank
+// and size; the ranks of each.
+func TestApps(t *testing.T) {
+	one := Job{RankNode: []int{1, 1, 2}}
+	if got := one.Apps(); !slices.Equal(got, []App{{0, 0, 3}}) {
+		t.Errorf("one program: %v", got)
+	}
+	three := Job{RankNode: make([]int, 7), AppFirst: []int{0, 1, 3}}
+	apps := three.Apps()
+	if !slices.Equal(apps, []App{{0, 0, 1}, {1, 1, 2}, {2, 3, 4}}) {
+		t.Errorf("three programs: %v", apps)
+	}
+	for r, want := range []int{0, 1, 1, 2, 2, 2, 2} {
+		if got := appOf(apps, r); got.Num != want {
+			t.Errorf("rank %d runs app %d, want %d", r, got.Num, want)
+		}
+	}
 }

@@ -2,13 +2,14 @@
 // mpirun (and each orted, further down the δ-ary launch tree) uses to put a
 // daemon on its children.
 //
-// Three agents implement Agent:
+// These implement Agent:
 //
 //   - SSH, the default: a native ssh client (golang.org/x/crypto/ssh) that
 //     reads the OpenSSH client configuration and known_hosts files.
 //   - Command: an external launcher from a template such as "rsh %h" or
 //     "srun -N1 -n1 -w %h", for sites where native ssh does not fit.
 //   - Fork: plain fork/exec, for when the only node is this one.
+//   - Split: Fork for this host's node, another agent for the rest.
 //
 // All three give the daemon the same standard input discipline: the launch
 // payload is written first, then the input stays open as the daemon's

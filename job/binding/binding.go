@@ -1,0 +1,202 @@
+// Package binding computes which CPUs each of a node's ranks is bound to
+// (mpirun --bind-to, --map-by socket), from the node's own CPUs. It is
+// pure: the daemon reads the CPUs (sched_getaffinity, sysfs) and applies
+// the result (sched_setaffinity); this package only decides.
+package binding
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Unit is what a rank is bound to.
+type Unit string
+
+const (
+	None   Unit = ""       // unbound: the rank gets every CPU its daemon has
+	Core   Unit = "core"   // the hardware threads of one core
+	Socket Unit = "socket" // every CPU of one socket (package)
+)
+
+// Policy is how a node's ranks are placed on its CPUs. The zero value
+// leaves them unbound.
+type Policy struct {
+	Unit Unit `json:",omitempty"`
+	// BySocket deals the ranks round robin over the sockets (rank i on
+	// socket i mod S); otherwise they fill the cores in order, socket by
+	// socket.
+	BySocket bool `json:",omitempty"`
+	// Overload lets more ranks than cores share them (core:overload-allowed);
+	// otherwise that is an error.
+	Overload bool `json:",omitempty"`
+	Report   bool `json:",omitempty"` // --report-bindings
+}
+
+// CPU is one logical CPU the node lets the job use, with the core and
+// socket it belongs to (sysfs core_id and physical_package_id).
+type CPU struct{ ID, Core, Socket int }
+
+// Binding is one local rank's place: its core (the index among the
+// node's usable cores, in socket order) and socket, and the CPUs it may
+// run on. CPUs is nil when the rank is unbound.
+type Binding struct {
+	Unit         Unit
+	Core, Socket int
+	CPUs         []int
+}
+
+// socket is one socket's usable cores, each a sorted list of CPU ids.
+type socket struct {
+	id    int
+	cores [][]int
+}
+
+// Bind places ranks local ranks on cpus by p. It fails when a rank would
+// share a core with another and p does not allow overload.
+func Bind(cpus []CPU, ranks int, p Policy) ([]Binding, error) {
+	out := make([]Binding, ranks)
+	if p.Unit == None || ranks == 0 {
+		return out, nil
+	}
+	if p.Unit != Core && p.Unit != Socket {
+		return nil, fmt.Errorf("cannot bind to %q (want core, socket or none)", p.Unit)
+	}
+	sockets := group(cpus)
+	if len(sockets) == 0 {
+		return nil, fmt.Errorf("no CPU to bind to")
+	}
+	order := coreOrder(sockets, p.BySocket)
+	if cores := len(order); ranks > cores && !p.Overload {
+		return nil, fmt.Errorf("%d ranks but %d cores to bind them to (--bind-to %s); --bind-to %s:overload-allowed lets them share, --bind-to none leaves them unbound",
+			ranks, cores, p.Unit, p.Unit)
+	}
+	for i := range out {
+		at := order[i%len(order)] // beyond the cores (overload allowed) start over
+		s, k := at[0], at[1]
+		out[i] = Binding{Unit: p.Unit, Core: coreIndex(sockets, s, k), Socket: sockets[s].id, CPUs: sockets[s].cores[k]}
+		if p.Unit == Socket {
+			out[i].CPUs = slices.Sorted(slices.Values(slices.Concat(sockets[s].cores...)))
+		}
+	}
+	return out, nil
+}
+
+// coreOrder lists the cores (socket index, core index in it) in the
+// order the ranks take them: socket by socket, or round robin over the
+// sockets, skipping a socket whose cores are all taken.
+func coreOrder(sockets []socket, bySocket bool) [][2]int {
+	var order [][2]int
+	if !bySocket {
+		for s, sock := range sockets {
+			for k := range sock.cores {
+				order = append(order, [2]int{s, k})
+			}
+		}
+		return order
+	}
+	for round := 0; ; round++ {
+		added := false
+		for s, sock := range sockets {
+			if round < len(sock.cores) {
+				order = append(order, [2]int{s, round})
+				added = true
+			}
+		}
+		if !added {
+			return order
+		}
+	}
+}
+
+// coreIndex is core k of socket s counted over the whole node.
+func coreIndex(sockets []socket, s, k int) int {
+	for _, before := range sockets[:s] {
+		k += len(before.cores)
+	}
+	return k
+}
+
+// group sorts the CPUs into sockets and cores: the hardware threads of a
+// core belong together, sockets and cores in the order of their ids.
+func group(cpus []CPU) []socket {
+	type key struct{ socket, core int }
+	byCore := map[key][]int{}
+	for _, c := range cpus {
+		k := key{c.Socket, c.Core}
+		byCore[k] = append(byCore[k], c.ID)
+	}
+	keys := make([]key, 0, len(byCore))
+	for k := range byCore {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.socket, b.socket), cmp.Compare(a.core, b.core))
+	})
+	var sockets []socket
+	for _, k := range keys {
+		if len(sockets) == 0 || sockets[len(sockets)-1].id != k.socket {
+			sockets = append(sockets, socket{id: k.socket})
+		}
+		ids := byCore[k]
+		slices.Sort(ids)
+		last := &sockets[len(sockets)-1]
+		last.cores = append(last.cores, ids)
+	}
+	return sockets
+}
+
+// String says where the rank runs, for --report-bindings: "core 1 of
+// socket 0 (cpus 2,3)", "socket 1 (cpus 4-7)" or "nothing (unbound)".
+func (b Binding) String() string {
+	switch b.Unit {
+	case Core:
+		return fmt.Sprintf("core %d of socket %d (cpus %s)", b.Core, b.Socket, List(b.CPUs))
+	case Socket:
+		return fmt.Sprintf("socket %d (cpus %s)", b.Socket, List(b.CPUs))
+	}
+	return "nothing (unbound)"
+}
+
+// List writes sorted CPU ids as the kernel's cpu lists do: "0-3,8,10-11".
+func List(ids []int) string {
+	var parts []string
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+			j++
+		}
+		part := strconv.Itoa(ids[i])
+		if j > i {
+			part += "-" + strconv.Itoa(ids[j])
+		}
+		parts = append(parts, part)
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseList reads a kernel cpu list ("0-3,8,10-11").
+func ParseList(s string) ([]int, error) {
+	var ids []int
+	for _, part := range strings.Split(strings.TrimSpace(s), ",") {
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		if err != nil || b < a || a < 0 {
+			return nil, fmt.Errorf("bad cpu list %q", s)
+		}
+		for id := a; id <= b; id++ {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
