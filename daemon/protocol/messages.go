@@ -114,6 +114,21 @@ type JobSpec struct {
 	// (--hold-launch), as Open MPI does: a node that fails in phase 1 then
 	// leaves no rank started anywhere.
 	HoldLaunch bool
+	// Stage lists the files --preload-binary (and --preload-libs) copies
+	// down the spawn tree into each node's stage directory before its
+	// ranks start; nil stages nothing.
+	Stage []StagedFile `json:",omitempty"`
+}
+
+// StagedFile is one file staged on every node: the bytes travel on the
+// stage stream of each spawn-tree link (PROTOCOL.md, "Staging"), in the
+// order of JobSpec.Stage, each followed by its SHA-256.
+type StagedFile struct {
+	Source string // its path on the launch node, for messages
+	Name   string // its path under the node's stage directory
+	Arg    string // the program (Argv[0] as written) it is; "" for a library
+	Size   int64
+	Mode   uint32 // permission bits, kept on the copy
 }
 
 // launchesAfterSpawn says whether mpirun holds the Launch until the
