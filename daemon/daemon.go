@@ -25,6 +25,7 @@ import (
 	"prsh/modex/pmi"
 	"prsh/spawn"
 	"prsh/spawn/launch"
+	"prsh/stage"
 	"prsh/transport"
 )
 
@@ -92,6 +93,7 @@ type Daemon struct {
 	pmixBoot      <-chan pmixBoot // the PMIx server booting, until startPMIx takes it
 	pmiPort       *pmi.Port       // PMI_PORT of the local ranks, once open
 	cgroup        *proc.Cgroup    // the job's cgroup on this node, where there can be one
+	staged        *stage.Copy     // orted: this node's copy of the staged files
 
 	sink     iof.Sink
 	terminal *iof.Terminal
@@ -122,6 +124,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	defer d.stop()
 	defer d.stopPMIx()
 	defer d.removeCgroup()
+	defer d.removeStage()
 	d.bootPMIx()
 	if cfg.Lifeline != nil {
 		d.orphaned = make(chan struct{})
@@ -227,6 +230,7 @@ func (d *Daemon) bootstrap() error {
 		}
 		d.agent = agent
 		mc.Job, mc.Nodes, mc.Parent, mc.ParentLink = welcome.Job, welcome.Nodes, welcome.Parent, d.parent.id
+		d.makeStage(welcome.Job)
 	}
 	m, err := protocol.New(mc)
 	if err != nil {

@@ -34,6 +34,8 @@ func flags() []cli.Flag {
 		&cli.BoolFlag{Name: "hold-launch", Usage: "start no rank until every daemon has called back, as Open MPI does (default: the launch overlaps the spawn)"},
 		&cli.StringFlag{Name: "orted", Usage: "path of orted on the nodes (default: beside mpirun)"},
 		&cli.StringFlag{Name: "listen-ip", Usage: "IP address mpirun listens on (default: the one that reaches the first node)"},
+		&cli.BoolFlag{Name: "preload-binary", Aliases: []string{"s"}, Usage: "copy the program down the spawn tree to each node's TMPDIR and run it from there"},
+		&cli.BoolFlag{Name: "preload-libs", Usage: "with the program, the shared libraries it loads on this node (glibc's aside)"},
 		&cli.StringFlag{Name: "wdir", Usage: "working directory of the ranks (default: mpirun's, else home)"},
 		&cli.GenericFlag{Name: "x", Value: &rawList{}, Usage: "export `VAR`, VAR=value or 'GLOB*' to the ranks"},
 		&cli.GenericFlag{Name: "genv", Value: &rawList{}, Usage: "Hydra's `VAR value`: set VAR for the ranks"},

@@ -422,11 +422,11 @@ func (m *Machine) maybeStartRanks() {
 // stagedHere: this node's copy of the staged files is complete, or
 // could not be made, which ends the job.
 func (m *Machine) stagedHere(err string) {
-	if m.staged {
+	if err != "" { // at mpirun: an original it could not read
+		m.fail(m.failure(errmgr.StatusFailed, "%s", err))
 		return
 	}
-	if err != "" {
-		m.fail(m.failure(errmgr.StatusFailed, "%s", err))
+	if m.staged {
 		return
 	}
 	m.staged = true

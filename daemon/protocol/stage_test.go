@@ -114,8 +114,8 @@ func TestStagingFailureNamesTheNode(t *testing.T) {
 func TestMpirunRanksNeedNoStaging(t *testing.T) {
 	m, err := New(Config{
 		ID: 0, Node: "head", Addr: "tcp://127.0.0.1:1", Parent: -1,
-		Job: JobSpec{Daemons: 2, SpawnDegree: 1, Routed: "radix", Hosts: []string{"head", "node001"}, Stage: stagedProg},
-		App: Launch{Argv: []string{"./prog"}, RankNode: []int{0, 1}},
+		Job:   JobSpec{Daemons: 2, SpawnDegree: 1, Routed: "radix", Hosts: []string{"head", "node001"}, Stage: stagedProg},
+		App:   Launch{Argv: []string{"./prog"}, RankNode: []int{0, 1}},
 		Nodes: []spawn.Node{{ID: 1, Host: "node001"}},
 	})
 	if err != nil {
