@@ -120,7 +120,7 @@ func BenchmarkStaging(b *testing.B) {
 	defer c.Close()
 	for _, mode := range []string{"shared", "preload"} {
 		b.Run(fmt.Sprintf("nodes=%d/MB=%d/%s", nodes, size>>20, mode), func(b *testing.B) {
-			args := []string{"--spawn-degree", "8", prog}
+			args := []string{"--spawn-degree", "8", "--ssh-connect-timeout", "60s", prog}
 			if mode == "preload" {
 				args = append([]string{"--preload-binary"}, args...)
 			}
