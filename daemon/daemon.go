@@ -25,6 +25,7 @@ import (
 	"prsh/modex/pmi"
 	"prsh/spawn"
 	"prsh/spawn/launch"
+	"prsh/stage"
 	"prsh/transport"
 )
 
@@ -93,6 +94,7 @@ type Daemon struct {
 	pmixWhy       error           // why there is no PMIx server, when there is none
 	pmiPort       *pmi.Port       // PMI_PORT of the local ranks, once open
 	cgroup        *proc.Cgroup    // the job's cgroup on this node, where there can be one
+	staged        *stage.Copy     // orted: this node's copy of the staged files
 
 	sink     iof.Sink
 	terminal *iof.Terminal
@@ -123,6 +125,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	defer d.stop()
 	defer d.stopPMIx()
 	defer d.removeCgroup()
+	defer d.removeStage()
 	if cfg.Lifeline != nil {
 		d.orphaned = make(chan struct{})
 		go d.watchLifeline()
@@ -228,6 +231,7 @@ func (d *Daemon) bootstrap() error {
 		d.agent = agent
 		d.bootPMIx(welcome.Job)
 		mc.Job, mc.Nodes, mc.Parent, mc.ParentLink = welcome.Job, welcome.Nodes, welcome.Parent, d.parent.id
+		d.makeStage(welcome.Job)
 	}
 	m, err := protocol.New(mc)
 	if err != nil {

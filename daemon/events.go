@@ -173,6 +173,10 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			if l, ok := d.links[a.Link]; ok {
 				d.fanout.AddChild(a.Child, func() (io.WriteCloser, error) { return openStream(l.conn, streamInput) })
 			}
+		case protocol.StageTo:
+			if l, ok := d.links[a.Link]; ok {
+				go d.sendStage(a.Child, l)
+			}
 		case protocol.StartRanks:
 			d.startRanks(a.App, a.Ranks)
 		case protocol.SignalRanks:

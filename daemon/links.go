@@ -18,6 +18,7 @@ const (
 	streamOutput  byte = 'O' // a child's ranks' output, up to its parent
 	streamInput   byte = 'I' // mpirun's stdin, down to a child
 	streamBulk    byte = 'B' // the bodies of large messages (bulk.go)
+	streamStage   byte = 'S' // the staged files, down to a child (stage.go)
 )
 
 // link is the connection to one other daemon. Messages are queued and
@@ -166,6 +167,7 @@ func (d *Daemon) whyEnded(l *link, err error) error {
 // bodies of the peer's large messages.
 func (d *Daemon) acceptStreams(l *link) {
 	bulkSeen := false // a link has at most one bulk stream each way
+	stageSeen := false
 	for {
 		s, err := l.conn.Accept()
 		if err != nil {
@@ -187,6 +189,9 @@ func (d *Daemon) acceptStreams(l *link) {
 		case tag[0] == streamBulk && !bulkSeen:
 			bulkSeen = true
 			l.bulkIn <- s
+		case tag[0] == streamStage && l == d.parent && !stageSeen:
+			stageSeen = true
+			go d.receiveStage(s)
 		case tag[0] == streamInput && l == d.parent:
 			go func() {
 				if err := iof.Relay(d.fanout, s); err != nil {

@@ -92,16 +92,17 @@ func (d *Daemon) command(launch protocol.Launch, r *rank, local, localSize int, 
 	if err != nil {
 		return nil, err
 	}
-	path := app.Argv[0]
-	if filepath.Base(path) != path && !filepath.IsAbs(path) {
-		path = filepath.Join(wdir, path)
+	path, err := programPath(app.Argv[0], wdir)
+	if staged, ok := d.stagedProgram(app.Argv[0]); ok {
+		path, err = staged, nil
 	}
-	if path, err = exec.LookPath(path); err != nil {
-		return nil, fmt.Errorf("cannot run %s: %w", app.Argv[0], proc.UnwrapExec(err))
+	if err != nil {
+		return nil, err
 	}
 	cmd := &exec.Cmd{Path: path, Args: app.Argv, Dir: wdir, ExtraFiles: []*os.File{pmiEnd}}
 	// Open MPI's defaults go before the job's -x, which may change them.
 	cmd.Env = append(append(os.Environ(), openMPIEnv...), app.Env...)
+	cmd.Env = d.stagedLibraryPath(cmd.Env)
 	cmd.Env = append(cmd.Env, d.rankEnv(launch, id, local, localSize)...)
 	cmd.Env = append(cmd.Env, "OMPI_APPNUM="+strconv.Itoa(appNum))
 	cmd.Env = append(cmd.Env, pmiEnv(d.machine.Job(), launch, id)...)
@@ -141,6 +142,20 @@ func (d *Daemon) removeCgroup() {
 	if err := d.cgroup.Remove(2 * time.Second); err != nil {
 		d.log.Warn("cannot remove the job cgroup", "dir", d.cgroup.Dir(), "error", err)
 	}
+}
+
+// programPath finds argv0 as a shell would: in the PATH, or from the
+// working directory when it has a slash.
+func programPath(argv0, wdir string) (string, error) {
+	path := argv0
+	if filepath.Base(path) != path && !filepath.IsAbs(path) {
+		path = filepath.Join(wdir, path)
+	}
+	path, err := exec.LookPath(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot run %s: %w", argv0, proc.UnwrapExec(err))
+	}
+	return path, nil
 }
 
 func workingDir(app protocol.App) (string, error) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -143,10 +144,17 @@ func (c *Cluster) command(n *node, sc *ssh.ServerConn, argv []string) *exec.Cmd 
 		Dir:         nodes.HomeDir(),
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
-	if c.cfg.UTS {
+	if c.cfg.UTS || len(c.cfg.Hide) > 0 {
+		host := ""
+		if c.cfg.UTS {
+			host = n.Name
+			cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUTS
+		}
+		if len(c.cfg.Hide) > 0 {
+			cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNS
+		}
 		cmd.Path = c.exe
-		cmd.Args = append([]string{c.exe, utsHelperArg, n.Name, "/bin/sh"}, argv...)
-		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUTS
+		cmd.Args = append([]string{c.exe, utsHelperArg, host, strings.Join(c.cfg.Hide, ":"), "/bin/sh"}, argv...)
 	}
 	return cmd
 }
@@ -156,6 +164,9 @@ func (c *Cluster) nodeEnv(n *node, sc *ssh.ServerConn) []string {
 	lip, lport := splitAddr(sc.LocalAddr())
 	env := append([]string(nil), c.env...)
 	env = append(env, c.cfg.Env...)
+	if c.cfg.NodeTmp {
+		env = append(env, "TMPDIR="+c.NodeTmpDir(n.Name))
+	}
 	return append(env,
 		"SSH_CONNECTION="+rip+" "+rport+" "+lip+" "+lport,
 		"SSH_CLIENT="+rip+" "+rport+" "+lport,

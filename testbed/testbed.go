@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,16 @@ type Config struct {
 	// UTS runs each node's processes in their own UTS namespace whose
 	// hostname is the node's name (root only; see MaybeRunUTSHelper).
 	UTS bool
+	// Hide lists directories (absolute paths) that the nodes' processes
+	// see empty: each runs in a mount namespace of its own with an empty
+	// read-only tmpfs over each (root only). What is there exists for the
+	// command under test (the launch node) and for nobody else. The
+	// launch agent (testbed-agent) does not hide them.
+	Hide []string
+	// NodeTmp gives each node's processes a TMPDIR of their own,
+	// DIR/tmp/NODE, as a node's local disk; NodeTmpFiles lists what is
+	// left in them.
+	NodeTmp bool
 	// Dir receives hostfile, ssh_config, known_hosts and id_ed25519(.pub).
 	// "" means a temporary directory that Close removes.
 	Dir string
@@ -161,6 +172,14 @@ func validate(cfg Config) error {
 	if cfg.UTS && os.Geteuid() != 0 {
 		return errors.New("testbed: UTS namespaces need root (CAP_SYS_ADMIN); run as root or drop UTS")
 	}
+	if len(cfg.Hide) > 0 && os.Geteuid() != 0 {
+		return errors.New("testbed: hiding directories needs root (CAP_SYS_ADMIN); run as root or drop Hide")
+	}
+	for _, d := range cfg.Hide {
+		if !filepath.IsAbs(d) || strings.Contains(d, ":") {
+			return fmt.Errorf("testbed: Hide: %q must be an absolute path without ':'", d)
+		}
+	}
 	names := make(map[string]bool, cfg.Nodes)
 	for i := 1; i <= cfg.Nodes; i++ {
 		names[nodes.Name(i, cfg.Nodes)] = true
@@ -193,7 +212,7 @@ func newCluster(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	exe, err := os.Executable()
-	if err != nil && cfg.UTS {
+	if err != nil && (cfg.UTS || len(cfg.Hide) > 0) {
 		return nil, fmt.Errorf("testbed: UTS helper needs os.Executable: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -233,6 +252,9 @@ func (c *Cluster) setup() error {
 	if err := c.listenAll(keys); err != nil {
 		return err
 	}
+	if err := c.makeNodeTmp(); err != nil {
+		return err
+	}
 	return writeFiles(c, keys)
 }
 
@@ -254,6 +276,36 @@ func (c *Cluster) makeDir() error {
 	}
 	c.dir = dir
 	return nil
+}
+
+func (c *Cluster) makeNodeTmp() error {
+	if !c.cfg.NodeTmp {
+		return nil
+	}
+	for _, n := range c.nodes {
+		if err := os.MkdirAll(c.NodeTmpDir(n.Name), 0o700); err != nil {
+			return fmt.Errorf("testbed: node TMPDIR: %w", err)
+		}
+	}
+	return nil
+}
+
+// NodeTmpDir is the TMPDIR of a node's processes with Config.NodeTmp.
+func (c *Cluster) NodeTmpDir(node string) string { return filepath.Join(c.dir, "tmp", node) }
+
+// NodeTmpFiles lists, as NODE/NAME, what is in the nodes' TMPDIRs
+// (Config.NodeTmp) and whose name starts with prefix.
+func (c *Cluster) NodeTmpFiles(prefix string) []string {
+	var out []string
+	for _, n := range c.nodes {
+		entries, _ := os.ReadDir(c.NodeTmpDir(n.Name))
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), prefix) {
+				out = append(out, n.Name+"/"+e.Name())
+			}
+		}
+	}
+	return out
 }
 
 // Nodes lists the virtual nodes in order.

@@ -610,3 +610,29 @@ func TestMaxStartups(t *testing.T) {
 		}
 	}
 }
+
+// A hidden directory is empty on every node and whole for the caller;
+// each node has a TMPDIR of its own.
+func TestHideAndNodeTmp(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mount namespaces need root")
+	}
+	hidden := t.TempDir()
+	if err := os.WriteFile(filepath.Join(hidden, "secret"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, Config{Nodes: 2, Hide: []string{hidden}, NodeTmp: true})
+	out, errOut, err := runOn(t, c, "node002", "ls -A "+hidden+`; echo "tmp=$TMPDIR"; touch "$TMPDIR/left"`)
+	if err != nil {
+		t.Fatalf("%v (stderr %q)", err, errOut)
+	}
+	if want := "tmp=" + c.NodeTmpDir("node002") + "\n"; out != want {
+		t.Errorf("node002 saw %q, want an empty %s and %q", out, hidden, want)
+	}
+	if _, err := os.Stat(filepath.Join(hidden, "secret")); err != nil {
+		t.Errorf("the caller lost the hidden file: %v", err)
+	}
+	if got := c.NodeTmpFiles("le"); len(got) != 1 || got[0] != "node002/left" {
+		t.Errorf("NodeTmpFiles = %v, want [node002/left]", got)
+	}
+}

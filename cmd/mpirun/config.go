@@ -21,6 +21,7 @@ import (
 	"prsh/routed"
 	"prsh/spawn"
 	"prsh/spawn/launch"
+	"prsh/stage"
 	"prsh/topo"
 	"prsh/transport"
 )
@@ -65,6 +66,9 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	}
 	app, err := application(c, jobMap, contexts)
 	if err != nil {
+		return daemon.Config{}, err
+	}
+	if spec.Stage, err = stagePlan(c, spec.Hosts[0], app); err != nil {
 		return daemon.Config{}, err
 	}
 	limit, err := timeout(c.String("timeout"))
@@ -486,6 +490,20 @@ func nodes(m *job.Map) []spawn.Node {
 		out[i] = spawn.Node{ID: i + 1, Host: h.Name}
 	}
 	return out
+}
+
+// stagePlan lists the files --preload-binary and --preload-libs stage on
+// every node: each program of the job and, with libs, what it loads.
+func stagePlan(c *cli.Context, self string, app protocol.Launch) ([]protocol.StagedFile, error) {
+	libs := c.Bool("preload-libs")
+	if !c.Bool("preload-binary") && !libs {
+		return nil, nil
+	}
+	progs := []stage.Program{{Arg: app.Argv[0], Wdir: app.Wdir}}
+	for _, more := range app.More {
+		progs = append(progs, stage.Program{Arg: more.Argv[0], Wdir: more.Wdir})
+	}
+	return stage.Plan(self, progs, libs)
 }
 
 // application is the launch message: the programs, their environment and

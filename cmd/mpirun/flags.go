@@ -39,6 +39,8 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "pmix", Value: "auto", Usage: "boot each node's PMIx server (Open MPI programs): `auto` = unless every program is found to link no MPI library, on or off"},
 		&cli.StringFlag{Name: "orted", Usage: "path of orted on the nodes (default: beside mpirun)"},
 		&cli.StringFlag{Name: "listen-ip", Usage: "IP address mpirun listens on (default: the one that reaches the first node)"},
+		&cli.BoolFlag{Name: "preload-binary", Aliases: []string{"s"}, Usage: "copy the program down the spawn tree to each node's TMPDIR and run it from there"},
+		&cli.BoolFlag{Name: "preload-libs", Usage: "with the program, the shared libraries it loads on this node (glibc's aside)"},
 		&cli.StringFlag{Name: "wdir", Usage: "working directory of the ranks (default: mpirun's, else home)"},
 		&cli.GenericFlag{Name: "x", Value: &rawList{}, Usage: "export `VAR`, VAR=value or 'GLOB*' to the ranks"},
 		&cli.GenericFlag{Name: "genv", Value: &rawList{}, Usage: "Hydra's `VAR value`: set VAR for the ranks"},

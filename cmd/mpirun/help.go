@@ -40,6 +40,9 @@ The ranks' environment, input and output:
   -genvlist VAR1,VAR2           Hydra's: export these
   -genvall | -genvnone          export all of mpirun's environment | none
   --wdir DIR                    working directory (default: mpirun's, else home)
+  --preload-binary, -s          copy the program to each node's TMPDIR, down the
+                                spawn tree, and run that copy (removed at the end)
+  --preload-libs                and the shared libraries it loads here (not glibc)
   --stdin RANK|all|none         who reads mpirun's stdin (default: 0)
   --tag-output                  prefix lines with [1,RANK]<stdout>:
   --prepend-rank, -l            prefix lines with [RANK]

@@ -19,6 +19,7 @@ import (
 
 	"prsh/daemon"
 	"prsh/internal/profile"
+	"prsh/stage"
 )
 
 // statusUsage is the exit status for bad flags or input.
@@ -104,6 +105,11 @@ func run(c *cli.Context, start time.Time) error {
 		return usageError{errors.New("no command given")}
 	}
 	cfg, err := configure(c)
+	var unstageable stage.PlanError
+	if errors.As(err, &unstageable) {
+		fmt.Fprintf(os.Stderr, "mpirun: %v\n", err)
+		return exitStatus(unstageable.Status)
+	}
 	if err != nil {
 		return err
 	}

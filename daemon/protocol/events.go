@@ -84,6 +84,10 @@ type RankExited struct {
 	How    string
 }
 
+// Staged: this node's copy of every JobSpec.Stage file is complete and
+// checked; Err, worded for the user, says why it is not.
+type Staged struct{ Err string }
+
 // RankDrained: everything a rank wrote has been read and passed on.
 type RankDrained struct{ Rank int }
 
@@ -177,6 +181,7 @@ func (OutputClosed) event()      {}
 func (RankNotStarted) event()    {}
 func (RankExited) event()        {}
 func (RankDrained) event()       {}
+func (Staged) event()            {}
 func (TimerFired) event()        {}
 func (PMIFinalize) event()       {}
 func (PMIConnected) event()      {}
@@ -220,6 +225,13 @@ type StopDaemon struct{ ID int }
 // ForwardInput: a spawn child connected on Link; the part of mpirun's
 // stdin for ranks in its subtree goes to it from now on.
 type ForwardInput struct {
+	Child int
+	Link  LinkID
+}
+
+// StageTo: a spawn child connected on Link; the staged files go to it,
+// from this daemon's copy as it is written (mpirun: the originals).
+type StageTo struct {
 	Child int
 	Link  LinkID
 }
@@ -307,6 +319,7 @@ func (Spawn) action()         {}
 func (StopDaemon) action()    {}
 func (ForwardInput) action()  {}
 func (StartRanks) action()    {}
+func (StageTo) action()       {}
 func (SignalRanks) action()   {}
 func (SetTimer) action()      {}
 func (CancelTimer) action()   {}

@@ -81,7 +81,11 @@ type Machine struct {
 	// children: a callback timer that fires after some is set again.
 	progress int
 
-	launched bool
+	launched bool // the Launch came and the local ranks were started
+	// gotLaunch: the Launch came; until staged, the ranks wait for this
+	// node's copy of the staged files.
+	gotLaunch bool
+	staged    bool
 	// earlyModex holds direct-modex requests for this daemon's ranks that
 	// came before the launch did.
 	earlyModex []ModexRequest
@@ -203,6 +207,7 @@ func (m *Machine) Start() []Action {
 	}
 	m.sendAddrs(m.gather.Start())
 	m.checkAddressed()
+	m.staged = m.isRoot() || len(m.job.Stage) == 0
 	if m.isRoot() && !m.job.launchesAfterSpawn() {
 		m.receiveLaunch(m.cfg.App)
 	}
@@ -241,6 +246,8 @@ func (m *Machine) Step(ev Event) []Action {
 		m.rankNotStarted(e)
 	case RankExited:
 		m.rankExited(e)
+	case Staged:
+		m.stagedHere(e.Err)
 	case RankDrained:
 		if r, ok := m.ranks[e.Rank]; ok {
 			r.drained = true

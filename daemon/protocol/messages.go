@@ -122,6 +122,21 @@ type JobSpec struct {
 	// NoPMIx: the orteds boot no PMIx server, as mpirun found that no
 	// program of the job may use one (--pmix). Its zero value boots it.
 	NoPMIx bool `json:",omitempty"`
+	// Stage lists the files --preload-binary (and --preload-libs) copies
+	// down the spawn tree into each node's stage directory before its
+	// ranks start; nil stages nothing.
+	Stage []StagedFile `json:",omitempty"`
+}
+
+// StagedFile is one file staged on every node: the bytes travel on the
+// stage stream of each spawn-tree link (PROTOCOL.md, "Staging"), in the
+// order of JobSpec.Stage, each followed by its SHA-256.
+type StagedFile struct {
+	Source string // its path on the launch node, for messages
+	Name   string // its path under the node's stage directory
+	Arg    string // the program (Argv[0] as written) it is; "" for a library
+	Size   int64
+	Mode   uint32 // permission bits, kept on the copy
 }
 
 // launchesAfterSpawn says whether mpirun holds the Launch until the

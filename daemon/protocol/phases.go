@@ -180,6 +180,9 @@ func (m *Machine) childConnected(c *child, l LinkID) {
 	m.links[c.id], m.linkPeer[l] = l, c.id
 	m.emit(ForwardInput{Child: c.id, Link: l})
 	m.do(acts) // the Welcome goes first on the link
+	if len(m.job.Stage) > 0 {
+		m.emit(StageTo{Child: c.id, Link: l})
+	}
 	// A launch held for this child goes now, not once its whole subtree
 	// has reported its addresses.
 	m.deliver(m.router.Learned(c.id))
@@ -388,20 +391,48 @@ func (m *Machine) reachable(id int) bool {
 }
 
 // receiveLaunch is phase 3: pass the launch on along the routing
-// topology, then start the local ranks.
+// topology, then start the local ranks once this node's staged files
+// are in.
 func (m *Machine) receiveLaunch(app Launch) {
-	if m.launched {
+	if m.gotLaunch {
 		return
 	}
 	if m.isRoot() {
 		app.RanksByNode = slices.IsSorted(app.RankNode)
 	}
-	m.launched, m.app = true, app
+	m.gotLaunch, m.app = true, app
 	for _, c := range m.routing.Fanout(m.self) {
 		m.deliver(m.router.Neighbour(c, app))
 	}
+	m.maybeStartRanks()
+}
+
+// maybeStartRanks starts the local ranks once both the Launch and the
+// staged files are here. Until then the daemon counts as not launched,
+// so that the children's collectives wait as they do for the Launch.
+func (m *Machine) maybeStartRanks() {
+	if m.launched || !m.gotLaunch || !m.staged {
+		return
+	}
+	m.launched = true
 	m.startRanks()
 	m.replayEarly()
+}
+
+// stagedHere: this node's copy of the staged files is complete, or
+// could not be made, which ends the job.
+func (m *Machine) stagedHere(err string) {
+	if err != "" { // at mpirun: an original it could not read
+		m.fail(m.failure(errmgr.StatusFailed, "%s", err))
+		return
+	}
+	if m.staged {
+		return
+	}
+	m.staged = true
+	if !m.ending { // a job that ends starts nothing more
+		m.maybeStartRanks()
+	}
 }
 
 // launchSurvivors starts the application on the nodes that came up, once
