@@ -155,17 +155,23 @@ func TestOpenMPICollectives(t *testing.T) {
 // naming the rank; a rank that leaves without MPI_Finalize ends it with
 // one line too; a rank killed, or leaving, while the others wait in a
 // PMIx fence ends the job and the fence never completes without it.
-// Nothing hangs, nothing is left running.
+// Nothing hangs, nothing is left running, and the shared-memory segments
+// that Open MPI asked the PMIx server to remove at the end (4 MB a rank,
+// in /dev/shm by default; here in a directory of the test's) are gone.
 func TestOpenMPIFailures(t *testing.T) {
 	abort, nofinalize, fence := openMPI(t, "abort"), openMPI(t, "nofinalize"), openMPI(t, "fence")
 	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2, UTS: true})
-	res := mpirun(t, c, "--map-by", "node", abort)
+	shm := t.TempDir()
+	run := func(args ...string) result {
+		return mpirun(t, c, append([]string{"-x", "OMPI_MCA_btl_vader_backing_directory=" + shm}, args...)...)
+	}
+	res := run("--map-by", "node", abort)
 	if res.status != 7 {
 		t.Errorf("MPI_Abort(7): exit %d, want 7; stderr:\n%s", res.status, res.stderr)
 	}
 	checkMpirunLine(t, res.stderr, `^mpirun: node003: rank 2 called MPI_Abort with status 7$`)
 
-	res = mpirun(t, c, "--map-by", "node", nofinalize)
+	res = run("--map-by", "node", nofinalize)
 	if res.status != 255 {
 		t.Errorf("exit without finalize: exit %d, want 255; stderr:\n%s", res.status, res.stderr)
 	}
@@ -175,11 +181,14 @@ func TestOpenMPIFailures(t *testing.T) {
 		{"kill", `^mpirun: node001: rank 1 was killed by signal 9 \(SIGKILL\)$`},
 		{"exit", `^mpirun: node001: rank 1 exited with status 0 without finalizing MPI \(PMI\)$`},
 	} {
-		res = mpirun(t, c, "-np", "8", fence, tc.how)
+		res = run("-np", "8", fence, tc.how)
 		if res.status == 0 || strings.Contains(res.stdout, "left the fence") {
 			t.Errorf("rank 1 %s in a fence: exit %d, stdout:\n%s", tc.how, res.status, res.stdout)
 		}
 		checkMpirunLine(t, res.stderr, tc.line)
+	}
+	if left, _ := os.ReadDir(shm); len(left) > 0 {
+		t.Errorf("shared-memory segments left after the failed jobs: %v", left)
 	}
 }
 

@@ -85,12 +85,23 @@ static pmix_status_t direct_modex(const pmix_proc_t *proc, const pmix_info_t inf
     return PMIX_SUCCESS;
 }
 
+// The library keeps a client's requests to remove files at the end (Open
+// MPI's shared-memory segments, left in /dev/shm by a killed rank) itself,
+// but only if the host offers job control; the rest of job control is
+// not offered.
+static pmix_status_t job_control(const pmix_proc_t *requestor, const pmix_proc_t targets[],
+                                 size_t ntargets, const pmix_info_t directives[], size_t ndirs,
+                                 pmix_info_cbfunc_t cb, void *cbdata) {
+    return PMIX_ERR_NOT_SUPPORTED;
+}
+
 static pmix_server_module_t module = {
     .client_connected = connected,
     .client_finalized = finalized,
     .abort = aborted,
     .fence_nb = fence,
     .direct_modex = direct_modex,
+    .job_control = job_control,
 };
 
 static void release(void *data) { free(data); }
