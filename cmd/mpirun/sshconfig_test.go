@@ -101,15 +101,37 @@ func TestProxyCommand(t *testing.T) {
 // its file and line before anything starts.
 func TestSystemSSHConfig(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3})
-	user := clusterConfig(t, c, "", "IdentityFile")
+	userConfig := clusterConfig(t, c, "", "IdentityFile")
 	dir := t.TempDir()
 	system := filepath.Join(dir, "ssh_config")
 	os.WriteFile(system, []byte("Host node*\n    IdentityFile "+c.IdentityPath()+"\n"), 0o644)
-	res := mpirun(t, c, "--ssh-config", user, "--ssh-system-config", system, "--spawn-degree", "1",
+	res := mpirun(t, c, "--ssh-config", userConfig, "--ssh-system-config", system, "--spawn-degree", "1",
 		"sh", "-c", `echo $PRSH_RANK $PRSH_NODE`)
 	checkRanOn(t, res, "0 node001", "1 node002", "2 node003")
 
-	res = mpirun(t, c, "--ssh-config", user, "/bin/true")
+	// The same key in a Match block: read where its criteria hold (exec
+	// runs for each node, by mpirun and by the orteds), not where they do
+	// not.
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	execs := filepath.Join(dir, "execs")
+	t.Setenv("SHELL", "/bin/sh") // exec runs in the user's shell, as in OpenSSH: here not bash, which reads ~/.bashrc under ssh
+	os.WriteFile(system, []byte("Match originalhost node* exec \"echo %n >> "+execs+"\"\n    IdentityFile "+c.IdentityPath()+"\n"), 0o644)
+	res = mpirun(t, c, "--ssh-config", userConfig, "--ssh-system-config", system, "--spawn-degree", "1",
+		"sh", "-c", `echo $PRSH_RANK $PRSH_NODE`)
+	checkRanOn(t, res, "0 node001", "1 node002", "2 node003")
+	if ran, _ := os.ReadFile(execs); !strings.Contains(string(ran), "node003") {
+		t.Errorf("Match exec ran for %q, want node003 among them", ran)
+	}
+	os.WriteFile(system, []byte("Match originalhost node* !localuser "+me.Username+"\n    IdentityFile "+c.IdentityPath()+"\n"), 0o644)
+	res = mpirun(t, c, "--ssh-config", userConfig, "--ssh-system-config", system, "/bin/true")
+	if res.status != 255 {
+		t.Errorf("a Match that does not hold: exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+
+	res = mpirun(t, c, "--ssh-config", userConfig, "/bin/true")
 	if res.status != 255 {
 		t.Errorf("without the system file: exit %d, want 255; stderr:\n%s", res.status, res.stderr)
 	}
@@ -117,7 +139,7 @@ func TestSystemSSHConfig(t *testing.T) {
 
 	for _, tc := range []struct{ text, line string }{
 		{"Host node002\n    ForwardX11 yes\n", ":2: ForwardX11 yes for node002: mpirun's own ssh client cannot do this"},
-		{"\nMatch user root\n    Port 1\n", ":2: Match user root: mpirun's own ssh client cannot evaluate this"},
+		{"\nMatch canonical all\n    Port 1\n", ":2: Match canonical all: mpirun's own ssh client cannot evaluate canonical"},
 	} {
 		os.WriteFile(system, []byte(tc.text), 0o644)
 		sessions := c.Sessions()

@@ -41,9 +41,9 @@ var algorithmLists = []struct {
 func (s *SSH) resolveAlgorithms(t *target) error {
 	supported, insecure := ssh.SupportedAlgorithms(), ssh.InsecureAlgorithms()
 	for _, l := range algorithmLists {
-		set, ok := s.cfg.first(t.alias, l.key)
+		set, ok := s.cfg.first(t.asked, l.key)
 		if !ok && l.key == "PubkeyAcceptedAlgorithms" {
-			set, ok = s.cfg.first(t.alias, "PubkeyAcceptedKeyTypes") // its old name
+			set, ok = s.cfg.first(t.asked, "PubkeyAcceptedKeyTypes") // its old name
 		}
 		if !ok {
 			continue
@@ -55,7 +55,7 @@ func (s *SSH) resolveAlgorithms(t *target) error {
 		}
 		*l.dst(&t.algos) = names
 	}
-	if set, ok := s.cfg.first(t.alias, "RequiredRSASize"); ok {
+	if set, ok := s.cfg.first(t.asked, "RequiredRSASize"); ok {
 		n, err := strconv.Atoi(set.value)
 		if err != nil || n < 1024 {
 			return fmt.Errorf("ssh config %s: bad RequiredRSASize %q: want a number of bits of at least 1024", set.where(), set.value)

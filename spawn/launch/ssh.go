@@ -204,7 +204,7 @@ func (s *SSH) handshake(conn net.Conn, t *target) (*ssh.Client, error) {
 	t.algos.apply(cfg, hk.algorithms())
 	c, chans, reqs, err := ssh.NewClientConn(conn, t.addr(), cfg)
 	if err != nil {
-		return nil, handshakeError(err, t, len(keys.signers), s.authNotTried(t.alias))
+		return nil, handshakeError(err, t, len(keys.signers), s.authNotTried(t.asked))
 	}
 	return ssh.NewClient(c, chans, reqs), nil
 }

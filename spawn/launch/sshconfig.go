@@ -28,6 +28,7 @@ func (m strictMode) String() string {
 // host argument, the ssh config and the options.
 type target struct {
 	alias          string // host as given, without user@: the config's Host
+	asked          query  // alias and user as given, for the config's lookups
 	user           string
 	hostname       string
 	port           string
@@ -115,19 +116,20 @@ func (s *SSH) resolve(host string) (*target, error) {
 	if t.alias == "" {
 		return nil, fmt.Errorf("ssh: empty host name in %q", host)
 	}
-	if err := s.checkSupported(t.alias); err != nil {
+	t.asked = query{alias: t.alias, user: t.user}
+	if err := s.checkSupported(t.asked); err != nil {
 		return nil, err
 	}
-	get := func(key string) string { return s.cfg.get(t.alias, key) }
+	get := func(key string) string { return s.cfg.get(t.asked, key) }
 	err := t.resolveAddr(get)
 	if err == nil {
 		err = t.resolveDefaults(get, s.opts)
 	}
 	if err == nil {
-		err = t.resolveFiles(get, s.cfg.getAll(t.alias, "IdentityFile"))
+		err = t.resolveFiles(get, s.cfg.getAll(t.asked, "IdentityFile"))
 	}
 	if err == nil {
-		err = t.resolveSession(get, s.cfg.getAll(t.alias, "SendEnv"), s.cfg.getAll(t.alias, "SetEnv"))
+		err = t.resolveSession(get, s.cfg.getAll(t.asked, "SendEnv"), s.cfg.getAll(t.asked, "SetEnv"))
 	}
 	if err == nil {
 		err = s.resolveProxy(t)
@@ -256,7 +258,7 @@ func (t *target) resolveSession(get func(string) string, sendEnv, setEnv []strin
 // resolveProxy sets ProxyCommand or ProxyJump: whichever the config gives
 // first, as in OpenSSH; "none" is neither.
 func (s *SSH) resolveProxy(t *target) error {
-	sets := s.cfg.lookup(t.alias, "ProxyJump", "ProxyCommand")
+	sets := s.cfg.lookup(t.asked, "ProxyJump", "ProxyCommand")
 	if len(sets) == 0 || strings.EqualFold(sets[0].value, "none") {
 		return nil
 	}

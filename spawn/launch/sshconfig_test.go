@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -48,7 +49,7 @@ Host *
 		t.Fatal(err)
 	}
 	want := &target{
-		alias: "node5", user: "root", hostname: "node5.cluster", port: "2222",
+		alias: "node5", asked: query{"node5", "root"}, user: "root", hostname: "node5.cluster", port: "2222",
 		identityFiles: []string{
 			filepath.Join(home, ".ssh/id_root_node5.cluster"),
 			filepath.Join(home, "keys/node5-2222"),
@@ -68,7 +69,7 @@ Host *
 		t.Fatal(err)
 	}
 	want = &target{
-		alias: "other", user: "eve", hostname: "other", port: "22",
+		alias: "other", asked: query{alias: "other"}, user: "eve", hostname: "other", port: "22",
 		knownHosts: []string{filepath.Join(home, ".ssh/known_hosts")},
 		strict:     strictYes, timeout: time.Minute, network: "tcp",
 	}
@@ -220,17 +221,77 @@ func TestUnsupportedSettings(t *testing.T) {
 func TestMatchRefused(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("HOME", dir)
-	user := writeFile(t, dir, "user", "Host a\n  User b\n\nMatch user bob host x\n  Port 1\n")
+	user := writeFile(t, dir, "user", "Host a\n  User b\n\nMatch user bob canonical\n  Port 1\n")
 	_, err := NewSSH(SSHOptions{ConfigFile: user, SystemConfigFile: "none"})
-	want := "ssh config " + user + ":4: Match user bob host x: mpirun's own ssh client cannot evaluate this; use the system ssh: --launch-agent 'ssh %h'"
+	want := "ssh config " + user + ":4: Match user bob canonical: mpirun's own ssh client cannot evaluate canonical; use the system ssh: --launch-agent 'ssh %h'"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
-	inc := writeFile(t, dir, "inc", "# match\nMatch exec true\n")
-	system := writeFile(t, dir, "system", "Include "+inc+"\n")
-	_, err = NewSSH(SSHOptions{SystemConfigFile: system})
-	if err == nil || !strings.HasPrefix(err.Error(), "ssh config "+inc+":2: Match exec true: ") {
-		t.Errorf("included: %v", err)
+	for _, line := range []string{"Match tagged x", "Match exec", "Match host a all", "Match", `Match exec "true`, "Match exec %X"} {
+		inc := writeFile(t, dir, "inc", "# match\n"+line+"\n")
+		system := writeFile(t, dir, "system", "Include "+inc+"\n")
+		_, err = NewSSH(SSHOptions{SystemConfigFile: system})
+		if err == nil || !strings.HasPrefix(err.Error(), "ssh config "+inc+":2: "+line+": mpirun's own ssh client ") {
+			t.Errorf("%s, included: %v", line, err)
+		}
+	}
+}
+
+// TestMatchEvaluated: Match blocks apply as OpenSSH's first pass applies
+// them: host sees the HostName set before the block, user the user@ of
+// the command line first, exec runs with the tokens expanded, '!' negates.
+func TestMatchEvaluated(t *testing.T) {
+	a, _ := agentWithConfig(t, `Host a
+    User b
+Match originalhost a user b
+    Port 1001
+Match host real-c
+    Port 1002
+Host c
+    HostName real-c
+Match host REAL-C
+    Port 1003
+Match !localuser nobody-here exec "test %n = d -a %p = 22"
+    Port 1004
+Match user zed originalhost e,f
+    Port 1005
+Match originalhost f,!g*
+    Port 1006
+Host *
+    Port 22
+`, SSHOptions{})
+	for _, tc := range []struct{ host, port string }{
+		{"a", "1001"}, {"c", "1003"}, {"d", "1004"}, {"zed@e", "1005"}, {"e", "22"}, {"f", "1006"}, {"g1", "22"},
+	} {
+		addr, err := a.Address(tc.host)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.host, err)
+		}
+		if _, port, _ := net.SplitHostPort(addr); port != tc.port {
+			t.Errorf("%s: port %s, want %s", tc.host, port, tc.port)
+		}
+	}
+}
+
+func TestPatternList(t *testing.T) {
+	for _, tc := range []struct {
+		list, s string
+		fold    bool
+		want    bool
+	}{
+		{"node*", "node12", false, true},
+		{"node*,!node3", "node3", false, false},
+		{"!node3", "node4", false, false}, // a negation alone matches nothing
+		{"n?de", "node", false, true},
+		{"n?de", "nde", false, false},
+		{"*.example.com", "a.b.example.com", false, true},
+		{"NODE*", "node1", true, true},
+		{"Bob", "bob", false, false},
+		{"a,b , c", "c", false, true},
+	} {
+		if got := matchList(tc.list, tc.s, tc.fold); got != tc.want {
+			t.Errorf("matchList(%q, %q) = %v, want %v", tc.list, tc.s, got, tc.want)
+		}
 	}
 }
 

@@ -25,6 +25,8 @@ type configFile struct {
 	path     string
 	cfg      *ssh_config.Config
 	includes map[*ssh_config.Include][]*configFile
+	matches  map[string]matchRule // by the tag its block's Host line has
+	execs    execResults
 }
 
 // sshConfig is the files ssh reads, in order: the user's, then the
@@ -77,9 +79,9 @@ func loadConfigs(user, system string) (sshConfig, error) {
 	return append(cfg, f), nil
 }
 
-// parseConfigFile reads one file and those it includes. Match lines other
-// than "Match all" are refused here: the parser mistakes some of them for
-// Host lines, and the native client cannot evaluate the others.
+// parseConfigFile reads one file and those it includes. The parser knows
+// no Match lines: each becomes a Host line with a tag of its own (see
+// sshmatch.go), and lookup evaluates its rule.
 func parseConfigFile(path string, system bool, depth int) (*configFile, error) {
 	if depth > maxIncludeDepth {
 		return nil, fmt.Errorf("ssh config %s: Include nested deeper than %d files", path, maxIncludeDepth)
@@ -88,10 +90,11 @@ func parseConfigFile(path string, system bool, depth int) (*configFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ssh config: %w", err)
 	}
-	if err := checkMatchLines(path, text); err != nil {
+	text, matches, err := tagMatchLines(path, text)
+	if err != nil {
 		return nil, err
 	}
-	cfg, err := ssh_config.DecodeBytes(finalAsAll(text))
+	cfg, err := ssh_config.DecodeBytes(text)
 	if err != nil {
 		// The parser reads included files too, and its errors do not say
 		// which file: an included file's own check names it.
@@ -100,7 +103,7 @@ func parseConfigFile(path string, system bool, depth int) (*configFile, error) {
 		}
 		return nil, fmt.Errorf("ssh config %s: %w", path, err)
 	}
-	f := &configFile{path: path, cfg: cfg, includes: map[*ssh_config.Include][]*configFile{}}
+	f := &configFile{path: path, cfg: cfg, includes: map[*ssh_config.Include][]*configFile{}, matches: matches}
 	for _, inc := range includeNodes(cfg) {
 		_, args := splitConfigLine(inc.String())
 		for _, name := range includedFiles(args, system) {
@@ -114,18 +117,26 @@ func parseConfigFile(path string, system bool, depth int) (*configFile, error) {
 	return f, nil
 }
 
-// checkMatchLines refuses a Match line the native client cannot evaluate:
-// any but "Match all" and "Match final all".
-func checkMatchLines(path string, text []byte) error {
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	for n := 1; sc.Scan(); n++ {
-		key, value := splitConfigLine(sc.Text())
-		if strings.EqualFold(key, "Match") && !matchesAll(value) {
-			return unsupportedError(setting{key: key, value: value, file: path, line: n}, "",
-				"cannot evaluate this")
+// tagMatchLines reads each Match line's rule and puts a Host line with
+// its tag in its place; lines keep their numbers. A rule the native client
+// cannot evaluate is refused with its file and line.
+func tagMatchLines(path string, text []byte) ([]byte, map[string]matchRule, error) {
+	lines := bytes.SplitAfter(text, []byte("\n"))
+	matches := map[string]matchRule{}
+	for i, line := range lines {
+		key, value := splitConfigLine(string(line))
+		if !strings.EqualFold(key, "Match") {
+			continue
 		}
+		rule, err := parseMatch(value)
+		if err != nil {
+			return nil, nil, unsupportedError(setting{key: key, value: value, file: path, line: i + 1}, "", err.Error())
+		}
+		tag := fmt.Sprintf("%s%d", matchTag, i+1)
+		matches[tag] = rule
+		lines[i] = []byte("Host " + tag + "\n")
 	}
-	return nil
+	return bytes.Join(lines, nil), matches, nil
 }
 
 // matchesAll: "all", or "final all", which OpenSSH applies in a last
@@ -135,19 +146,6 @@ func checkMatchLines(path string, text []byte) error {
 func matchesAll(criteria string) bool {
 	f := strings.Fields(strings.ToLower(criteria))
 	return slices.Equal(f, []string{"all"}) || slices.Equal(f, []string{"final", "all"})
-}
-
-// finalAsAll rewrites "Match final all" as "Match all" for the parser,
-// which knows only the latter; lines keep their numbers.
-func finalAsAll(text []byte) []byte {
-	lines := bytes.SplitAfter(text, []byte("\n"))
-	for i, line := range lines {
-		key, value := splitConfigLine(string(line))
-		if strings.EqualFold(key, "Match") && matchesAll(value) {
-			lines[i] = []byte("Match all\n")
-		}
-	}
-	return bytes.Join(lines, nil)
 }
 
 // splitConfigLine returns a line's keyword and the rest, as OpenSSH
@@ -218,35 +216,53 @@ func includedFiles(args string, system bool) []string {
 	return files
 }
 
-// lookup returns every line that gives alias one of keys, in the order
-// ssh reads them: the first one is the value in force.
-func (c sshConfig) lookup(alias string, keys ...string) []setting {
+// lookup returns every line that gives q one of keys, in the order ssh
+// reads them: the first one is the value in force.
+func (c sshConfig) lookup(q query, keys ...string) []setting {
 	var out []setting
+	var st matchState
 	for _, f := range c {
-		out = f.lookup(alias, keys, out)
+		f.walk(q, &st, func(s setting) {
+			if containsFold(keys, s.key) {
+				out = append(out, s)
+			}
+		})
 	}
 	return out
 }
 
-func (f *configFile) lookup(alias string, keys []string, out []setting) []setting {
+// walk visits the lines that apply to q in order: those of the Host
+// blocks that match its alias and of the Match blocks whose rule holds
+// after the lines before them.
+func (f *configFile) walk(q query, st *matchState, visit func(setting)) {
 	for _, h := range f.cfg.Hosts {
-		if !h.Matches(alias) {
+		if !f.applies(h, q, *st) {
 			continue
 		}
 		for _, n := range h.Nodes {
 			switch n := n.(type) {
 			case *ssh_config.KV:
-				if containsFold(keys, n.Key) {
-					out = append(out, setting{key: n.Key, value: n.Value, file: f.path, line: n.Pos().Line})
-				}
+				s := setting{key: n.Key, value: n.Value, file: f.path, line: n.Pos().Line}
+				st.saw(s)
+				visit(s)
 			case *ssh_config.Include:
 				for _, sub := range f.includes[n] {
-					out = sub.lookup(alias, keys, out)
+					sub.walk(q, st, visit)
 				}
 			}
 		}
 	}
-	return out
+}
+
+// applies says whether a block is read for q: a Match block by its rule,
+// a Host block by its patterns.
+func (f *configFile) applies(h *ssh_config.Host, q query, st matchState) bool {
+	if len(h.Patterns) == 1 {
+		if rule, ok := f.matches[h.Patterns[0].String()]; ok {
+			return rule.holds(q, st, &f.execs)
+		}
+	}
+	return h.Matches(q.alias)
 }
 
 func containsFold(list []string, s string) bool {
@@ -259,8 +275,8 @@ func containsFold(list []string, s string) bool {
 }
 
 // first is the setting in force for key, if any.
-func (c sshConfig) first(alias, key string) (setting, bool) {
-	all := c.lookup(alias, key)
+func (c sshConfig) first(q query, key string) (setting, bool) {
+	all := c.lookup(q, key)
 	if len(all) == 0 {
 		return setting{}, false
 	}
@@ -268,15 +284,15 @@ func (c sshConfig) first(alias, key string) (setting, bool) {
 }
 
 // get is the value in force for key, "" if none.
-func (c sshConfig) get(alias, key string) string {
-	s, _ := c.first(alias, key)
+func (c sshConfig) get(q query, key string) string {
+	s, _ := c.first(q, key)
 	return s.value
 }
 
 // getAll is every value given for key: IdentityFile and SendEnv add up.
-func (c sshConfig) getAll(alias, key string) []string {
+func (c sshConfig) getAll(q query, key string) []string {
 	var vs []string
-	for _, s := range c.lookup(alias, key) {
+	for _, s := range c.lookup(q, key) {
 		vs = append(vs, s.value)
 	}
 	return vs
@@ -289,6 +305,7 @@ func unsupportedError(s setting, host, why string) error {
 	if host != "" {
 		forHost = " for " + host
 	}
-	return fmt.Errorf("ssh config %s: %s %s%s: mpirun's own ssh client %s; use the system ssh: --launch-agent 'ssh %%h'",
-		s.where(), s.key, s.value, forHost, why)
+	line := strings.TrimSpace(s.key + " " + s.value)
+	return fmt.Errorf("ssh config %s: %s%s: mpirun's own ssh client %s; use the system ssh: --launch-agent 'ssh %%h'",
+		s.where(), line, forHost, why)
 }

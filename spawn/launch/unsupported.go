@@ -51,17 +51,17 @@ var unsupportedSettings = []struct {
 
 // checkSupported refuses a host whose config uses a setting the native
 // client cannot honour, naming the file and line.
-func (s *SSH) checkSupported(alias string) error {
+func (s *SSH) checkSupported(q query) error {
 	for _, u := range unsupportedSettings {
-		set, ok := s.cfg.first(alias, u.key)
+		set, ok := s.cfg.first(q, u.key)
 		if !ok || (u.harmless != nil && slices.Contains(u.harmless, strings.ToLower(set.value))) {
 			continue
 		}
-		return unsupportedError(set, alias, "cannot do this")
+		return unsupportedError(set, q.alias, "cannot do this")
 	}
-	if set, ok := s.cfg.first(alias, "PreferredAuthentications"); ok &&
+	if set, ok := s.cfg.first(q, "PreferredAuthentications"); ok &&
 		!slices.Contains(strings.Split(strings.ToLower(set.value), ","), "publickey") {
-		return unsupportedError(set, alias, "authenticates by public key only")
+		return unsupportedError(set, q.alias, "authenticates by public key only")
 	}
 	return nil
 }
@@ -69,10 +69,10 @@ func (s *SSH) checkSupported(alias string) error {
 // authNotTried names the authentication methods the config enables and
 // the native client does not try, for the message when authentication
 // fails: "; not tried: GSSAPIAuthentication yes (FILE:LINE)…".
-func (s *SSH) authNotTried(alias string) string {
+func (s *SSH) authNotTried(q query) string {
 	var named []string
 	for _, key := range []string{"GSSAPIAuthentication", "HostbasedAuthentication"} {
-		if set, ok := s.cfg.first(alias, key); ok && strings.EqualFold(set.value, "yes") {
+		if set, ok := s.cfg.first(q, key); ok && strings.EqualFold(set.value, "yes") {
 			named = append(named, fmt.Sprintf("%s yes (%s)", set.key, set.where()))
 		}
 	}
