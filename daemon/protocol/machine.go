@@ -104,11 +104,10 @@ type Machine struct {
 	carrying   []int      // children whose subtree holds ranks
 	view       modex.View // what the fences committed so far
 
-	// Launch progress (progress.go): the last Pending this orted sent;
-	// mpirun shows its line; the subtree is up and reports ended.
-	lastPending  *Pending
-	waitShown    bool
-	progressOver bool
+	// Launch progress (progress.go).
+	lastPending  *Pending // the last Pending this orted sent up
+	waitShown    bool     // mpirun: its Waiting line is shown
+	progressOver bool     // the subtree is up: no more reports
 
 	ending   bool
 	finished bool

@@ -34,10 +34,14 @@ func (m *Machine) startProgress() {
 	switch {
 	case m.isRoot():
 		m.emit(SetTimer{Timer{Kind: ProgressTimer}, WaitingShowMS})
-	case len(m.cfg.Nodes) > 0:
+	case m.waitsForSubtree():
 		m.emit(SetTimer{Timer{Kind: ProgressTimer}, PendingReportMS})
 	}
 }
+
+// waitsForSubtree says this daemon has daemons below it to wait for (a
+// leaf has none, and sets no progress timer).
+func (m *Machine) waitsForSubtree() bool { return m.isRoot() || len(m.cfg.Nodes) > 0 }
 
 // subtreeUp says every daemon below this one called back (or was
 // skipped): phase 2 reported it up, or, at mpirun, is complete.
@@ -75,7 +79,9 @@ func (m *Machine) checkSubtreeUp() {
 		return
 	}
 	m.progressOver = true
-	m.emit(CancelTimer{Timer{Kind: ProgressTimer}})
+	if m.waitsForSubtree() {
+		m.emit(CancelTimer{Timer{Kind: ProgressTimer}})
+	}
 	m.endWaiting()
 }
 
