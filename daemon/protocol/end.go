@@ -156,6 +156,9 @@ func (m *Machine) checkMilestone(kind int) {
 		return
 	}
 	m.emit(Reached{kind})
+	if kind == Spawned {
+		m.checkSubtreeUp()
+	}
 	switch {
 	case kind == Spawned && m.job.launchesAfterSpawn() && !m.ending:
 		m.launchSurvivors()

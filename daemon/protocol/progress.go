@@ -44,10 +44,11 @@ func (m *Machine) startProgress() {
 func (m *Machine) waitsForSubtree() bool { return m.isRoot() || len(m.cfg.Nodes) > 0 }
 
 // subtreeUp says every daemon below this one called back (or was
-// skipped): phase 2 reported it up, or, at mpirun, is complete.
+// skipped): phase 2 reported it up; at mpirun, phase 2 is complete here
+// or phase 1 everywhere, whichever it learns first.
 func (m *Machine) subtreeUp() bool {
 	if m.isRoot() {
-		return m.gather.Complete()
+		return m.gather.Complete() || m.milestones[Spawned].done
 	}
 	return m.gather.ReportedUp()
 }
