@@ -43,12 +43,16 @@ type Config struct {
 	WelcomeTimeout time.Duration
 
 	// mpirun only.
-	Job         protocol.JobSpec
-	Nodes       []spawn.Node
-	App         protocol.Launch
-	Agent       launch.Agent
-	Stdout      io.Writer
-	Stderr      io.Writer
+	Job    protocol.JobSpec
+	Nodes  []spawn.Node
+	App    protocol.Launch
+	Agent  launch.Agent
+	Stdout io.Writer
+	Stderr io.Writer
+	// Status shows the launch's progress (who has not called back) on
+	// stderr; it should be Stderr itself, so that the line never mixes
+	// with other output. nil shows none.
+	Status      *iof.Status
 	Signals     <-chan os.Signal
 	ReportTimes bool
 	Start       time.Time // when mpirun started, for --report-launch-times

@@ -192,6 +192,8 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			fmt.Fprintln(d.cfg.Stderr, a.Line)
 		case protocol.Warn:
 			d.log.Warn(a.Line)
+		case protocol.Waiting:
+			d.showWaiting(a.Line)
 		case protocol.Reached:
 			d.reached[a.Kind], d.reachedAt[a.Kind] = true, time.Since(d.cfg.Start)
 		case protocol.ForwardStdin:
@@ -214,6 +216,17 @@ func (d *Daemon) carry(acts []protocol.Action) {
 		default:
 			d.log.Error("unknown action", "type", fmt.Sprintf("%T", a))
 		}
+	}
+}
+
+// showWaiting shows mpirun's launch progress, or takes it away ("").
+func (d *Daemon) showWaiting(line string) {
+	switch {
+	case d.cfg.Status == nil:
+	case line == "":
+		d.cfg.Status.Clear()
+	default:
+		d.cfg.Status.Show(line)
 	}
 }
 

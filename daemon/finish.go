@@ -25,6 +25,7 @@ func (d *Daemon) finish(e protocol.Exit) {
 		t.Stop()
 	}
 	if d.isRoot() {
+		d.showWaiting("") // the machine took it away; a last guard all the same
 		if e.Late != nil {
 			d.gaveUp(e.Late)
 		}

@@ -45,6 +45,9 @@ type Terminal struct {
 	writing atomic.Bool
 	lastAt  atomic.Int64 // when the last chunk went through, in ns since started
 	started time.Time
+	// status is mpirun's stderr when it carries a status line: stdout's
+	// lines go out with that line taken away too.
+	status *Status
 }
 
 type key struct {
@@ -54,7 +57,9 @@ type key struct {
 
 // NewTerminal writes to stdout and stderr.
 func NewTerminal(stdout, stderr io.Writer, opt Options) *Terminal {
+	status, _ := stderr.(*Status)
 	return &Terminal{
+		status:  status,
 		opt:     opt,
 		out:     map[Stream]io.Writer{Stdout: stdout, Stderr: stderr},
 		pending: map[key][]byte{},
@@ -158,7 +163,11 @@ func (t *Terminal) write(k key, head, tail []byte) {
 	w, err := t.writer(k)
 	if err == nil {
 		t.writing.Store(true)
-		_, err = w.Write(text)
+		if t.status != nil && t.opt.FileDir == "" && k.stream == Stdout {
+			_, err = t.status.WriteTo(w, text)
+		} else {
+			_, err = w.Write(text)
+		}
 		t.writing.Store(false)
 	}
 	t.err = err

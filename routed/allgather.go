@@ -180,3 +180,11 @@ func (a *Allgather) Complete() bool { return a.known.Len() == a.book.Size() }
 
 // Known is the number of addresses known here.
 func (a *Allgather) Known() int { return a.known.Len() }
+
+// Reported says child sent its subtree's addresses: every daemon below it
+// called back (or was skipped).
+func (a *Allgather) Reported(child int) bool { return a.reporter[child] }
+
+// ReportedUp says this daemon sent its subtree's addresses to its parent:
+// its whole subtree is up.
+func (a *Allgather) ReportedUp() bool { return a.sentUp }

@@ -86,11 +86,12 @@ func (s *session) start(req *ssh.Request, argv []string) {
 	go s.run(argv)
 }
 
-// run waits for SSHLatency, runs the command, and reports how it ended.
+// run waits for SSHLatency (and a Hold), runs the command, and reports
+// how it ended.
 func (s *session) run(argv []string) {
 	defer s.c.wg.Done()
 	defer s.ch.Close()
-	if !s.sleep(s.c.cfg.SSHLatency) {
+	if !s.sleep(s.c.cfg.SSHLatency) || !s.held() {
 		return
 	}
 	if s.n.dead.Load() {
@@ -128,6 +129,21 @@ func (s *session) sleep(d time.Duration) bool {
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// held waits for the node's Hold fault to be released, unless the
+// channel goes away first; it reports whether the session should go on.
+func (s *session) held() bool {
+	if s.n.fault.Hold == nil {
+		return true
+	}
+	s.c.logf("testbed: %s: session held", s.n.Name)
+	select {
+	case <-s.n.fault.Hold:
 		return true
 	case <-s.ctx.Done():
 		return false

@@ -61,6 +61,10 @@ type Fault struct {
 	// remote host"). A connection that never speaks holds its startup for
 	// the login grace time (2 minutes) or until it closes.
 	MaxStartups int
+	// Hold, if not nil: each session of the node waits until it is closed
+	// before running its command, like a node whose ssh login or remote
+	// start-up is slow, for as long as the test that made it chooses.
+	Hold <-chan struct{}
 }
 
 // Config describes the cluster to emulate.

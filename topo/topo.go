@@ -132,3 +132,29 @@ func reverse(ids []int) []int {
 	}
 	return out
 }
+
+// SubtreeSize is the number of vertices in id's subtree, id included. A
+// radix tree counts it level by level, in O(depth); others walk it.
+func SubtreeSize(t Tree, id int) int {
+	if r, ok := t.(radix); ok {
+		return r.subtreeSize(id)
+	}
+	return 1 + len(Subtree(t, id))
+}
+
+// subtreeSize counts id's descendants a level at a time: in heap layout
+// each level below id is one contiguous run of ids.
+func (r radix) subtreeSize(id int) int {
+	if id < 0 || id >= r.size {
+		return 0
+	}
+	n := 0
+	for first, last := id, id; first < r.size; {
+		n += min(last, r.size-1) - first + 1
+		if first > (r.size-1)/r.degree { // the next level is past the end (and guards overflow)
+			break
+		}
+		first, last = first*r.degree+1, min(last, r.size-1)*r.degree+r.degree
+	}
+	return n
+}

@@ -35,7 +35,9 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	if err != nil {
 		return daemon.Config{}, usageError{err}
 	}
-	log := logger(c)
+	status := progressLine(c)
+	stderr := stderrOf(status)
+	log := logger(c, stderr)
 	np := totalRanks(contexts)
 	placed, err := jobMap(c, np, len(contexts), log)
 	if err != nil {
@@ -81,7 +83,7 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	return daemon.Config{
 		ID: 0, Node: spec.Hosts[0], Secret: secret, Log: log,
 		Bind: bindIP(c, agent, jobMap), Job: spec, Nodes: nodes(jobMap), App: app, Agent: agent,
-		Stdout: os.Stdout, Stderr: os.Stderr, ReportTimes: c.Bool("report-launch-times"),
+		Stdout: os.Stdout, Stderr: stderr, Status: status, ReportTimes: c.Bool("report-launch-times"),
 		Output: outputOptions(c), Stdin: stdinSource(app.StdinRank), Timeout: limit,
 		Remap: remapper(c, placed, daemonIndex, np),
 	}, nil
@@ -383,12 +385,12 @@ func logLevel(c *cli.Context) string {
 // logger is mpirun's log. At the default level it shows only warnings and
 // errors, and those read as messages to the user, like mpirun's others:
 // "mpirun: warning: identity file not found: file=…".
-func logger(c *cli.Context) hclog.Logger {
+func logger(c *cli.Context, stderr io.Writer) hclog.Logger {
 	level := hclog.LevelFromString(logLevel(c))
 	if level >= hclog.Warn {
-		return hclog.New(&hclog.LoggerOptions{Name: "mpirun", Level: level, Output: userLines{os.Stderr}, DisableTime: true})
+		return hclog.New(&hclog.LoggerOptions{Name: "mpirun", Level: level, Output: userLines{stderr}, DisableTime: true})
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "mpirun", Level: level, Output: os.Stderr})
+	return hclog.New(&hclog.LoggerOptions{Name: "mpirun", Level: level, Output: stderr})
 }
 
 // userLines rewrites hclog's "[WARN]  mpirun.ssh: text" entries (one per

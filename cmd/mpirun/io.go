@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
@@ -88,4 +89,33 @@ func forwardedSignals(extra string) ([]os.Signal, error) {
 		sigs = append(sigs, s)
 	}
 	return sigs, nil
+}
+
+// progressLine is mpirun's stderr with the launch's progress line (who
+// has not called back): in place on a terminal; elsewhere a plain line
+// now and then, with -v (or --log-level info or lower) only. nil: none.
+func progressLine(c *cli.Context) *iof.Status {
+	fd := int(os.Stderr.Fd())
+	if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err == nil {
+		return iof.NewStatus(os.Stderr, true, func() int {
+			ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+			if err != nil {
+				return 0
+			}
+			return int(ws.Col)
+		})
+	}
+	if level := hclog.LevelFromString(logLevel(c)); level != hclog.NoLevel && level <= hclog.Info {
+		return iof.NewStatus(os.Stderr, false, nil)
+	}
+	return nil
+}
+
+// stderrOf is where mpirun writes its own lines: through the progress
+// line when there is one.
+func stderrOf(status *iof.Status) io.Writer {
+	if status == nil {
+		return os.Stderr
+	}
+	return status
 }

@@ -105,6 +105,7 @@ func (m *Machine) fail(f Failure) {
 	if !m.policy.Fail(f.Status) {
 		return
 	}
+	m.endWaiting()
 	m.emit(Print{"mpirun: " + f.Msg})
 	m.teardown(true)
 }
@@ -155,6 +156,9 @@ func (m *Machine) checkMilestone(kind int) {
 		return
 	}
 	m.emit(Reached{kind})
+	if kind == Spawned {
+		m.checkSubtreeUp()
+	}
 	switch {
 	case kind == Spawned && m.job.launchesAfterSpawn() && !m.ending:
 		m.launchSurvivors()
@@ -233,6 +237,7 @@ func (m *Machine) stopSelf() {
 	}
 	m.stopPending = false
 	m.emit(CancelTimer{Timer{Kind: StopTimer}})
+	m.endWaiting() // the shell's prompt follows; the timer shows it again after fg
 	m.emit(StopSelf{})
 }
 
@@ -248,6 +253,8 @@ func (m *Machine) timerFired(t Timer) {
 		m.fail(Failure{Msg: "the job ran past --timeout " + formatMS(m.cfg.TimeoutMS) + ", terminating it", Status: errmgr.StatusTimeout})
 	case StopTimer:
 		m.stopSelf()
+	case ProgressTimer:
+		m.progressDue()
 	}
 }
 
@@ -258,6 +265,7 @@ func (m *Machine) teardown(kill bool) {
 		return
 	}
 	m.ending = true
+	m.endWaiting()
 	m.passTeardown(kill)
 	if kill {
 		m.emit(SignalRanks{SIGTERM})

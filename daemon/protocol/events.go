@@ -260,6 +260,12 @@ type CancelTimer struct{ Timer Timer }
 // Print writes one line to mpirun's stderr, for the user.
 type Print struct{ Line string }
 
+// Waiting is mpirun's launch progress: Line says how many daemons called
+// back and names those still missing, to be shown in place of the last
+// one; "" says the wait is over (every daemon called back, or the job
+// ends), and the line goes away.
+type Waiting struct{ Line string }
+
 // Warn logs a line at this daemon (not for the user's terminal).
 type Warn struct{ Line string }
 
@@ -325,6 +331,7 @@ func (SetTimer) action()      {}
 func (CancelTimer) action()   {}
 func (Print) action()         {}
 func (Warn) action()          {}
+func (Waiting) action()       {}
 func (Reached) action()       {}
 func (ForwardStdin) action()  {}
 func (StopSelf) action()      {}
@@ -350,6 +357,7 @@ const (
 	DrainTimer                     // mpirun: daemons must finish before it
 	JobTimer                       // mpirun: --timeout
 	StopTimer                      // mpirun: Ctrl-Z; stop even if acks are missing
+	ProgressTimer                  // report who has not called back (Pending; mpirun: Waiting)
 )
 
 // Linux signal numbers the machine uses itself.

@@ -104,6 +104,11 @@ type Machine struct {
 	carrying   []int      // children whose subtree holds ranks
 	view       modex.View // what the fences committed so far
 
+	// Launch progress (progress.go).
+	lastPending  *Pending // the last Pending this orted sent up
+	waitShown    bool     // mpirun: its Waiting line is shown
+	progressOver bool     // the subtree is up: no more reports
+
 	ending   bool
 	finished bool
 	policy   errmgr.Policy // mpirun: how the job ends
@@ -124,8 +129,10 @@ type child struct {
 	why        string // what failed, worded for the user
 	procDone   bool
 	linkDown   bool
-	outputs    int  // output streams open
-	outputSeen bool // an output stream was opened and closed
+	outputs    int      // output streams open
+	outputSeen bool     // an output stream was opened and closed
+	pending    *Pending // what it last said of its subtree's missing daemons
+	size       int      // its spawn subtree's daemons, itself included; 0 until needed
 }
 
 // drained says the child is gone and everything it sent has been passed on.
@@ -207,6 +214,8 @@ func (m *Machine) Start() []Action {
 	}
 	m.sendAddrs(m.gather.Start())
 	m.checkAddressed()
+	m.startProgress()
+	m.checkSubtreeUp()
 	m.staged = m.isRoot() || len(m.job.Stage) == 0
 	if m.isRoot() && !m.job.launchesAfterSpawn() {
 		m.receiveLaunch(m.cfg.App)

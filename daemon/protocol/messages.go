@@ -39,6 +39,7 @@ var kinds = [...]Message{
 	16: GatherDown{},
 	17: ModexRequest{},
 	18: ModexReply{},
+	19: Pending{},
 }
 
 var kindOfType = func() map[reflect.Type]byte {
@@ -296,6 +297,16 @@ type ModexReply struct {
 	Err    string
 }
 
+// Pending says which daemons below the sender have not called back yet,
+// while its subtree is still coming up: how many, and the first few of
+// them by name (at most MaxSlow ids), so that it stays small however
+// large the subtree is. The Addrs that reports the subtree up says the
+// wait is over; no Pending follows it.
+type Pending struct {
+	Missing int
+	Slow    []int
+}
+
 func (Hello) message()        {}
 func (Welcome) message()      {}
 func (Addrs) message()        {}
@@ -314,6 +325,7 @@ func (GatherUp) message()     {}
 func (GatherDown) message()   {}
 func (ModexRequest) message() {}
 func (ModexReply) message()   {}
+func (Pending) message()      {}
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.
 const (

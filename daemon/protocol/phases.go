@@ -325,6 +325,8 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 		m.modexRequest(msg)
 	case ModexReply:
 		m.modexReply(msg)
+	case Pending:
+		m.pendingFrom(peer, msg)
 	default:
 		m.warn("unexpected message %T from daemon %d", msg, peer)
 	}
@@ -347,6 +349,7 @@ func (m *Machine) afterGather(sends []routed.Send, fresh routed.Entries) {
 		m.deliver(m.router.Learned(heldIn(m.router.Waiting(), fresh)...))
 	}
 	m.checkAddressed()
+	m.checkSubtreeUp()
 }
 
 // heldIn lists the daemons of waiting that fresh brought, in the order

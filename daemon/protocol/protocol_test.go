@@ -46,6 +46,7 @@ func TestMessageTable(t *testing.T) {
 		Launch{Argv: []string{"a"}, RankNode: []int{1, 2, 2}, More: []App{{First: 1, Argv: []string{"b"}, Env: []string{"X=1"}, Wdir: "/w", WdirSet: true}}},
 		Signal{Sig: 19, Ack: true, Seq: 7},
 		SignalAck{Seq: 7},
+		Pending{Missing: 12, Slow: []int{5, 17, 230}},
 	} {
 		kind, payload, err := Encode(msg)
 		if err != nil {

@@ -130,6 +130,7 @@ type daemonLog struct {
 	entriesIn                     int // phase-2 entries received
 	dialPeers                     int // launch peers off the spawn tree
 	milestones                    [protocol.NumMilestones]int
+	lastPending                   int64 // when it last sent a Pending; -1 = never
 	// Rounds only: when phases 1 and 2 completed here, when the launch
 	// arrived, when its routing parent learned its address; -1 = never.
 	phase1At, phase2At, launchAt, learnedAt int64
@@ -143,6 +144,7 @@ func newWatch(c launchCase) *watch {
 	for id := range w.log {
 		w.addrs = append(w.addrs, Addr(id))
 		w.log[id].phase1At, w.log[id].phase2At, w.log[id].launchAt, w.log[id].learnedAt = -1, -1, -1, -1
+		w.log[id].lastPending = -1
 	}
 	return w
 }
@@ -178,6 +180,8 @@ func (w *watch) onSend(at int64, from, to int, msg protocol.Message) {
 		w.log[to].teardowns++
 	case protocol.Launch:
 		w.launch(at, from, to)
+	case protocol.Pending:
+		w.pending(at, from, to, m)
 	default:
 		w.fail("daemon %d: unexpected %s to %d", from, Message(msg), to)
 	}
@@ -198,6 +202,22 @@ func (w *watch) clock(at int64, from int) {
 	if d.phase2At < 0 && m.Known() == w.c.n+1 {
 		d.phase2At = at
 	}
+}
+
+// pending checks a slow launch's progress report: to the spawn parent,
+// of O(1) size, counting no more than the sender's subtree, at most once
+// a PendingReportMS.
+func (w *watch) pending(at int64, from, to int, m protocol.Pending) {
+	d := &w.log[from]
+	switch {
+	case w.sp.parent[from] != to:
+		w.fail("daemon %d: Pending to %d, not its spawn parent", from, to)
+	case len(m.Slow) > protocol.MaxSlow || m.Missing < len(m.Slow) || m.Missing >= w.sp.size[from]:
+		w.fail("daemon %d: Pending %d %v, its subtree has %d", from, m.Missing, m.Slow, w.sp.size[from])
+	case d.lastPending >= 0 && at-d.lastPending < protocol.PendingReportMS:
+		w.fail("daemon %d: Pending at %d and %d ms", from, d.lastPending, at)
+	}
+	d.lastPending = at
 }
 
 func (w *watch) welcome(from, to int, m protocol.Welcome) {

@@ -38,6 +38,11 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 		return "print " + a.Line
 	case protocol.Warn:
 		return ""
+	case protocol.Waiting:
+		if a.Line == "" {
+			return "waiting over"
+		}
+		return "waiting: " + a.Line
 	case protocol.Reached:
 		return "reached " + protocol.MilestoneNames[a.Kind]
 	case protocol.ForwardStdin:
@@ -104,6 +109,8 @@ func Message(m protocol.Message) string {
 		return fmt.Sprintf("ModexRequest d%d#%d for rank %d of d%d", m.From, m.ID, m.Rank, m.To)
 	case protocol.ModexReply:
 		return fmt.Sprintf("ModexReply for d%d#%d: %q %s", m.To, m.ID, m.Data, m.Err)
+	case protocol.Pending:
+		return fmt.Sprintf("Pending %d %v", m.Missing, m.Slow)
 	}
 	return fmt.Sprintf("%T", m)
 }
@@ -142,6 +149,8 @@ func timerName(t protocol.Timer) string {
 		return "job-timeout"
 	case protocol.StopTimer:
 		return "stop-wait"
+	case protocol.ProgressTimer:
+		return "progress"
 	}
 	return fmt.Sprint(t.Kind)
 }
