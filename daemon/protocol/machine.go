@@ -124,6 +124,7 @@ type child struct {
 	why        string // what failed, worded for the user
 	procDone   bool
 	linkDown   bool
+	silent     bool // its link went down because it stopped answering
 	outputs    int  // output streams open
 	outputSeen bool // an output stream was opened and closed
 }
