@@ -74,11 +74,12 @@ type Process interface {
 	// Kill is Close for a command that cannot end by itself (a daemon
 	// stopped, or stuck in the kernel): it kills the command first where
 	// the agent can reach it. The ssh agent sends the session the signal
-	// KILL (RFC 4254, 6.9), which OpenSSH's sshd delivers to the session's
-	// process group (from OpenSSH 7.9; an older sshd ignores it); the
-	// local agents kill their process, which for an external launcher
-	// (Command) is the launcher, not the remote command. The first of
-	// Close and Kill decides.
+	// KILL (RFC 4254, 6.9), which OpenSSH's sshd (9.2 here) delivers to
+	// the session's process group, but refuses in a root session; a
+	// server that ignores it leaves the command running. The local agents
+	// kill their process, which for an external launcher (Command) is the
+	// launcher, not the remote command. The first of Close and Kill
+	// decides.
 	Kill() error
 }
 
