@@ -166,7 +166,9 @@ func (d *Daemon) carry(acts []protocol.Action) {
 		case protocol.Spawn:
 			d.spawn(a.Node)
 		case protocol.StopDaemon:
-			if p, ok := d.procs[a.ID]; ok {
+			if p, ok := d.procs[a.ID]; ok && a.Kill {
+				go p.Kill()
+			} else if ok {
 				go p.Close()
 			}
 		case protocol.ForwardInput:

@@ -60,18 +60,23 @@ func TestOrtedMissing(t *testing.T) {
 
 // TestOrtedNeverCallsBack: a "daemon" whose session starts but that never
 // says it runs nor connects is named after --callback-timeout, and its
-// session is closed.
+// session is killed (it got no job, so it holds no rank): nothing is left
+// (mpirun checks), even of one that is stopped and cannot end by itself.
 func TestOrtedNeverCallsBack(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 2})
-	fake := filepath.Join(t.TempDir(), "orted")
-	if err := os.WriteFile(fake, []byte("#!/bin/sh\nexec cat >/dev/null\n"), 0o755); err != nil {
-		t.Fatal(err)
+	for name, script := range map[string]string{"waits": "exec cat >/dev/null", "stopped": "kill -STOP $$"} {
+		t.Run(name, func(t *testing.T) {
+			fake := filepath.Join(t.TempDir(), "orted")
+			if err := os.WriteFile(fake, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			res := mpirun(t, c, "--orted", fake, "--callback-timeout", "1s", "/bin/true")
+			if res.status != 255 {
+				t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+			}
+			checkOneLine(t, res.stderr, `^mpirun: node00[12]: orted gave no sign of life within 1s of its session starting \(it was told to call tcp://`)
+		})
 	}
-	res := mpirun(t, c, "--orted", fake, "--callback-timeout", "1s", "/bin/true")
-	if res.status != 255 {
-		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
-	}
-	checkOneLine(t, res.stderr, `^mpirun: node00[12]: orted gave no sign of life within 1s of its session starting \(it was told to call tcp://`)
 }
 
 // TestNodeDiesDuringPhase1: node003 dies (every process killed) right

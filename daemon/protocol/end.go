@@ -287,9 +287,32 @@ func (m *Machine) passTeardown(kill bool) {
 		case c.connected && !c.linkDown:
 			m.emit(Send{c.link, Teardown{Kill: kill}})
 		case c.started && !c.procDone:
-			m.emit(StopDaemon{c.id})
+			m.stopDaemon(c)
 		}
 	}
+}
+
+// stopDaemon ends child c's session; a child that may not be able to end
+// by itself (silent, or it never called back) is killed unless it may
+// hold ranks: then their guards kill it (see errmgr/proc), and a kill of
+// its session's process group would take the guards before they act.
+func (m *Machine) stopDaemon(c *child) {
+	hung := c.silent || !c.connected
+	m.emit(StopDaemon{ID: c.id, Kill: hung && !m.mayHoldRanks(c.id)})
+}
+
+// mayHoldRanks says whether daemon id may have started ranks: the Launch
+// here places some on it, or no Launch came here and one may have reached
+// it around this daemon (from mpirun, the source, or another routing
+// parent). A daemon that never called back got no job, so no Launch.
+func (m *Machine) mayHoldRanks(id int) bool {
+	if c, ok := m.children[id]; ok && !c.connected {
+		return false
+	}
+	if !m.gotLaunch {
+		return !m.isRoot() && !slices.Contains(m.routing.Fanout(m.self), id)
+	}
+	return slices.Contains(m.app.RankNode, id)
 }
 
 // maybeFinish exits once the job is over here: ranks reaped, their output
@@ -347,7 +370,7 @@ func (m *Machine) killEverything() {
 			m.emit(Send{c.link, Teardown{Kill: true}})
 		}
 		if c.started && !c.procDone {
-			m.emit(StopDaemon{c.id})
+			m.stopDaemon(c)
 		}
 	}
 	m.emit(SignalRanks{SIGKILL})

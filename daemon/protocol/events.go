@@ -219,8 +219,13 @@ type CloseLink struct{ Link LinkID }
 type Spawn struct{ Node spawn.Node }
 
 // StopDaemon ends the launch agent's process for child ID (its ssh
-// session), for a child that will never take part.
-type StopDaemon struct{ ID int }
+// session), for a child that will never take part. Kill: the child may
+// be unable to end by itself (it stopped answering, or never called
+// back) and has no rank guard to kill it, so the agent kills it first.
+type StopDaemon struct {
+	ID   int
+	Kill bool
+}
 
 // ForwardInput: a spawn child connected on Link; the part of mpirun's
 // stdin for ranks in its subtree goes to it from now on.

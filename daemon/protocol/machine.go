@@ -129,6 +129,7 @@ type child struct {
 	why        string // what failed, worded for the user
 	procDone   bool
 	linkDown   bool
+	silent     bool     // its link went down because it stopped answering
 	outputs    int      // output streams open
 	outputSeen bool     // an output stream was opened and closed
 	pending    *Pending // what it last said of its subtree's missing daemons

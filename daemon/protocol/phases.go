@@ -39,7 +39,7 @@ func (m *Machine) spawnStarted(id int) {
 	}
 	c.started = true
 	if m.ending {
-		m.emit(StopDaemon{id})
+		m.emit(StopDaemon{ID: id})
 		return
 	}
 	m.armCallback(c)
@@ -77,7 +77,7 @@ func (m *Machine) callbackExpired(id int) {
 		f = failureAt(c.host, errmgr.StatusFailed, "orted gave no sign of life within %s of its session starting (it was told to call %s)", within, m.cfg.Addr)
 	}
 	m.spawnFailed(c, f)
-	m.emit(StopDaemon{id})
+	m.stopDaemon(c)
 }
 
 func (m *Machine) spawnFailedToStart(id int, err string) {
@@ -215,7 +215,10 @@ func (m *Machine) linkDown(e LinkDown) {
 	if !ok || c.link != l {
 		return
 	}
-	c.linkDown = true
+	c.linkDown, c.silent = true, e.Silent
+	if m.ending && e.Silent && c.started && !c.procDone {
+		m.stopDaemon(c) // it stopped answering during the teardown
+	}
 	if !m.ending && !c.failed {
 		c.failed = true
 		m.dropChild(c.id)

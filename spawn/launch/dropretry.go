@@ -137,7 +137,13 @@ func (r *dropRetry) Wait() error {
 
 // Close implements Process: it closes the current try and stops the
 // tries.
-func (r *dropRetry) Close() error {
+func (r *dropRetry) Close() error { return r.end(Process.Close) }
+
+// Kill implements Process: it kills the current try and stops the tries.
+func (r *dropRetry) Kill() error { return r.end(Process.Kill) }
+
+// end stops the tries and ends the current one with how.
+func (r *dropRetry) end(how func(Process) error) error {
 	r.mu.Lock()
 	if !r.closed {
 		r.closed = true
@@ -147,7 +153,7 @@ func (r *dropRetry) Close() error {
 	r.mu.Unlock()
 	var err error
 	if cur != nil {
-		err = cur.Close()
+		err = how(cur)
 	}
 	<-r.done
 	return err

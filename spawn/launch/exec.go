@@ -31,7 +31,8 @@ func startExec(ctx context.Context, cmd *exec.Cmd, payload []byte, log hclog.Log
 		return nil, err
 	}
 	log.Debug("started", "pid", cmd.Process.Pid, "argv", cmd.Args)
-	p := newProc(stdin, stderr, stdout, cmd.Wait, func() { killProcess(cmd.Process, log) })
+	kill := func() { killProcess(cmd.Process, log) }
+	p := newProc(stdin, stderr, stdout, cmd.Wait, kill, kill)
 	if err := p.feed(ctx, payload); err != nil {
 		return nil, err
 	}

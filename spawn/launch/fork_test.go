@@ -41,6 +41,7 @@ func TestForkSuccess(t *testing.T) {
 // it, which is how the daemon learns that its parent is gone.
 func TestForkLifeline(t *testing.T) {
 	checkLifeline(t, &Fork{}, "localhost")
+	checkKill(t, &Fork{}, "localhost")
 }
 
 // assertRunning checks that the command has not seen EOF on its stdin: a

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -111,4 +113,57 @@ func checkLifeline(t *testing.T, a Agent, host string) Process {
 	}
 	waitFile(t, filepath.Join(dir, "eof"))
 	return p
+}
+
+// checkKill launches a command that stops itself (SIGSTOP), as a hung
+// daemon would be: closing its stdin cannot end it, Kill must. Wait then
+// reports the signal KILL, and the command is gone.
+func checkKill(t *testing.T, a Agent, host string) {
+	t.Helper()
+	dir := t.TempDir()
+	script := `echo $$ > ` + dir + `/pid; kill -STOP $$; echo resumed > ` + dir + `/resumed`
+	p, err := a.Launch(testCtx(t), host, []string{"sh", "-c", script}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(waitFile(t, filepath.Join(dir, "pid"))))
+	t.Cleanup(func() {
+		if procState(pid) != "" {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	for end := time.Now().Add(hang); procState(pid) != "T"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			p.Close()
+			t.Fatalf("the command (pid %d) did not stop within %s", pid, hang)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Kill() }()
+	select {
+	case <-done:
+	case <-time.After(hang):
+		t.Fatalf("Kill did not return within %s", hang)
+	}
+	if xe := wantExit(t, waitFor(t, p), 128+9, ""); xe.Signal != "KILL" {
+		t.Errorf("Wait: %v, want the signal KILL", xe)
+	}
+	if state := procState(pid); state != "" {
+		t.Errorf("the command (pid %d) is still there after Kill, state %s", pid, state)
+	}
+}
+
+// procState is the state letter of /proc/pid/stat, "" if pid is gone or
+// a zombie.
+func procState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) == 0 || f[0] == "Z" || f[0] == "X" {
+		return ""
+	}
+	return f[0]
 }

@@ -70,6 +70,17 @@ type Process interface {
 	// returns, Wait does not block. Safe to call twice and concurrently with
 	// Wait.
 	Close() error
+
+	// Kill is Close for a command that cannot end by itself (a daemon
+	// stopped, or stuck in the kernel): it kills the command first where
+	// the agent can reach it. The ssh agent sends the session the signal
+	// KILL (RFC 4254, 6.9), which OpenSSH's sshd (9.2 here) delivers to
+	// the session's process group, but refuses in a root session; a
+	// server that ignores it leaves the command running. The local agents
+	// kill their process, which for an external launcher (Command) is the
+	// launcher, not the remote command. The first of Close and Kill
+	// decides.
+	Kill() error
 }
 
 // ExitError reports a command that ended unsuccessfully.

@@ -46,6 +46,7 @@ type proc struct {
 	stderr *tail
 	stdout *signOfLife
 	stop   func()
+	kill   func() // kills a command that cannot end by itself
 
 	done chan struct{} // closed once err is set
 	err  error
@@ -56,8 +57,8 @@ type proc struct {
 
 // newProc starts the reaper goroutine, which ends when wait returns: by
 // itself, or because Close called stop.
-func newProc(stdin io.WriteCloser, stderr *tail, stdout *signOfLife, wait func() error, stop func()) *proc {
-	p := &proc{stdin: stdin, stderr: stderr, stdout: stdout, stop: stop, done: make(chan struct{})}
+func newProc(stdin io.WriteCloser, stderr *tail, stdout *signOfLife, wait func() error, stop, kill func()) *proc {
+	p := &proc{stdin: stdin, stderr: stderr, stdout: stdout, stop: stop, kill: kill, done: make(chan struct{})}
 	go p.reap(wait)
 	return p
 }
@@ -80,6 +81,16 @@ func (p *proc) Wait() error {
 // Close implements Process.
 func (p *proc) Close() error {
 	p.closeOnce.Do(func() { p.closeErr = p.shutdown(closeGrace) })
+	return p.closeErr
+}
+
+// Kill implements Process: the kill, then Close's grace, so that Wait
+// sees the command killed when the agent could reach it.
+func (p *proc) Kill() error {
+	p.closeOnce.Do(func() {
+		p.kill()
+		p.closeErr = p.shutdown(closeGrace)
+	})
 	return p.closeErr
 }
 

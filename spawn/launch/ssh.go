@@ -239,7 +239,12 @@ func (s *SSH) start(client *ssh.Client, t *target, argv []string, log hclog.Logg
 		sess.Close()
 		client.Close()
 	}
-	return newProc(stdin, stderr, stdout, wait, stop), nil
+	kill := func() {
+		if err := sess.Signal(ssh.SIGKILL); err != nil {
+			log.Debug("ssh signal KILL", "error", err)
+		}
+	}
+	return newProc(stdin, stderr, stdout, wait, stop, kill), nil
 }
 
 // connGuard holds the ConnectTimeout and ctx over a connection until the

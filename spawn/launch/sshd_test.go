@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"os"
 	"testing"
 
 	"prsh/internal/sshdtest"
@@ -26,4 +27,22 @@ func TestOpenSSH(t *testing.T) {
 
 	// The lifeline: stdin stays open until Close.
 	checkLifeline(t, a, "sshd")
+}
+
+// TestOpenSSHKill: Kill ends a stopped command through the real sshd,
+// which honours the signal request for a user other than root. For root
+// it refuses ("session signalling requires privilege separation": a root
+// session runs without the privilege-separated child), so the test skips.
+func TestOpenSSHKill(t *testing.T) {
+	if os.Getuid() == 0 {
+		t.Skip("sshd refuses the signal request in a root session")
+	}
+	srv := sshdtest.Start(t)
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("SSH_AUTH_SOCK", "")
+	a, err := NewSSH(SSHOptions{ConfigFile: srv.WriteConfig(t, "sshd"), SystemConfigFile: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKill(t, a, "sshd")
 }

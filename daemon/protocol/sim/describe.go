@@ -23,6 +23,9 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 	case protocol.Spawn:
 		return fmt.Sprintf("spawn d%d on %s", a.Node.ID, a.Node.Host)
 	case protocol.StopDaemon:
+		if a.Kill {
+			return fmt.Sprintf("kill the session of d%d", a.ID)
+		}
 		return fmt.Sprintf("stop the session of d%d", a.ID)
 	case protocol.ForwardInput:
 		return ""

@@ -293,7 +293,7 @@ const (
 
 // Hang stops daemon id, as SIGSTOP would: it takes no more events, its
 // peers see its links go down as silent after the silence bound, and
-// its ranks' guards kill it after theirs.
+// its ranks' guards, if ranks run there, kill it after theirs.
 func (s *Sim) Hang(id int) {
 	d := s.d[id]
 	if d.dead || d.hung || !d.created {
@@ -307,9 +307,35 @@ func (s *Sim) Hang(id int) {
 		}
 	})
 	s.At(s.now+GuardStopMS, func() {
-		s.tracef("d%d is killed by its ranks' guards", id)
-		s.die(d, "signal: killed")
+		if !d.dead && len(d.ranks) > 0 {
+			s.tracef("d%d is killed by its ranks' guards", id)
+			s.die(d, "signal: killed")
+		}
 	})
+}
+
+// stopDaemon ends child c's session: closing it ends a daemon that can
+// act (it loses its lifeline); a hung one only dies of a kill, else its
+// session ends for its parent and it stays.
+func (s *Sim) stopDaemon(c *daemon, kill bool) {
+	if !c.created || c.dead {
+		return
+	}
+	if c.hung && !kill {
+		s.push(s.now+1, func() {
+			s.tracef("d%d stays stopped, its session closed", c.id)
+			if c.upLink.daemon == c.spawner { // its output stream went with the link
+				s.later(s.now+1, c.spawner, protocol.OutputClosed{Link: c.upLink.link})
+			}
+			s.later(s.now+1, c.spawner, protocol.DaemonExited{ID: c.id, Err: "session closed"})
+		})
+		return
+	}
+	how := "signal: hangup"
+	if kill {
+		how = "signal: killed"
+	}
+	s.push(s.now+1, func() { s.die(c, how) })
 }
 
 // Run processes events until the queue is empty or virtual time passes
@@ -479,9 +505,24 @@ func (s *Sim) die(d *daemon, how string) {
 	}
 	for _, id := range s.spawned(d) {
 		if c := s.d[id]; c.spawner == d.id && c.created && !c.dead {
-			s.later(s.now+1, c.id, protocol.Orphaned{Why: "its parent's session ended"})
+			s.orphan(c)
 		}
 	}
+}
+
+// orphan tells daemon c that its parent's session ended. One still
+// calling back has no machine yet: it exits, as orted does.
+func (s *Sim) orphan(c *daemon) {
+	if c.m != nil {
+		s.later(s.now+1, c.id, protocol.Orphaned{Why: "its parent's session ended"})
+		return
+	}
+	s.push(s.now+1, func() {
+		if !c.dead && !c.hung {
+			s.tracef("d%d exits: its parent's session ended while it called back", c.id)
+			s.die(c, "exit status 255")
+		}
+	})
 }
 
 // spawned lists, in id order, the daemons d's machine spawned (adopted
@@ -512,9 +553,7 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 	case protocol.Spawn:
 		s.spawn(d, a.Node.ID)
 	case protocol.StopDaemon:
-		if c := s.d[a.ID]; c.created && !c.dead {
-			s.push(s.now+1, func() { s.die(c, "signal: hangup") })
-		}
+		s.stopDaemon(s.d[a.ID], a.Kill)
 	case protocol.StartRanks:
 		s.startRanks(d, a.Ranks)
 	case protocol.FenceDone:
