@@ -230,6 +230,10 @@ func (g *Guard) Reap() {
 // RunGuard is the guard's main: args are the number of descriptors to
 // pass on, the rank's path and argv. It never returns.
 func RunGuard(args []string) {
+	// A guard waits: one P spares the runtime's hand-offs between threads
+	// at each wake-up, and setting it stops the runtime's periodic check
+	// of the CPU limit; both cost CPU for the rank's whole life.
+	runtime.GOMAXPROCS(1)
 	parent := os.Getppid()
 	signals := make(chan os.Signal, 16)
 	signal.Notify(signals) // every signal: the rank acts on them, not us

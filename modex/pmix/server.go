@@ -4,6 +4,7 @@ package pmix
 
 /*
 #cgo pkg-config: pmix hwloc
+#cgo LDFLAGS: -Wl,--as-needed -ldl
 #include <pmix.h>
 #include "shim.h"
 */
@@ -39,6 +40,9 @@ var active atomic.Pointer[Server]
 // which only this daemon uses, and it knows this node as host, the name
 // the node map gives it.
 func Start(tmpdir, host string, h Handler) (*Server, error) {
+	if why := C.prsh_load_library(); why != nil {
+		return nil, fmt.Errorf("pmix: cannot load the PMIx library: %s", C.GoString(why))
+	}
 	s := &Server{handler: h}
 	if !active.CompareAndSwap(nil, s) {
 		return nil, fmt.Errorf("pmix: a server already runs in this process")
@@ -151,7 +155,7 @@ func takeEnv(env **C.char) []string {
 }
 
 func status(call string, rc C.int) error {
-	return fmt.Errorf("pmix: %s: %s", call, C.GoString(C.PMIx_Error_string(C.pmix_status_t(rc))))
+	return fmt.Errorf("pmix: %s: %s", call, C.GoString(C.prsh_error_string(rc)))
 }
 
 // Reply answers one fence or direct-modex request, once.
@@ -462,7 +466,7 @@ func prshDmodexDone(st C.int, data *C.char, n C.size_t, handle C.uintptr_t) {
 	b := C.GoBytes(unsafe.Pointer(data), C.int(n))
 	var err error
 	if st != C.PMIX_SUCCESS {
-		err = fmt.Errorf("pmix: %s", C.GoString(C.PMIx_Error_string(C.pmix_status_t(st))))
+		err = fmt.Errorf("pmix: %s", C.GoString(C.prsh_error_string(st)))
 	}
 	upcall(func(Handler) { answer(b, err) })
 }

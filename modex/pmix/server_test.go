@@ -3,7 +3,10 @@
 package pmix
 
 import (
+	"debug/elf"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -77,6 +80,30 @@ func TestApps(t *testing.T) {
 	for r, want := range []int{0, 1, 1, 2, 2, 2, 2} {
 		if got := appOf(apps, r); got.Num != want {
 			t.Errorf("rank %d runs app %d, want %d", r, got.Num, want)
+		}
+	}
+}
+
+// TestLibraryLoadedOnDemand: a binary with the server does not link the
+// library (its start would map it, and hwloc, libevent, munge and udev
+// behind it, in every daemon); only Start loads it.
+func TestLibraryLoadedOnDemand(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	libs, err := f.ImportedLibraries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lib := range libs {
+		if strings.HasPrefix(lib, "libpmix") || strings.HasPrefix(lib, "libhwloc") {
+			t.Errorf("the binary links %s", lib)
 		}
 	}
 }

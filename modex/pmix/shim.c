@@ -2,8 +2,8 @@
 
 #include <pthread.h>
 #include <string.h>
-#include <hwloc.h>
 #include "shim.h"
+#include "library.h"
 #include "_cgo_export.h"
 
 // The library's threads run these upcalls: each copies what it needs and
@@ -287,4 +287,10 @@ char *prsh_topology_xml(void) {
     char *xml = strdup(buf);
     hwloc_free_xmlbuffer((hwloc_topology_t)topo.topology, buf);
     return xml;
+}
+
+// prsh_error_string names a status; the library may not be loaded when
+// its loading is what failed.
+const char *prsh_error_string(int status) {
+    return prsh_PMIx_Error_string != NULL ? PMIx_Error_string(status) : "PMIx library not loaded";
 }

@@ -34,5 +34,7 @@ int prsh_add_proc_map(void *list, const char *ranks);
 void prsh_reply(prsh_call_t *call, int status, char *data, size_t ndata);
 int prsh_dmodex_request(const char *nspace, uint32_t rank, uintptr_t handle);
 char *prsh_topology_xml(void);
+const char *prsh_error_string(int status);
+const char *prsh_load_library(void);
 
 #endif
