@@ -16,7 +16,6 @@
 package need
 
 import (
-	"bufio"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -24,6 +23,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"prsh/internal/loader"
 )
 
 // Program is one program of the job, as mpirun has it.
@@ -78,22 +79,19 @@ var interpreters = []string{
 }
 
 type checker struct {
-	wdir    string
-	path    string   // PATH the daemons look the program up in
-	libPath []string // LD_LIBRARY_PATH, mpirun's and the job's
-	sysDirs []string // ld.so.conf and the default directories
+	wdir string
+	path string        // PATH the daemons look the program up in
+	libs loader.Search // LD_LIBRARY_PATH is mpirun's and the job's
 }
 
 func newChecker(p Program) *checker {
-	c := &checker{wdir: p.Wdir, path: os.Getenv("PATH")}
-	c.libPath = filepath.SplitList(os.Getenv("LD_LIBRARY_PATH"))
+	libPath := filepath.SplitList(os.Getenv("LD_LIBRARY_PATH"))
 	for _, kv := range p.Env {
 		if v, ok := strings.CutPrefix(kv, "LD_LIBRARY_PATH="); ok {
-			c.libPath = append(c.libPath, filepath.SplitList(v)...)
+			libPath = append(libPath, filepath.SplitList(v)...)
 		}
 	}
-	c.sysDirs = systemLibraryDirs()
-	return c
+	return &checker{wdir: p.Wdir, path: os.Getenv("PATH"), libs: loader.NewSearch(libPath)}
 }
 
 // program is why argv's program may use PMIx, if it may.
@@ -234,7 +232,7 @@ func (c *checker) closure(file string, f *elf.File) (string, bool) {
 			if len(seen) > maxLibraries {
 				return "too many libraries to look at", true
 			}
-			path, lib, err := c.findLibrary(soname, obj.path, obj.f)
+			path, lib, err := c.libs.Find(soname, obj.path, obj.f)
 			if err != nil {
 				return fmt.Sprintf("%s: %v", soname, err), true
 			}
@@ -253,78 +251,4 @@ func isMPI(soname string) bool {
 		}
 	}
 	return false
-}
-
-// findLibrary finds a needed library as the dynamic loader would:
-// DT_RPATH (without DT_RUNPATH), LD_LIBRARY_PATH, DT_RUNPATH, ld.so.conf,
-// the default directories; of the loader's class and machine.
-func (c *checker) findLibrary(soname, from string, f *elf.File) (string, *elf.File, error) {
-	var dirs []string
-	runpath, _ := f.DynString(elf.DT_RUNPATH)
-	if len(runpath) == 0 {
-		rpath, _ := f.DynString(elf.DT_RPATH)
-		dirs = append(dirs, expandOrigin(rpath, from)...)
-	}
-	dirs = append(dirs, c.libPath...)
-	dirs = append(dirs, expandOrigin(runpath, from)...)
-	dirs = append(dirs, c.sysDirs...)
-	if strings.ContainsRune(soname, '/') {
-		dirs = []string{""}
-	}
-	for _, dir := range dirs {
-		path := filepath.Join(dir, soname)
-		lib, err := elf.Open(path)
-		if err != nil {
-			continue
-		}
-		if lib.Class == f.Class && lib.Machine == f.Machine {
-			return path, lib, nil
-		}
-		lib.Close()
-	}
-	return "", nil, fmt.Errorf("not found on the launch node")
-}
-
-// expandOrigin splits DT_RPATH or DT_RUNPATH into directories, with
-// $ORIGIN as the directory of the object that names them.
-func expandOrigin(paths []string, from string) []string {
-	origin := filepath.Dir(from)
-	var out []string
-	for _, p := range paths {
-		for _, dir := range filepath.SplitList(p) {
-			dir = strings.ReplaceAll(dir, "${ORIGIN}", origin)
-			out = append(out, strings.ReplaceAll(dir, "$ORIGIN", origin))
-		}
-	}
-	return out
-}
-
-// systemLibraryDirs are the directories of /etc/ld.so.conf (and what it
-// includes), then the loader's defaults.
-func systemLibraryDirs() []string {
-	dirs := readLdSoConf("/etc/ld.so.conf", 0)
-	return append(dirs, "/lib64", "/usr/lib64", "/lib", "/usr/lib")
-}
-
-func readLdSoConf(path string, depth int) []string {
-	f, err := os.Open(path)
-	if err != nil || depth > 4 {
-		return nil
-	}
-	defer f.Close()
-	var dirs []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		line = strings.TrimSpace(line)
-		if pattern, ok := strings.CutPrefix(line, "include "); ok {
-			matches, _ := filepath.Glob(strings.TrimSpace(pattern))
-			for _, m := range matches {
-				dirs = append(dirs, readLdSoConf(m, depth+1)...)
-			}
-		} else if line != "" {
-			dirs = append(dirs, line)
-		}
-	}
-	return dirs
 }
