@@ -37,10 +37,19 @@ type query struct{ alias, user string }
 type matchState struct{ hostname, user, port string }
 
 func (st *matchState) saw(s setting) {
-	for key, v := range map[string]*string{"hostname": &st.hostname, "user": &st.user, "port": &st.port} {
-		if strings.EqualFold(s.key, key) && *v == "" {
-			*v = s.value
-		}
+	var v *string
+	switch strings.ToLower(s.key) {
+	case "hostname":
+		v = &st.hostname
+	case "user":
+		v = &st.user
+	case "port":
+		v = &st.port
+	default:
+		return
+	}
+	if *v == "" {
+		*v = s.value
 	}
 }
 
