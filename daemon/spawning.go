@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -47,7 +49,14 @@ func (d *Daemon) greet(conn *transport.Conn) {
 	}
 	hello, err := readHello(ctrl)
 	if err != nil {
-		d.log.Warn("dropping connection without hello", "peer", conn.RemoteAddr().String(), "error", err)
+		// The peer proved the secret, so it is one of the job's daemons;
+		// one that hangs up before its hello is going away (a job being
+		// stopped), which is not worth a line on the user's terminal.
+		logf := d.log.Warn
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+			logf = d.log.Debug
+		}
+		logf("dropping connection without hello", "peer", conn.RemoteAddr().String(), "error", err)
 		conn.Close()
 		return
 	}
