@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -122,15 +121,29 @@ func (d *direction) open(dst, hdr, body []byte) ([]byte, error) {
 	return plain, d.advance()
 }
 
-// recordReader reads the plaintext of a stream of records.
+// recordReader reads the plaintext of a stream of records. It reads as
+// much as the connection has into one buffer, so that one read syscall
+// may bring several records, and opens each record straight into the
+// caller's buffer when it fits there, or else in place.
 type recordReader struct {
-	r     io.Reader
-	dir   *direction
-	hdr   [recordHeader]byte
-	buf   []byte // the last record, reused; at most one record long
-	plain []byte // what of the last record Read has not yet returned
-	err   error  // the error that ended the stream; every later Read returns it
+	r          io.Reader
+	dir        *direction
+	buf        []byte // records read but not yet opened are buf[start:end]
+	start, end int
+	plain      []byte // what of the last record Read has not yet returned, in buf
+	err        error  // the error that ended the stream; every later Read returns it
 }
+
+const (
+	// maxWire is the most bytes one record takes on the wire.
+	maxWire = recordHeader + maxRecord + tagSize
+	// readBuffer is the reader's buffer once bulk data flows: two full
+	// records, so that the one being read rarely needs moving to make room.
+	readBuffer = 2 * maxWire
+	// firstReadBuffer is the reader's buffer until a record does not fit
+	// it: links that carry only small messages keep a small one.
+	firstReadBuffer = 4 << 10
+)
 
 // Read returns plaintext from the records in order. io.EOF means the
 // stream ended between records: the link was closed or cut there, which
@@ -153,106 +166,175 @@ func (rr *recordReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// next reads the next record and opens it into p when it fits there,
-// which spares a copy, or else into rr.plain.
+// next opens the next record into p when it fits there, which spares a
+// copy, or else in place into rr.plain.
 func (rr *recordReader) next(p []byte) (int, error) {
-	body, err := rr.readRecord()
+	hdr, body, err := rr.record()
 	if err != nil {
 		return 0, err
 	}
 	if len(p) >= len(body)-tagSize {
-		plain, err := rr.dir.open(p[:0], rr.hdr[:], body)
+		plain, err := rr.dir.open(p[:0], hdr, body)
 		return len(plain), err
 	}
-	rr.plain, err = rr.dir.open(body[:0], rr.hdr[:], body)
+	rr.plain, err = rr.dir.open(body[:0], hdr, body)
 	return 0, err
 }
 
-// readRecord reads the next record's header into rr.hdr and returns its
-// body, unopened.
-func (rr *recordReader) readRecord() ([]byte, error) {
-	if _, err := io.ReadFull(rr.r, rr.hdr[:]); err != nil {
-		return nil, err
+// record returns the next whole record, unopened, from the buffer,
+// reading more from the connection until it is all there.
+func (rr *recordReader) record() (hdr, body []byte, err error) {
+	need := recordHeader
+	for {
+		if have := rr.end - rr.start; have >= recordHeader {
+			n := int(binary.BigEndian.Uint32(rr.buf[rr.start:]))
+			if n <= tagSize || n > maxRecord+tagSize {
+				return nil, nil, fmt.Errorf("%w: length %d outside %d..%d", ErrBadRecord, n, tagSize+1, maxRecord+tagSize)
+			}
+			if need = recordHeader + n; have >= need {
+				rec := rr.buf[rr.start : rr.start+need]
+				rr.start += need
+				return rec[:recordHeader], rec[recordHeader:], nil
+			}
+		}
+		if err := rr.fill(need); err != nil {
+			return nil, nil, err
+		}
 	}
-	n := int(binary.BigEndian.Uint32(rr.hdr[:]))
-	if n <= tagSize || n > maxRecord+tagSize {
-		return nil, fmt.Errorf("%w: length %d outside %d..%d", ErrBadRecord, n, tagSize+1, maxRecord+tagSize)
-	}
-	if cap(rr.buf) < n {
-		rr.buf = make([]byte, n)
-	}
-	body := rr.buf[:n]
-	if _, err := io.ReadFull(rr.r, body); err != nil {
-		return nil, unexpected(err)
-	}
-	return body, nil
 }
+
+// fill makes room for a record of need bytes at rr.start, then reads what
+// the connection has into the rest of the buffer.
+func (rr *recordReader) fill(need int) error {
+	if rr.start == rr.end {
+		rr.start, rr.end = 0, 0
+	}
+	if rr.start+need > len(rr.buf) {
+		buf := rr.buf
+		switch {
+		case need > firstReadBuffer && len(buf) < readBuffer:
+			buf = make([]byte, readBuffer)
+		case buf == nil:
+			buf = make([]byte, firstReadBuffer)
+		}
+		rr.end = copy(buf, rr.buf[rr.start:rr.end])
+		rr.buf, rr.start = buf, 0
+	}
+	n, err := rr.r.Read(rr.buf[rr.end:])
+	rr.end += n
+	switch {
+	case n > 0:
+		return nil
+	case err == io.EOF && rr.end > rr.start:
+		return io.ErrUnexpectedEOF // a record cut short
+	case err == nil:
+		return io.ErrNoProgress
+	}
+	return err
+}
+
+// writeBatch bounds what one write syscall carries, and so the size of
+// the pooled buffers records are sealed into.
+const writeBatch = 4 * maxWire
+
+// sealBuffers are the buffers records are sealed into before they are
+// written: shared by all connections, so that an idle one holds none.
+var sealBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, writeBatch)
+	return &b
+}}
 
 // recordWriter seals what is written to it into records.
 type recordWriter struct {
-	mu    sync.Mutex // yamux writes from one goroutine; this keeps any caller safe
-	w     io.Writer
-	dir   *direction
-	buf   []byte // the record being written, reused
-	held  []byte // a yamux data frame's header, waiting for its body
-	joint []byte // held and the body's first part, reused
-	err   error  // the error that ended the stream
+	mu   sync.Mutex // yamux writes from one goroutine; this keeps any caller safe
+	w    io.Writer
+	dir  *direction
+	held []byte // a yamux data frame's header, waiting for its body
+	hold [yamuxHeader]byte
+	err  error // the error that ended the stream
 }
 
 // joinHeaders makes recordWriter seal a yamux data frame's header and its
-// small body, which yamux writes one after the other, into one record
-// with one write: half the records and syscalls of small frames (the
-// output's lines). A variable for the benchmark that compares.
+// small body, which yamux writes one after the other, into one record:
+// half the records of small frames (the output's lines). A variable for
+// the benchmark that compares.
 var joinHeaders = true
 
-// Write seals p into records of at most maxRecord bytes, each written
-// with one Write. A yamux data frame's header is held (reported written)
-// until its body comes, which yamux writes next.
+// Write seals p into records of at most maxRecord bytes and writes them
+// with one Write per writeBatch bytes. A yamux data frame's header is
+// held (reported written) until its body comes, which yamux writes next,
+// so that header and body leave in one write: in one record when the
+// body is small, else the header in a record of its own, which lets the
+// reader open the body's records straight into yamux's buffer.
 func (rw *recordWriter) Write(p []byte) (int, error) {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	if rw.err != nil {
 		return 0, rw.err
 	}
-	if joinHeaders && rw.held == nil && announcesBody(p) {
-		rw.held = append(rw.joint[:0], p...)
+	if rw.held == nil && announcesBody(p) {
+		rw.held = append(rw.hold[:0], p...)
 		return len(p), nil
 	}
-	written := 0
-	if rw.held != nil {
-		first := min(len(p), maxRecord-len(rw.held))
-		rw.joint = append(rw.held, p[:first]...)
+	bufp := sealBuffers.Get().(*[]byte)
+	defer sealBuffers.Put(bufp)
+	out, written, sent := (*bufp)[:0], 0, 0
+	if held := rw.held; held != nil {
 		rw.held = nil
-		if rw.writeRecord(rw.joint); rw.err == nil {
-			written = first
+		var first []byte
+		if joinHeaders && len(p) <= joinMax {
+			first, written = p, len(p)
 		}
+		out = rw.sealJoined(out, held, first)
 	}
 	for written < len(p) && rw.err == nil {
+		if len(out)+maxWire > cap(out) {
+			out, sent = rw.send(out, written, sent)
+		}
 		chunk := p[written:min(len(p), written+maxRecord)]
-		if rw.writeRecord(chunk); rw.err == nil {
+		if out, rw.err = rw.dir.seal(out, chunk); rw.err == nil {
 			written += len(chunk)
 		}
 	}
-	return written, rw.err
+	_, sent = rw.send(out, written, sent)
+	*bufp = out[:0]
+	return sent, rw.err
 }
 
-// writeRecord seals plain into one record and writes it.
-func (rw *recordWriter) writeRecord(plain []byte) {
-	if rw.buf, rw.err = rw.dir.seal(rw.buf[:0], plain); rw.err == nil {
-		_, rw.err = rw.w.Write(rw.buf)
+// sealJoined appends one record holding a frame's header and its body.
+func (rw *recordWriter) sealJoined(out, header, body []byte) []byte {
+	var joint [yamuxHeader + joinMax]byte
+	plain := append(append(joint[:0], header...), body...)
+	out, rw.err = rw.dir.seal(out, plain)
+	return out
+}
+
+// send writes the records in out, which carry p up to written, and
+// returns out emptied and how much of p has gone.
+func (rw *recordWriter) send(out []byte, written, sent int) ([]byte, int) {
+	if rw.err == nil && len(out) > 0 {
+		if _, rw.err = rw.w.Write(out); rw.err == nil {
+			sent = written
+		}
 	}
+	return out[:0], sent
 }
 
-// announcesBody tells a yamux data frame's header that announces a small
-// body (version 0, type data, a length up to joinMax): yamux writes that
-// body next. A large body is not worth its copy behind the header.
+const (
+	yamuxHeader = 12
+	// joinMax is the largest body sealed with its header: a larger one
+	// is not worth its copy behind the header.
+	joinMax = 4 << 10
+)
+
+// announcesBody tells a yamux data frame's header that announces a body
+// (version 0, type data, a length above 0): yamux writes that body next.
 func announcesBody(p []byte) bool {
-	const yamuxHeader, typeData, joinMax = 12, 0, 4 << 10
+	const typeData = 0
 	if len(p) != yamuxHeader || p[0] != 0 || p[1] != typeData {
 		return false
 	}
-	n := binary.BigEndian.Uint32(p[8:])
-	return n > 0 && n <= joinMax
+	return binary.BigEndian.Uint32(p[8:]) > 0
 }
 
 // sealedConn is a TCP connection after the handshake: what is written to
@@ -277,7 +359,7 @@ func seal(raw net.Conn, k keys) (*sealedConn, error) {
 		return nil, err
 	}
 	return &sealedConn{Conn: raw,
-		in:  recordReader{r: bufio.NewReader(raw), dir: in},
+		in:  recordReader{r: raw, dir: in},
 		out: recordWriter{w: raw, dir: out}}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"syscall"
 	"testing"
 	"testing/iotest"
@@ -311,42 +312,97 @@ func TestRekey(t *testing.T) {
 }
 
 // TestRecordWriterSplits: a write larger than a record goes out in full
-// records and a remainder, and reads back whole however small the reads;
-// an empty write sends nothing.
+// records and a remainder, at most writeBatch bytes a write, and reads
+// back whole however small the reads and however the bytes arrive; an
+// empty write sends nothing.
 func TestRecordWriterSplits(t *testing.T) {
 	dialer, listener := testKeys(t, make([]byte, nonceSize), make([]byte, nonceSize))
 	var wire countingBuffer
 	rw := recordWriter{w: &wire, dir: testDirection(t, dialer.send)}
-	big := bytes.Repeat([]byte("0123456789abcdef"), (2*maxRecord+100)/16)
+	big := bytes.Repeat([]byte("0123456789abcdef"), (6*maxRecord+100)/16)
 	if n, err := rw.Write(nil); n != 0 || err != nil || wire.writes != 0 {
 		t.Fatalf("empty Write: %d, %v, %d writes", n, err, wire.writes)
 	}
 	if n, err := rw.Write(big); n != len(big) || err != nil {
 		t.Fatalf("Write = %d, %v; want %d", n, err, len(big))
 	}
-	if wire.writes != 3 || wire.Len() != len(big)+3*(recordHeader+tagSize) {
-		t.Errorf("%d writes of %d bytes in all, want 3 records", wire.writes, wire.Len())
+	if wire.writes != 2 || wire.largest > writeBatch || wire.Len() != len(big)+7*(recordHeader+tagSize) {
+		t.Errorf("%d writes (the largest %d bytes) of %d bytes in all, want 7 records in 2 writes of at most %d",
+			wire.writes, wire.largest, wire.Len(), writeBatch)
 	}
+	sent := bytes.Clone(wire.Bytes())
 	// A reader that takes a byte at a time gets every record through
 	// the reader's own buffer rather than straight into its own.
 	rr := recordReader{r: &wire, dir: testDirection(t, listener.receive)}
 	if got, err := io.ReadAll(iotest.OneByteReader(&rr)); err != nil || !bytes.Equal(got, big) {
 		t.Fatalf("read back %d bytes, %v", len(got), err)
 	}
+	// Records that arrive a byte at a time are put together whole.
+	rr = recordReader{r: iotest.OneByteReader(bytes.NewReader(sent)), dir: testDirection(t, listener.receive)}
+	if got, err := io.ReadAll(&rr); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("read back %d bytes from a byte at a time, %v", len(got), err)
+	}
+}
+
+// TestRecordWriterJoinsHeaders: a yamux data frame's header leaves in one
+// write with the body yamux writes next: in the same record when the body
+// is small, in a record of its own when it is large. Other headers (a
+// window update) leave at once.
+func TestRecordWriterJoinsHeaders(t *testing.T) {
+	dialer, _ := testKeys(t, make([]byte, nonceSize), make([]byte, nonceSize))
+	header := func(typ byte, length int) []byte {
+		h := make([]byte, yamuxHeader)
+		h[1] = typ
+		binary.BigEndian.PutUint32(h[8:], uint32(length))
+		return h
+	}
+	const typeData, typeWindowUpdate = 0, 1
+	tests := []struct {
+		name    string
+		writes  [][]byte
+		records []int // plaintext lengths
+	}{
+		{"small body", [][]byte{header(typeData, 100), make([]byte, 100)}, []int{yamuxHeader + 100}},
+		{"large body", [][]byte{header(typeData, maxRecord+10), make([]byte, maxRecord+10)}, []int{yamuxHeader, maxRecord, 10}},
+		{"window update", [][]byte{header(typeWindowUpdate, 1<<20)}, []int{yamuxHeader}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var wire countingBuffer
+			rw := recordWriter{w: &wire, dir: testDirection(t, dialer.send)}
+			for _, w := range tt.writes {
+				if n, err := rw.Write(w); n != len(w) || err != nil {
+					t.Fatalf("Write = %d, %v; want %d", n, err, len(w))
+				}
+			}
+			var records []int
+			for wire.Len() > 0 {
+				rec, err := readRawRecord(&wire)
+				if err != nil {
+					t.Fatal(err)
+				}
+				records = append(records, len(rec)-recordHeader-tagSize)
+			}
+			if wire.writes != 1 || !slices.Equal(records, tt.records) {
+				t.Errorf("%d writes of records of %v bytes; want one write of %v", wire.writes, records, tt.records)
+			}
+		})
+	}
 }
 
 type countingBuffer struct {
 	bytes.Buffer
-	writes int
+	writes, largest int
 }
 
 func (c *countingBuffer) Write(p []byte) (int, error) {
 	c.writes++
+	c.largest = max(c.largest, len(p))
 	return c.Buffer.Write(p)
 }
 
 // FuzzRecordReader: whatever arrives, reading records never panics, never
-// buffers more than one record, and yields only the plaintext the sender
+// buffers more than two records, and yields only the plaintext the sender
 // sealed, in order: anything else ends the stream with an error.
 func FuzzRecordReader(f *testing.F) {
 	dialer, listener := testKeys(f, make([]byte, nonceSize), make([]byte, nonceSize))
@@ -365,8 +421,8 @@ func FuzzRecordReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rr := recordReader{r: bytes.NewReader(data), dir: testDirection(t, listener.receive)}
 		got, err := io.ReadAll(&rr)
-		if cap(rr.buf) > maxRecord+tagSize {
-			t.Fatalf("buffered %d bytes, more than a record", cap(rr.buf))
+		if cap(rr.buf) > 2*maxWire {
+			t.Fatalf("buffered %d bytes, more than two records", cap(rr.buf))
 		}
 		if !bytes.HasPrefix(want, got) {
 			t.Fatalf("read %q, which the sender never sealed", got)

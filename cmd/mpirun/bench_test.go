@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -53,9 +54,12 @@ func childCPU() time.Duration {
 // BenchmarkOutput measures output throughput through a 3-level spawn tree
 // (14 nodes, δ = 2) to mpirun's stdout, which goes to /dev/null: MB/s at
 // mpirun's stdout and mpirun's CPU seconds per GB, for 1, 16 and 64 ranks
-// writing 1 GB between them.
+// writing 1 GB between them. PRSH_BENCH_BINS=name=dir,… runs the mpirun
+// and orted of each dir instead of this build's, in turn for every rank
+// count, so that a shared machine's load falls on all alike.
 //
 //	go test -run '^$' -bench Output -benchtime 3x ./cmd/mpirun
+//	make bin && PRSH_BENCH_BINS=this=$PWD/bin,main=/tmp/main go test -run '^$' -bench Output -benchtime 1x ./cmd/mpirun
 func BenchmarkOutput(b *testing.B) {
 	c, err := testbed.Start(testbed.Config{Nodes: 14, Slots: 5})
 	if err != nil {
@@ -65,25 +69,49 @@ func BenchmarkOutput(b *testing.B) {
 	devnull, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	defer devnull.Close()
 	const total = 1 << 30
+	builds := benchBuilds(b)
 	for _, ranks := range []int{1, 16, 64} {
-		b.Run(fmt.Sprintf("ranks=%d", ranks), func(b *testing.B) {
-			per := fmt.Sprint(total / ranks)
-			var cpu time.Duration
-			b.SetBytes(total)
-			for i := 0; i < b.N; i++ {
-				cmd := exec.Command(filepath.Join(bin, "mpirun"), "--spawn-degree", "2", "--map-by", "node", "-np", fmt.Sprint(ranks),
-					"sh", "-c", "head -c "+per+" /dev/zero")
-				cmd.Env = append(os.Environ(), c.Env()...)
-				var stderr bytes.Buffer
-				cmd.Stdout, cmd.Stderr = devnull, &stderr
-				if err := cmd.Run(); err != nil {
-					b.Fatalf("%v: %s", err, stderr.Bytes())
+		for _, build := range builds {
+			b.Run(fmt.Sprintf("ranks=%d%s", ranks, build.suffix), func(b *testing.B) {
+				per := fmt.Sprint(total / ranks)
+				var cpu time.Duration
+				b.SetBytes(total)
+				for i := 0; i < b.N; i++ {
+					cmd := exec.Command(filepath.Join(build.dir, "mpirun"), "--spawn-degree", "2", "--map-by", "node", "-np", fmt.Sprint(ranks),
+						"sh", "-c", "head -c "+per+" /dev/zero")
+					cmd.Env = append(os.Environ(), c.Env()...)
+					var stderr bytes.Buffer
+					cmd.Stdout, cmd.Stderr = devnull, &stderr
+					if err := cmd.Run(); err != nil {
+						b.Fatalf("%v: %s", err, stderr.Bytes())
+					}
+					cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 				}
-				cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-			}
-			b.ReportMetric(cpu.Seconds()/float64(b.N)/(total/1e9), "mpirun-cpu-s/GB")
-		})
+				b.ReportMetric(cpu.Seconds()/float64(b.N)/(total/1e9), "mpirun-cpu-s/GB")
+			})
+		}
 	}
+}
+
+// benchBuild is a directory holding mpirun and orted, and what its
+// benchmarks' names end with.
+type benchBuild struct{ suffix, dir string }
+
+// benchBuilds are those PRSH_BENCH_BINS names, or else this build.
+func benchBuilds(b *testing.B) []benchBuild {
+	spec := os.Getenv("PRSH_BENCH_BINS")
+	if spec == "" {
+		return []benchBuild{{"", bin}}
+	}
+	var builds []benchBuild
+	for _, nameDir := range strings.Split(spec, ",") {
+		name, dir, ok := strings.Cut(nameDir, "=")
+		if !ok || name == "" || dir == "" {
+			b.Fatalf("PRSH_BENCH_BINS: %q is not name=dir", nameDir)
+		}
+		builds = append(builds, benchBuild{"/bin=" + name, dir})
+	}
+	return builds
 }
 
 // BenchmarkStaging runs a 64 MB program on 64 nodes (one rank each, spawn
