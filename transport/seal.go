@@ -137,9 +137,10 @@ type recordReader struct {
 const (
 	// maxWire is the most bytes one record takes on the wire.
 	maxWire = recordHeader + maxRecord + tagSize
-	// readBuffer is the reader's buffer once bulk data flows: two full
-	// records, so that the one being read rarely needs moving to make room.
-	readBuffer = 2 * maxWire
+	// readBuffer is the reader's buffer once bulk data flows: two large
+	// frames (a header's record and a full record each), so that the
+	// record being read seldom needs moving to make room.
+	readBuffer = 2 * (recordHeader + yamuxHeader + tagSize + maxWire)
 	// firstReadBuffer is the reader's buffer until a record does not fit
 	// it: links that carry only small messages keep a small one.
 	firstReadBuffer = 4 << 10
@@ -246,12 +247,13 @@ var sealBuffers = sync.Pool{New: func() any {
 
 // recordWriter seals what is written to it into records.
 type recordWriter struct {
-	mu   sync.Mutex // yamux writes from one goroutine; this keeps any caller safe
-	w    io.Writer
-	dir  *direction
-	held []byte // a yamux data frame's header, waiting for its body
-	hold [yamuxHeader]byte
-	err  error // the error that ended the stream
+	mu    sync.Mutex // yamux writes from one goroutine; this keeps any caller safe
+	w     io.Writer
+	dir   *direction
+	held  []byte // a yamux data frame's header, waiting for its body
+	hold  [yamuxHeader]byte
+	joint []byte // a header and its small body, sealed together; reused
+	err   error  // the error that ended the stream
 }
 
 // joinHeaders makes recordWriter seal a yamux data frame's header and its
@@ -303,9 +305,8 @@ func (rw *recordWriter) Write(p []byte) (int, error) {
 
 // sealJoined appends one record holding a frame's header and its body.
 func (rw *recordWriter) sealJoined(out, header, body []byte) []byte {
-	var joint [yamuxHeader + joinMax]byte
-	plain := append(append(joint[:0], header...), body...)
-	out, rw.err = rw.dir.seal(out, plain)
+	rw.joint = append(append(rw.joint[:0], header...), body...)
+	out, rw.err = rw.dir.seal(out, rw.joint)
 	return out
 }
 
