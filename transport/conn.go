@@ -20,8 +20,8 @@ import (
 type Options struct {
 	// HandshakeTimeout bounds the handshake; 10 s when zero.
 	HandshakeTimeout time.Duration
-	// KeepAlive is how long a link may be quiet before it is pinged; 2 s
-	// when zero.
+	// KeepAlive is how long a link may be quiet, either way, before the
+	// dialer pings it (the listener only hears the pings); 2 s when zero.
 	KeepAlive time.Duration
 	// Silence is how long a link may go without a byte from the peer
 	// before it ends with a SilentError; 20 s when zero. It bounds how long a
@@ -96,6 +96,7 @@ type Conn struct {
 	sess  *yamux.Session
 	link  *sealedConn           // what yamux reads and writes
 	heard atomic.Int64          // see heardConn
+	sent  atomic.Int64          // see heardConn
 	cause atomic.Pointer[error] // see Err
 }
 

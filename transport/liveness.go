@@ -20,19 +20,29 @@ func (e SilentError) Error() string {
 // epoch is the origin of the monotonic times a Conn keeps as integers.
 var epoch = time.Now()
 
-// heardConn records when the last byte from the peer arrived. Every byte
-// counts as a sign of life, not only the answer to a ping: on a machine
-// so loaded that a ping's answer waits behind megabytes of a fence's
-// data, the data itself shows the peer is alive.
+// heardConn records when the last byte from the peer arrived and when
+// this side last wrote. Every byte counts as a sign of life, not only the
+// answer to a ping: on a machine so loaded that a ping's answer waits
+// behind megabytes of a fence's data, the data itself shows the peer is
+// alive.
 type heardConn struct {
 	net.Conn
-	heard *atomic.Int64 // time.Since(epoch) of the last byte, in ns
+	heard *atomic.Int64 // time.Since(epoch) of the last byte read, in ns
+	sent  *atomic.Int64 // time.Since(epoch) of the last byte written, in ns
 }
 
 func (c heardConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.heard.Store(int64(time.Since(epoch)))
+	}
+	return n, err
+}
+
+func (c heardConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.sent.Store(int64(time.Since(epoch)))
 	}
 	return n, err
 }
@@ -46,22 +56,35 @@ func newConn(raw net.Conn, k keys, opt Options, dialer bool) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{link: link}
-	c.heard.Store(int64(time.Since(epoch)))
+	now := int64(time.Since(epoch))
+	c.heard.Store(now)
+	c.sent.Store(now)
 	start := yamux.Server
 	if dialer {
 		start = yamux.Client
 	}
-	if c.sess, err = start(heardConn{Conn: link, heard: &c.heard}, opt.yamux()); err != nil {
+	if c.sess, err = start(heardConn{Conn: link, heard: &c.heard, sent: &c.sent}, opt.yamux()); err != nil {
 		return nil, err
 	}
-	go c.watch(opt.keepAlive(), opt.silence())
+	if dialer {
+		go c.ping(opt.keepAlive(), opt.silence())
+	} else {
+		go c.listen(opt.keepAlive(), opt.silence())
+	}
 	return c, nil
 }
 
-// watch pings a peer that has been quiet for a keep-alive interval, so
-// that a live one answers, and ends the connection with a SilentError once it
-// has been quiet for silence.
-func (c *Conn) watch(every, silence time.Duration) {
+// quiet is how long ago the last byte of a record (heard or sent) passed.
+func quiet(last *atomic.Int64) time.Duration {
+	return time.Since(epoch) - time.Duration(last.Load())
+}
+
+// ping is the dialer's watch: it pings when the link has been quiet for a
+// keep-alive interval in either direction, so that the listener, which
+// never pings, hears from a live dialer even while only the listener
+// talks, and a live listener answers; it ends the connection with a
+// SilentError once the listener has been quiet for silence.
+func (c *Conn) ping(every, silence time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	var pinging atomic.Bool
@@ -71,17 +94,40 @@ func (c *Conn) watch(every, silence time.Duration) {
 			return
 		case <-tick.C:
 		}
-		quiet := time.Since(epoch) - time.Duration(c.heard.Load())
+		heard := quiet(&c.heard)
 		switch {
-		case quiet >= silence:
+		case heard >= silence:
 			c.end(SilentError{silence}) // the bound, which is what a user can act on
 			return
-		case quiet >= every && pinging.CompareAndSwap(false, true):
+		case (heard >= every || quiet(&c.sent) >= every) && pinging.CompareAndSwap(false, true):
 			go func() {
 				c.sess.Ping() // the answer, if any, is heard by the reader
 				pinging.Store(false)
 			}()
 		}
+	}
+}
+
+// listen is the listener's watch: the dialer's pings keep an idle link
+// talking, so the listener only ends the connection with a SilentError
+// once the dialer has been quiet for silence. It wakes when that could
+// first be so (but no more often than every keep-alive interval) rather
+// than at every interval: one end's pings are enough for both.
+func (c *Conn) listen(every, silence time.Duration) {
+	wait := time.NewTimer(max(silence, every))
+	defer wait.Stop()
+	for {
+		select {
+		case <-c.sess.CloseChan():
+			return
+		case <-wait.C:
+		}
+		heard := quiet(&c.heard)
+		if heard >= silence {
+			c.end(SilentError{silence})
+			return
+		}
+		wait.Reset(max(silence-heard, every))
 	}
 }
 
