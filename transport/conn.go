@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/yamux"
+
+	"prsh/internal/tcp"
 )
 
 // Options tune a listener or a dialer.
@@ -168,7 +170,7 @@ type Listener struct {
 
 // Listen listens on a TCP address ("127.0.0.1:0", ":0", ...).
 func Listen(addr string, secret []byte, opt Options) (*Listener, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := tcp.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
