@@ -23,7 +23,8 @@ type Options struct {
 	// HandshakeTimeout bounds the handshake; 10 s when zero.
 	HandshakeTimeout time.Duration
 	// KeepAlive is how long a link may be quiet, either way, before the
-	// dialer pings it (the listener only hears the pings); 2 s when zero.
+	// dialer pings it (the listener pings only after a quarter of
+	// Silence); 2 s when zero.
 	KeepAlive time.Duration
 	// Silence is how long a link may go without a byte from the peer
 	// before it ends with a SilentError; 20 s when zero. It bounds how long a
@@ -95,11 +96,12 @@ func (o Options) logger() hclog.Logger {
 // Conn is an authenticated, sealed, multiplexed connection to another
 // daemon.
 type Conn struct {
-	sess  *yamux.Session
-	link  *sealedConn           // what yamux reads and writes
-	heard atomic.Int64          // see heardConn
-	sent  atomic.Int64          // see heardConn
-	cause atomic.Pointer[error] // see Err
+	sess    *yamux.Session
+	link    *sealedConn           // what yamux reads and writes
+	heard   atomic.Int64          // see heardConn
+	sent    atomic.Int64          // see heardConn
+	pinging atomic.Bool           // a ping waits for its answer
+	cause   atomic.Pointer[error] // see Err
 }
 
 // Open opens a new stream to the peer.

@@ -80,14 +80,13 @@ func quiet(last *atomic.Int64) time.Duration {
 }
 
 // ping is the dialer's watch: it pings when the link has been quiet for a
-// keep-alive interval in either direction, so that the listener, which
-// never pings, hears from a live dialer even while only the listener
-// talks, and a live listener answers; it ends the connection with a
-// SilentError once the listener has been quiet for silence.
+// keep-alive interval in either direction, so that the listener hears
+// from a live dialer even while only the listener talks, and a live
+// listener answers; it ends the connection with a SilentError once the
+// listener has been quiet for silence.
 func (c *Conn) ping(every, silence time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	var pinging atomic.Bool
 	for {
 		select {
 		case <-c.sess.CloseChan():
@@ -99,22 +98,22 @@ func (c *Conn) ping(every, silence time.Duration) {
 		case heard >= silence:
 			c.end(SilentError{silence}) // the bound, which is what a user can act on
 			return
-		case (heard >= every || quiet(&c.sent) >= every) && pinging.CompareAndSwap(false, true):
-			go func() {
-				c.sess.Ping() // the answer, if any, is heard by the reader
-				pinging.Store(false)
-			}()
+		case heard >= every || quiet(&c.sent) >= every:
+			c.pingOnce()
 		}
 	}
 }
 
-// listen is the listener's watch: the dialer's pings keep an idle link
-// talking, so the listener only ends the connection with a SilentError
-// once the dialer has been quiet for silence. It wakes when that could
-// first be so (but no more often than every keep-alive interval) rather
-// than at every interval: one end's pings are enough for both.
+// listen is the listener's watch. The dialer's pings keep an idle link
+// talking both ways, so the listener pings only when it has heard
+// nothing for a quarter of the silence bound (a dialer whose own ping
+// waits for an answer stuck behind a long message sends no other), and
+// ends the connection with a SilentError once the dialer has been quiet
+// for silence. It wakes when the quarter could first have passed, not at
+// every keep-alive interval.
 func (c *Conn) listen(every, silence time.Duration) {
-	wait := time.NewTimer(max(silence, every))
+	backup := max(every, silence/4)
+	wait := time.NewTimer(backup)
 	defer wait.Stop()
 	for {
 		select {
@@ -123,11 +122,27 @@ func (c *Conn) listen(every, silence time.Duration) {
 		case <-wait.C:
 		}
 		heard := quiet(&c.heard)
-		if heard >= silence {
+		switch {
+		case heard >= silence:
 			c.end(SilentError{silence})
 			return
+		case heard >= backup:
+			c.pingOnce()
+			wait.Reset(every)
+		default:
+			wait.Reset(backup - heard)
 		}
-		wait.Reset(max(silence-heard, every))
+	}
+}
+
+// pingOnce pings the peer unless an earlier ping still waits for its
+// answer; the answer, if any, is heard by the reader.
+func (c *Conn) pingOnce() {
+	if c.pinging.CompareAndSwap(false, true) {
+		go func() {
+			c.sess.Ping()
+			c.pinging.Store(false)
+		}()
 	}
 }
 

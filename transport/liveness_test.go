@@ -143,6 +143,27 @@ func TestSilentDialerEndsLink(t *testing.T) {
 	endsSilent(t, l, "listener")
 }
 
+// TestListenerPingsQuietDialer: a dialer that sends nothing (here one
+// that never pings, as one whose ping waits for a stuck answer) still
+// has a live link: after a quarter of the silence bound the listener
+// pings, and the dialer's answer is heard.
+func TestListenerPingsQuietDialer(t *testing.T) {
+	s := secret(t)
+	opt := Options{KeepAlive: 50 * time.Millisecond, Silence: time.Second}
+	ln := listen(t, s, opt)
+	d, err := Dial(timeout(t), URI(ln.Addr()), s, Options{KeepAlive: time.Hour, Silence: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	l, err := ln.Accept(timeout(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	outlives(t, 3*opt.Silence, d, l)
+}
+
 // TestListenerTalkingKeepsLink: a link on which only the listener sends
 // (output going down to a node, say) is not taken for one whose dialer is
 // silent: the dialer pings when it has sent nothing for a while, even
