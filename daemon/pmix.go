@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"slices"
 	"strconv"
 	"time"
 
 	"prsh/daemon/protocol"
+	"prsh/internal/tcp"
 	"prsh/modex"
 	"prsh/modex/pmix"
 )
@@ -203,7 +203,7 @@ func (d *Daemon) pmixTripwire(rank int, why error) ([]string, error) {
 	if why == nil {
 		why = errNotBooted
 	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	ln, err := tcp.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("PMIx tripwire: %w", err)
 	}

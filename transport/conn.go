@@ -14,14 +14,17 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/yamux"
+
+	"prsh/internal/tcp"
 )
 
 // Options tune a listener or a dialer.
 type Options struct {
 	// HandshakeTimeout bounds the handshake; 10 s when zero.
 	HandshakeTimeout time.Duration
-	// KeepAlive is how long a link may be quiet before it is pinged; 2 s
-	// when zero.
+	// KeepAlive is how long a link may be quiet, either way, before the
+	// dialer pings it (the listener pings only after a quarter of
+	// Silence); 2 s when zero.
 	KeepAlive time.Duration
 	// Silence is how long a link may go without a byte from the peer
 	// before it ends with a SilentError; 20 s when zero. It bounds how long a
@@ -93,10 +96,12 @@ func (o Options) logger() hclog.Logger {
 // Conn is an authenticated, sealed, multiplexed connection to another
 // daemon.
 type Conn struct {
-	sess  *yamux.Session
-	link  *sealedConn           // what yamux reads and writes
-	heard atomic.Int64          // see heardConn
-	cause atomic.Pointer[error] // see Err
+	sess    *yamux.Session
+	link    *sealedConn           // what yamux reads and writes
+	heard   atomic.Int64          // see heardConn
+	sent    atomic.Int64          // see heardConn
+	pinging atomic.Bool           // a ping waits for its answer
+	cause   atomic.Pointer[error] // see Err
 }
 
 // Open opens a new stream to the peer.
@@ -167,7 +172,7 @@ type Listener struct {
 
 // Listen listens on a TCP address ("127.0.0.1:0", ":0", ...).
 func Listen(addr string, secret []byte, opt Options) (*Listener, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := tcp.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}

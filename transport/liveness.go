@@ -20,19 +20,29 @@ func (e SilentError) Error() string {
 // epoch is the origin of the monotonic times a Conn keeps as integers.
 var epoch = time.Now()
 
-// heardConn records when the last byte from the peer arrived. Every byte
-// counts as a sign of life, not only the answer to a ping: on a machine
-// so loaded that a ping's answer waits behind megabytes of a fence's
-// data, the data itself shows the peer is alive.
+// heardConn records when the last byte from the peer arrived and when
+// this side last wrote. Every byte counts as a sign of life, not only the
+// answer to a ping: on a machine so loaded that a ping's answer waits
+// behind megabytes of a fence's data, the data itself shows the peer is
+// alive.
 type heardConn struct {
 	net.Conn
-	heard *atomic.Int64 // time.Since(epoch) of the last byte, in ns
+	heard *atomic.Int64 // time.Since(epoch) of the last byte read, in ns
+	sent  *atomic.Int64 // time.Since(epoch) of the last byte written, in ns
 }
 
 func (c heardConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.heard.Store(int64(time.Since(epoch)))
+	}
+	return n, err
+}
+
+func (c heardConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.sent.Store(int64(time.Since(epoch)))
 	}
 	return n, err
 }
@@ -46,42 +56,93 @@ func newConn(raw net.Conn, k keys, opt Options, dialer bool) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{link: link}
-	c.heard.Store(int64(time.Since(epoch)))
+	now := int64(time.Since(epoch))
+	c.heard.Store(now)
+	c.sent.Store(now)
 	start := yamux.Server
 	if dialer {
 		start = yamux.Client
 	}
-	if c.sess, err = start(heardConn{Conn: link, heard: &c.heard}, opt.yamux()); err != nil {
+	if c.sess, err = start(heardConn{Conn: link, heard: &c.heard, sent: &c.sent}, opt.yamux()); err != nil {
 		return nil, err
 	}
-	go c.watch(opt.keepAlive(), opt.silence())
+	if dialer {
+		go c.ping(opt.keepAlive(), opt.silence())
+	} else {
+		go c.listen(opt.keepAlive(), opt.silence())
+	}
 	return c, nil
 }
 
-// watch pings a peer that has been quiet for a keep-alive interval, so
-// that a live one answers, and ends the connection with a SilentError once it
-// has been quiet for silence.
-func (c *Conn) watch(every, silence time.Duration) {
+// quiet is how long ago the last byte of a record (heard or sent) passed.
+func quiet(last *atomic.Int64) time.Duration {
+	return time.Since(epoch) - time.Duration(last.Load())
+}
+
+// ping is the dialer's watch: it pings when the link has been quiet for a
+// keep-alive interval in either direction, so that the listener hears
+// from a live dialer even while only the listener talks, and a live
+// listener answers; it ends the connection with a SilentError once the
+// listener has been quiet for silence.
+func (c *Conn) ping(every, silence time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	var pinging atomic.Bool
 	for {
 		select {
 		case <-c.sess.CloseChan():
 			return
 		case <-tick.C:
 		}
-		quiet := time.Since(epoch) - time.Duration(c.heard.Load())
+		heard := quiet(&c.heard)
 		switch {
-		case quiet >= silence:
+		case heard >= silence:
 			c.end(SilentError{silence}) // the bound, which is what a user can act on
 			return
-		case quiet >= every && pinging.CompareAndSwap(false, true):
-			go func() {
-				c.sess.Ping() // the answer, if any, is heard by the reader
-				pinging.Store(false)
-			}()
+		case heard >= every || quiet(&c.sent) >= every:
+			c.pingOnce()
 		}
+	}
+}
+
+// listen is the listener's watch. The dialer's pings keep an idle link
+// talking both ways, so the listener pings only when it has heard
+// nothing for a quarter of the silence bound (a dialer whose own ping
+// waits for an answer stuck behind a long message sends no other), and
+// ends the connection with a SilentError once the dialer has been quiet
+// for silence. It wakes when the quarter could first have passed, not at
+// every keep-alive interval.
+func (c *Conn) listen(every, silence time.Duration) {
+	backup := max(every, silence/4)
+	wait := time.NewTimer(backup)
+	defer wait.Stop()
+	for {
+		select {
+		case <-c.sess.CloseChan():
+			return
+		case <-wait.C:
+		}
+		heard := quiet(&c.heard)
+		switch {
+		case heard >= silence:
+			c.end(SilentError{silence})
+			return
+		case heard >= backup:
+			c.pingOnce()
+			wait.Reset(every)
+		default:
+			wait.Reset(backup - heard)
+		}
+	}
+}
+
+// pingOnce pings the peer unless an earlier ping still waits for its
+// answer; the answer, if any, is heard by the reader.
+func (c *Conn) pingOnce() {
+	if c.pinging.CompareAndSwap(false, true) {
+		go func() {
+			c.sess.Ping()
+			c.pinging.Store(false)
+		}()
 	}
 }
 

@@ -9,15 +9,22 @@ import (
 	"time"
 )
 
-// freezer relays TCP between a dialer and a listener; once frozen it
-// stops passing the listener's bytes on, as a stopped or hung peer would,
-// while the TCP connection stays up.
+// freezer relays TCP between a dialer and a listener; once one side is
+// frozen it stops passing that side's bytes on, as a stopped or hung peer
+// would, while the TCP connection stays up.
 type freezer struct {
 	ln     net.Listener
 	mu     sync.Mutex
-	frozen bool
+	frozen map[side]bool
 	thaw   *sync.Cond
 }
+
+type side int
+
+const (
+	listenerSide side = iota
+	dialerSide
+)
 
 func newFreezer(t *testing.T, to string) *freezer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -25,7 +32,7 @@ func newFreezer(t *testing.T, to string) *freezer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	f := &freezer{ln: ln}
+	f := &freezer{ln: ln, frozen: map[side]bool{}}
 	f.thaw = sync.NewCond(&f.mu)
 	go func() {
 		in, err := ln.Accept()
@@ -38,19 +45,19 @@ func newFreezer(t *testing.T, to string) *freezer {
 			return
 		}
 		t.Cleanup(func() { in.Close(); out.Close() })
-		go io.Copy(out, in)
-		f.relay(in, out)
+		go f.relay(out, in, dialerSide)
+		f.relay(in, out, listenerSide)
 	}()
 	return f
 }
 
-// relay copies the listener's bytes to the dialer unless frozen.
-func (f *freezer) relay(to io.Writer, from io.Reader) {
+// relay copies one side's bytes to the other unless that side is frozen.
+func (f *freezer) relay(to io.Writer, from io.Reader, s side) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := from.Read(buf)
 		f.mu.Lock()
-		for f.frozen {
+		for f.frozen[s] {
 			f.thaw.Wait()
 		}
 		f.mu.Unlock()
@@ -65,17 +72,86 @@ func (f *freezer) relay(to io.Writer, from io.Reader) {
 	}
 }
 
-func (f *freezer) freeze() { f.mu.Lock(); f.frozen = true; f.mu.Unlock() }
+func (f *freezer) freeze(s side) { f.mu.Lock(); f.frozen[s] = true; f.mu.Unlock() }
+
+// frozenLink connects a dialer to a listener through a freezer, with a
+// short keep-alive and silence bound.
+func frozenLink(t *testing.T) (f *freezer, d, l *Conn, opt Options) {
+	s := secret(t)
+	opt = Options{KeepAlive: 50 * time.Millisecond, Silence: time.Second}
+	ln := listen(t, s, opt)
+	f = newFreezer(t, ln.Addr().String())
+	d, err := Dial(timeout(t), URI(f.ln.Addr()), s, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if l, err = ln.Accept(timeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return f, d, l, opt
+}
+
+// outlives fails the test if either end of a link ends within d.
+func outlives(t *testing.T, d time.Duration, ends ...*Conn) {
+	t.Helper()
+	deadline := time.After(d)
+	for _, c := range ends {
+		select {
+		case <-c.Done():
+			t.Fatalf("a link with a live peer ended: %v", c.Err())
+		case <-deadline:
+			return
+		}
+	}
+	<-deadline
+}
+
+// endsSilent fails the test unless c ends with a SilentError.
+func endsSilent(t *testing.T, c *Conn, what string) {
+	t.Helper()
+	select {
+	case <-c.Done():
+	case <-time.After(patience):
+		t.Fatalf("the %s's end outlived a silent peer", what)
+	}
+	if err := c.Err(); !errors.As(err, new(SilentError)) {
+		t.Errorf("%s: Err() = %v, want a SilentError", what, err)
+	}
+}
 
 // TestSilentPeerEndsLink: an idle link whose peer answers pings outlives
 // the silence bound many times over; once the peer's bytes stop coming,
 // the link ends with a SilentError, which Err reports.
 func TestSilentPeerEndsLink(t *testing.T) {
+	f, d, l, opt := frozenLink(t)
+	outlives(t, 3*opt.Silence, d, l)
+	f.freeze(listenerSide)
+	endsSilent(t, d, "dialer")
+	if err := l.Err(); err != nil && !errors.As(err, new(SilentError)) {
+		t.Errorf("listener side: Err() = %v", err)
+	}
+}
+
+// TestSilentDialerEndsLink: the listener does not ping, yet it ends the
+// link with a SilentError once the dialer's bytes stop coming.
+func TestSilentDialerEndsLink(t *testing.T) {
+	f, d, l, opt := frozenLink(t)
+	outlives(t, 3*opt.Silence, d, l)
+	f.freeze(dialerSide)
+	endsSilent(t, l, "listener")
+}
+
+// TestListenerPingsQuietDialer: a dialer that sends nothing (here one
+// that never pings, as one whose ping waits for a stuck answer) still
+// has a live link: after a quarter of the silence bound the listener
+// pings, and the dialer's answer is heard.
+func TestListenerPingsQuietDialer(t *testing.T) {
 	s := secret(t)
 	opt := Options{KeepAlive: 50 * time.Millisecond, Silence: time.Second}
 	ln := listen(t, s, opt)
-	f := newFreezer(t, ln.Addr().String())
-	d, err := Dial(timeout(t), URI(f.ln.Addr()), s, opt)
+	d, err := Dial(timeout(t), URI(ln.Addr()), s, Options{KeepAlive: time.Hour, Silence: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,24 +161,41 @@ func TestSilentPeerEndsLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	outlives(t, 3*opt.Silence, d, l)
+}
 
-	select {
-	case <-d.Done():
-		t.Fatalf("an idle link with a live peer ended: %v", d.Err())
-	case <-time.After(3 * opt.Silence):
+// TestListenerTalkingKeepsLink: a link on which only the listener sends
+// (output going down to a node, say) is not taken for one whose dialer is
+// silent: the dialer pings when it has sent nothing for a while, even
+// though it hears plenty.
+func TestListenerTalkingKeepsLink(t *testing.T) {
+	_, d, l, opt := frozenLink(t)
+	stream, err := l.Open()
+	if err != nil {
+		t.Fatal(err)
 	}
-	f.freeze()
-	select {
-	case <-d.Done():
-	case <-time.After(patience):
-		t.Fatal("the link outlived a silent peer")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(opt.KeepAlive / 5)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if WriteFrame(stream, 1, []byte("x")) != nil {
+				return
+			}
+		}
+	}()
+	in, err := d.Accept()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := d.Err(); !errors.As(err, new(SilentError)) {
-		t.Errorf("Err() = %v, want a SilentError", err)
-	}
-	if err := l.Err(); err != nil && !errors.As(err, new(SilentError)) {
-		t.Errorf("listener side: Err() = %v", err)
-	}
+	go io.Copy(io.Discard, in)
+	outlives(t, 3*opt.Silence, d, l)
 }
 
 // TestClosedLinkHasNoErr: a link that its peer closes ends without a cause

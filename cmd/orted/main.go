@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +41,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == proc.GuardArg {
 		proc.RunGuard(os.Args[2:])
 	}
+	oneProcessor()
 	flags := flag.NewFlagSet("orted", flag.ContinueOnError)
 	flags.Usage = func() {
 		fmt.Fprintln(flags.Output(), "orted is the prsh daemon; mpirun starts it, not you. Flags:")
@@ -70,6 +72,14 @@ func main() {
 	}
 	os.Exit(run(daemon.Config{ID: *id, Node: *node, ParentAddr: *parent, Bind: *bind, WelcomeTimeout: *callback}, *level))
 }
+
+// oneProcessor runs orted's goroutines on one P. An orted mostly waits;
+// with more Ps every wake-up hands work between threads (a spinning M
+// looks for work, another is woken for the poller) and the runtime checks
+// the CPU limit periodically, all of which costs CPU for the daemon's
+// whole life. The PMIx server's threads are the library's, not the
+// runtime's, and are not limited by this.
+func oneProcessor() { runtime.GOMAXPROCS(1) }
 
 // run reads the secret, then runs the daemon until the job ends.
 func run(cfg daemon.Config, level string) int {

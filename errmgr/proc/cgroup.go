@@ -59,12 +59,27 @@ func NewCgroup() (*Cgroup, error) {
 	return c, nil
 }
 
-// probe starts a process in the cgroup, as the guards will be.
+// probe starts a process in the cgroup, as the guards will be. The
+// child's exec fails at once with ENAMETOOLONG, which only a child that
+// was created (in the cgroup) can report, while a clone that the kernel
+// refuses fails with its own error; running a real program, once per
+// node and job, would cost a whole exec of it.
 func (c *Cgroup) probe() error {
-	cmd := exec.Command("/bin/true")
+	cmd := &exec.Cmd{Path: unexecutable}
 	c.Place(cmd)
-	return cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		return cmd.Wait()
+	}
+	if errors.Is(err, syscall.ENAMETOOLONG) {
+		return nil
+	}
+	return err
 }
+
+// unexecutable is a path whose one name is longer than any file name may
+// be: execve rejects it before looking for anything.
+var unexecutable = "/" + strings.Repeat("x", 256)
 
 func (c *Cgroup) file(name string) string { return filepath.Join(c.dir, name) }
 

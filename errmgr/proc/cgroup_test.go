@@ -39,3 +39,27 @@ func TestCgroupKillsEverything(t *testing.T) {
 		t.Error("the escapee survived the cgroup's kill")
 	}
 }
+
+// TestCgroupProbe: the probe that NewCgroup runs passes in a real cgroup
+// and fails where a process cannot be started in the directory given
+// (here one that is no cgroup), as on a kernel or under a seccomp filter
+// that refuses clone3 into a cgroup.
+func TestCgroupProbe(t *testing.T) {
+	cg, err := NewCgroup()
+	if err != nil {
+		t.Skipf("no job cgroup here: %v", err)
+	}
+	defer cg.Remove(10 * time.Second)
+	if err := cg.probe(); err != nil {
+		t.Errorf("probe in %s: %v", cg.Dir(), err)
+	}
+	dir := t.TempDir()
+	fd, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	if err := (&Cgroup{dir: dir, fd: fd}).probe(); err == nil {
+		t.Errorf("the probe passed in %s, which is no cgroup", dir)
+	}
+}

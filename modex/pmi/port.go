@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"prsh/internal/tcp"
 )
 
 // initackWait bounds how long a connection on the port may take to
@@ -50,7 +52,7 @@ type Port struct {
 
 // ListenPort opens a port on 127.0.0.1 chosen by the system.
 func ListenPort(log hclog.Logger) (*Port, error) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	ln, err := tcp.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("PMI_PORT: %w", err)
 	}
