@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -875,5 +876,33 @@ func TestTerminalCutShort(t *testing.T) {
 	}
 	if r, cut := term.CutShort(3); !cut || r != 2 {
 		t.Fatalf("CutShort(3) = %d, %v; want rank 2, which sent nothing", r, cut)
+	}
+}
+
+// TestLastNewline: lastNewline finds what bytes.LastIndexByte finds, for
+// newlines anywhere, none, or only in the part scanned forwards.
+func TestLastNewline(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := make([]byte, rng.IntN(2000))
+		for i := range b {
+			b[i] = 'a'
+		}
+		for range rng.IntN(4) {
+			if len(b) > 0 {
+				b[rng.IntN(len(b))] = '\n'
+			}
+		}
+		if got, want := lastNewline(b), bytes.LastIndexByte(b, '\n'); got != want {
+			t.Fatalf("lastNewline of %d bytes = %d, want %d", len(b), got, want)
+		}
+	}
+}
+
+func BenchmarkLastNewline(b *testing.B) {
+	data := make([]byte, 64<<10)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		lastNewline(data)
 	}
 }
