@@ -96,7 +96,7 @@ func TestSimulateIdleCPU(t *testing.T) {
 	m := model(128, 8)
 	m.Cores, m.OrtedCPU, m.RankCPU, m.FairShare = 2, 50_000, 10_000, true
 	busy, _ := Simulate(m, 0)
-	m.IdleCPU = 0.01
+	m.Idle = Daemons(0.01)
 	idle, _ := Simulate(m, 0)
 	if idle.MpirunExit <= busy.MpirunExit || idle.Status != 0 || len(idle.Left) != 0 {
 		t.Errorf("idle CPU 1%% per daemon on 2 cores: mpirun exits at %dµs (status %d, %v left), without it at %dµs",
@@ -104,7 +104,7 @@ func TestSimulateIdleCPU(t *testing.T) {
 	}
 	m.Cores = 0
 	own, _ := Simulate(m, 0)
-	m.IdleCPU = 0
+	m.Idle = IdleCosts{}
 	plain, _ := Simulate(m, 0)
 	if own.MpirunExit != plain.MpirunExit {
 		t.Errorf("a CPU per node: idle CPU moved mpirun's exit from %dµs to %dµs", plain.MpirunExit, own.MpirunExit)

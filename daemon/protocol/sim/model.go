@@ -27,12 +27,12 @@ type Model struct {
 	// Cores > 0: every process shares that many cores (a testbed on one
 	// machine), and each orted's start and each rank's start take OrtedCPU
 	// and RankCPU of them, first come first served (FairShare: shared
-	// equally), while every live
-	// daemon takes IdleCPU of a core. 0: a CPU per node.
+	// equally), while every live process takes its kind's Idle share of
+	// a core. 0: a CPU per node.
 	Cores             int
 	FairShare         bool // the cores shared equally, not first come first served
 	OrtedCPU, RankCPU int64
-	IdleCPU           float64 // a share of a core per live daemon
+	Idle              IdleCosts
 
 	// Faults by node name (node001 …).
 	Faults map[string]Fault
@@ -119,7 +119,7 @@ func (m Model) options() (Options, error) {
 		SpawnMS:      m.SSHLatency, StartMS: m.Startup + m.Latency,
 		SpawnCost: m.SpawnCost, MaxSessions: m.MaxSessions,
 		RankMS: m.RankTime, Faults: faults,
-		Cores: m.Cores, FairShare: m.FairShare, OrtedCPU: m.OrtedCPU, RankCPU: m.RankCPU, IdleCPU: m.IdleCPU,
+		Cores: m.Cores, FairShare: m.FairShare, OrtedCPU: m.OrtedCPU, RankCPU: m.RankCPU, Idle: m.Idle,
 	}, nil
 }
 
