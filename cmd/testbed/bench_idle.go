@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"prsh/daemon/protocol/sim"
@@ -20,10 +21,10 @@ import (
 // whole launches' CPU is far below their noise; this is not.
 
 const (
-	idleRankSeconds = 20               // how long the ranks of the idle job sleep
-	idleReady       = 10 * time.Second // the longest wait for every rank to run
-	idleSettle      = time.Second      // let the last starts' work end first
-	idleWindow      = 8 * time.Second  // the window measured
+	idleRankSeconds = 600               // how long the ranks would sleep once all run
+	idleReady       = 120 * time.Second // the longest wait for every rank to run
+	idleSettle      = time.Second       // let the last starts' work end first
+	idleWindow      = 8 * time.Second   // the window measured
 )
 
 // idleSample is the idle cost of each kind of process at one load.
@@ -74,19 +75,30 @@ func descendants(all []proc, root int) []proc {
 	return out
 }
 
-// kindsOf names the kind of each process of a job: by its command name,
-// and a rank is whatever a guard started. Processes of no known kind
-// (an exec in flight) are left out.
+// kindsOf names the kind of each process of a job by its command name;
+// an orted started by an orted is a guard (its fallback, when there is no
+// prsh-guard), and a rank is whatever a guard started. Processes of no
+// known kind (an exec in flight) are left out.
 func kindsOf(job []proc) map[int]sim.Kind {
-	parent := map[int]string{}
+	comm := map[int]string{}
 	for _, p := range job {
-		parent[p.pid] = p.comm
+		comm[p.pid] = p.comm
+	}
+	isGuard := func(p proc) bool {
+		return p.comm == "prsh-guard" || p.comm == "orted" && comm[p.ppid] == "orted"
+	}
+	guards := map[int]bool{}
+	for _, p := range job {
+		guards[p.pid] = isGuard(p)
 	}
 	out := map[int]sim.Kind{}
 	for _, p := range job {
 		k, ok := kindOfComm(p.comm)
-		if parent[p.ppid] == "prsh-guard" {
+		switch {
+		case guards[p.ppid]:
 			k, ok = sim.KindRank, true
+		case guards[p.pid]:
+			k = sim.KindGuard
 		}
 		if ok {
 			out[p.pid] = k
@@ -205,34 +217,52 @@ func watchIdle(root, ranks int, ready func()) (idleSample, error) {
 	ready()
 	time.Sleep(idleSettle)
 	kinds := kindsOf(descendants(readProcs(), root))
-	before := map[int]time.Duration{}
-	for pid := range kinds {
-		if t, ok := taskCPU(pid); ok {
-			before[pid] = t
-		}
-	}
-	start := time.Now()
+	t0, before := snapshot(kinds)
 	var loads []float64
-	for time.Since(start) < idleWindow {
+	for time.Since(t0) < idleWindow {
 		if n, ok := runnable(); ok {
 			loads = append(loads, float64(n))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	secs := time.Since(start).Seconds()
-	var s idleSample
-	for pid, t0 := range before {
-		t1, ok := taskCPU(pid)
+	t1, after := snapshot(kinds)
+	s := idleSample{load: mean(loads)}
+	for pid, c0 := range before {
+		c1, ok := after[pid]
 		if !ok {
 			continue // ended within the window: not waiting
 		}
 		k := &s.kinds[kinds[pid]]
 		k.procs++
-		k.cpu += t1 - t0
-		k.secs = secs
+		k.cpu += c1 - c0
+		k.secs = t1.Sub(t0).Seconds()
 	}
-	s.load = mean(loads)
 	return s, nil
+}
+
+// snapshot reads the CPU of these processes so far, and when: the middle
+// of the reading, which takes a while on a loaded machine.
+func snapshot(kinds map[int]sim.Kind) (time.Time, map[int]time.Duration) {
+	start := time.Now()
+	out := map[int]time.Duration{}
+	for pid := range kinds {
+		if t, ok := taskCPU(pid); ok {
+			out[pid] = t
+		}
+	}
+	return start.Add(time.Since(start) / 2), out
+}
+
+// endRanks ends the job's ranks: it kills the sleep each rank's shell
+// waits for (processes of this job only), and the shell exits 0.
+func endRanks(root int) {
+	job := descendants(readProcs(), root)
+	kinds := kindsOf(job)
+	for _, p := range job {
+		if k, ok := kinds[p.ppid]; ok && k == sim.KindRank && p.comm == "sleep" {
+			syscall.Kill(p.pid, syscall.SIGTERM)
+		}
+	}
 }
 
 func countKind(kinds map[int]sim.Kind, want sim.Kind) int {
@@ -277,7 +307,8 @@ func busyLoops(n int) (stop func(), err error) {
 	return stop, nil
 }
 
-// measureIdle runs a job of n nodes whose ranks sleep, flat, and
+// measureIdle runs a job of n nodes whose ranks sleep, with
+// --idle-degree, and
 // measures its processes' idle cost; busy loops run beside it.
 func (b *bench) measureIdle(n, busy int) (idleSample, error) {
 	hosts, err := b.hostfiles(n)
@@ -289,18 +320,23 @@ func (b *bench) measureIdle(n, busy int) (idleSample, error) {
 		return idleSample{}, err
 	}
 	defer stop()
-	argv := b.ours[0].argv(hosts, n, n)
-	// Each rank waits for the last one to start, then sleeps idleRankSeconds.
-	script := fmt.Sprintf(`while [ ! -e "$0" ]; do sleep 0.2; done; exec sleep %d`, idleRankSeconds)
+	argv := b.ours[0].argv(hosts, n, min(max(1, b.c.Int("idle-degree")), n))
+	// Each rank waits for the last one to start, then sleeps until
+	// endRanks (or long after the measurement).
+	script := fmt.Sprintf(`while [ ! -e "$0" ]; do sleep 0.2; done; sleep %d; exit 0`, idleRankSeconds)
 	ready := filepath.Join(b.cluster.Dir(), fmt.Sprintf("idle-ready-%d", busy))
 	argv = append(argv[:len(argv)-1], "/bin/sh", "-c", script, ready)
 	var s idleSample
 	var watchErr error
 	_, _, err = b.launchWatched(argv, func(pid int) {
 		s, watchErr = watchIdle(pid, n, func() { os.WriteFile(ready, nil, 0o644) })
-		os.WriteFile(ready, nil, 0o644) // if it gave up waiting
+		if watchErr != nil {
+			syscall.Kill(pid, syscall.SIGTERM) // our mpirun: the job is of no use
+			return
+		}
+		endRanks(pid)
 	})
-	if err = cmp.Or(err, watchErr); err != nil {
+	if err = cmp.Or(watchErr, err); err != nil {
 		return s, fmt.Errorf("bench: idle costs: %d nodes of sleep beside %d busy loops: %w", n, busy, err)
 	}
 	s.busy = busy

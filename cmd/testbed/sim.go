@@ -272,6 +272,15 @@ func printMilestones(w io.Writer, r sim.Result) {
 	for _, l := range lines {
 		fmt.Fprintf(w, "  %-30s %s\n", l.what, seconds(l.at))
 	}
+	var idle []string
+	for k, us := range r.IdleCPU {
+		if us > 0 {
+			idle = append(idle, fmt.Sprintf("%v %.1fs", sim.Kind(k), float64(us)/1e6))
+		}
+	}
+	if len(idle) > 0 {
+		fmt.Fprintf(w, "  %-30s %s\n", "CPU of waiting processes", strings.Join(idle, ", "))
+	}
 	if r.Phase2 < 0 {
 		fmt.Fprintf(w, "  phase 2 had not reached mpirun when the job ended; in the end %d daemons of %d had every address\n", r.Addressed, r.Daemons)
 	}

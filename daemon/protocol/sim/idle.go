@@ -72,7 +72,9 @@ func (s *Sim) idleWhile(k Kind, alive func() bool) {
 		if !alive() || s.Done {
 			return
 		}
-		s.compute(int64(c.at(s.load())*float64(period)), nil)
+		work := int64(c.at(s.load()) * float64(period))
+		s.IdleCPU[k] += work
+		s.compute(work, nil)
 		s.push(s.now+period, tick)
 	}
 	s.push(s.now+period, tick)

@@ -46,6 +46,7 @@ type Result struct {
 	Status                          int   // mpirun's exit status
 	Stderr                          []string
 	Messages, Bytes                 int64
+	IdleCPU                         [NumKinds]int64 // CPU each kind took while it waited
 	Events                          int
 	Left                            []string // orteds still running at the end
 	// Addressed is how many daemons knew every address at the end: phase
@@ -73,7 +74,7 @@ func Simulate(m Model, maxEvents int) (Result, error) {
 		Phase1: s.Reached[protocol.Spawned], Phase2: s.Reached[protocol.Addressed],
 		Started: s.Reached[protocol.Started], Exited: s.Reached[protocol.Exited],
 		MpirunExit: -1, LastExit: s.LastExit, Status: s.Status, Stderr: s.Stderr,
-		Messages: s.Messages, Bytes: s.Bytes, Events: s.Steps, OverBudget: over,
+		Messages: s.Messages, Bytes: s.Bytes, IdleCPU: s.IdleCPU, Events: s.Steps, OverBudget: over,
 		Daemons: m.Nodes + 1,
 	}
 	if s.Done {

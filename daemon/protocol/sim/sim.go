@@ -114,6 +114,9 @@ type Sim struct {
 	LastExit int64
 	// Messages and Bytes count what the daemons sent.
 	Messages, Bytes int64
+	// IdleCPU is the CPU each kind of process took while it waited, in
+	// ticks.
+	IdleCPU [NumKinds]int64
 
 	book      *routed.Book
 	hostBytes int // the size of the job's host list, in every Welcome
