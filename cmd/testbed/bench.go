@@ -32,8 +32,10 @@ ranks; from a cgroup when one can be made, else from getrusage), the load
 average after the point, and the model: the simulator's time (testbed sim)
 with the configured latency and spawn cost and the costs measured first,
 one set for every point: a launch on one node (wall, CPU), on 16 nodes
-(CPU per node), on 16 nodes whose ranks sleep 5 s (idle CPU per node), and
-a rank's start (the orted binary and /bin/true), on --model-cores cores
+(CPU per node), a rank's start (the orted binary and /bin/true), and the
+CPU each kind of process (mpirun, orted, agent, shell, guard, rank) takes
+a second while it waits, from schedstat, in a job of --idle-nodes whose
+ranks sleep (beside --idle-busy busy loops too), on --model-cores cores
 that every process shares equally (testbed sim --cpu-share fair). δ auto runs mpirun --spawn-degree auto with the
 model's hop and spawn cost as hints.`,
 			Flags: append([]cli.Flag{

@@ -18,6 +18,7 @@ import (
 type costs struct {
 	oneNode  time.Duration // wall of a launch on one node: the fastest, the least delayed by other work
 	perNode  time.Duration // CPU each more node adds to a launch
+	mpirun   time.Duration // CPU of a launch besides its nodes': mpirun's own
 	rankCPU  time.Duration // CPU of a rank's start: its guard (the orted binary) and /bin/true
 	idle     sim.IdleCosts // what each kind of process takes while it waits
 	startup  time.Duration // one hop's time besides latency, spawn cost and CPU
@@ -62,6 +63,7 @@ func (b *bench) measureCosts(maxNodes, cores int) error {
 	if n > 1 {
 		k.perNode = seconds2((median(busy.cpus) - median(one.cpus)) / float64(n-1))
 	}
+	k.mpirun = max(0, seconds2(median(one.cpus))-k.perNode)
 	k.idle = fitIdle(idle)
 	hop := b.c.Duration("ssh-latency")
 	if !b.c.Bool("native") {
@@ -70,8 +72,8 @@ func (b *bench) measureCosts(maxNodes, cores int) error {
 	k.startup = max(0, k.oneNode-hop-k.perNode)
 	b.costs = k
 	fmt.Fprintf(b.std.out, "costs (load average %.1f): one node %.3fs wall; %.3fs CPU per node (%d nodes, flat), of which a rank's start %.3fs; "+
-		"so one hop's start-up besides latency %v, spawn cost %v and CPU is %.3fs; model on %d cores\n",
-		k.loadAvg1, k.oneNode.Seconds(), k.perNode.Seconds(), n, k.rankCPU.Seconds(),
+		"mpirun's own %.3fs; so one hop's start-up besides latency %v, spawn cost %v and CPU is %.3fs; model on %d cores\n",
+		k.loadAvg1, k.oneNode.Seconds(), k.perNode.Seconds(), n, k.rankCPU.Seconds(), k.mpirun.Seconds(),
 		b.c.Duration("ssh-latency"), b.c.Duration("spawn-cost"), k.startup.Seconds(), k.cores)
 	for _, s := range idle {
 		fmt.Fprintf(b.std.out, "idle, beside %d busy loops, %.1f runnable: %s\n", s.busy, s.load, describeIdle(s))
@@ -165,6 +167,7 @@ func (b *bench) simModel() sim.Model {
 		SpawnCost: b.c.Duration("spawn-cost").Microseconds(), Startup: k.startup.Microseconds(),
 		Latency: 100, BytesPerUS: 1000, RankTime: 1000,
 		Cores: k.cores, FairShare: true, OrtedCPU: orted.Microseconds(), RankCPU: min(k.rankCPU, k.perNode).Microseconds(), Idle: k.idle,
+		MpirunCPU: k.mpirun.Microseconds(),
 	}
 	if b.c.Bool("native") {
 		m.SpawnCost, m.MaxSessions = 0, 64 // ssh's real cost is in the start-up; mpirun's bound

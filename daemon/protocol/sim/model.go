@@ -32,6 +32,7 @@ type Model struct {
 	Cores             int
 	FairShare         bool // the cores shared equally, not first come first served
 	OrtedCPU, RankCPU int64
+	MpirunCPU         int64 // mpirun's own CPU, beside its spawns from its start
 	Idle              IdleCosts
 
 	// Faults by node name (node001 …).
@@ -120,7 +121,7 @@ func (m Model) options() (Options, error) {
 		SpawnMS:      m.SSHLatency, StartMS: m.Startup + m.Latency,
 		SpawnCost: m.SpawnCost, MaxSessions: m.MaxSessions,
 		RankMS: m.RankTime, Faults: faults,
-		Cores: m.Cores, FairShare: m.FairShare, OrtedCPU: m.OrtedCPU, RankCPU: m.RankCPU, Idle: m.Idle,
+		Cores: m.Cores, FairShare: m.FairShare, OrtedCPU: m.OrtedCPU, RankCPU: m.RankCPU, Idle: m.Idle, MpirunCPU: m.MpirunCPU,
 	}, nil
 }
 

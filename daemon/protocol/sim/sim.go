@@ -58,6 +58,10 @@ type Options struct {
 	Cores             int
 	FairShare         bool
 	OrtedCPU, RankCPU int64
+	// MpirunCPU is the CPU mpirun takes besides its machine's steps (its
+	// start, its checks of the job, its exit), queued on the shared cores
+	// at its start beside the spawns: it delays them only by taking a share.
+	MpirunCPU int64
 	// Idle is the share of a core each kind of process takes while it
 	// waits (its timers, its pings, its runtime), on the shared cores: a
 	// long launch of many processes spends much of its CPU so.
@@ -248,6 +252,9 @@ func (s *Sim) Start() error {
 	d := s.d[0]
 	d.m, d.created = m, true
 	s.idle(d, KindMpirun)
+	if s.opt.Cores > 0 {
+		s.compute(s.opt.MpirunCPU, nil)
+	}
 	s.carry(d, m.Start())
 	return nil
 }
