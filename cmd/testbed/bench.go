@@ -32,8 +32,10 @@ ranks; from a cgroup when one can be made, else from getrusage), the load
 average after the point, and the model: the simulator's time (testbed sim)
 with the configured latency and spawn cost and the costs measured first,
 one set for every point: a launch on one node (wall, CPU), on 16 nodes
-(CPU per node), on 16 nodes whose ranks sleep 5 s (idle CPU per node), and
-a rank's start (the orted binary and /bin/true), on --model-cores cores
+(CPU per node), a rank's start (the orted binary and /bin/true), and the
+CPU each kind of process (mpirun, orted, agent, shell, guard, rank) takes
+a second while it waits, from schedstat, in a job of --idle-nodes whose
+ranks sleep (beside --idle-busy busy loops too), on --model-cores cores
 that every process shares equally (testbed sim --cpu-share fair). δ auto runs mpirun --spawn-degree auto with the
 model's hop and spawn cost as hints.`,
 			Flags: append([]cli.Flag{
@@ -45,6 +47,9 @@ model's hop and spawn cost as hints.`,
 				&cli.BoolFlag{Name: "peers", Usage: "also launch with mpiexec.hydra, mpirun.openmpi, pdsh and clush"},
 				&cli.StringSliceFlag{Name: "mpirun-arg", Usage: "extra argument to our mpirun (repeat), e.g. --mpirun-arg=--report-launch-times"},
 				&cli.StringSliceFlag{Name: "variant", Usage: "NAME=ARGS: measure our mpirun with these extra space-separated arguments too, beside the plain one (repeat), e.g. 'before=--orted /tmp/old/orted'"},
+				&cli.IntFlag{Name: "idle-nodes", Value: costNodes, Usage: "nodes of the job whose idle costs are measured (at most the largest of --nodes)"},
+				&cli.IntFlag{Name: "idle-degree", Value: 2, Usage: "spawn degree of the idle job: each daemon's links are pinged, and any tree has about 2 link ends per orted, a flat one 1"},
+				&cli.IntFlag{Name: "idle-busy", Usage: "also measure the idle costs beside this many busy loops, and model their dependence on the runnable processes as the line through both (0: measure once, no dependence; none was found from 5 to 190 runnable)"},
 				&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on one launch after this long"},
 				&cli.StringFlag{Name: "csv", Usage: "write the results as CSV to this file"},
 				&cli.StringFlag{Name: "plot", Usage: "write a PNG of time against nodes, one line per launcher and δ, to this file"},

@@ -18,11 +18,12 @@ import (
 type costs struct {
 	oneNode  time.Duration // wall of a launch on one node: the fastest, the least delayed by other work
 	perNode  time.Duration // CPU each more node adds to a launch
+	mpirun   time.Duration // CPU of a launch besides its nodes': mpirun's own
 	rankCPU  time.Duration // CPU of a rank's start: its guard (the orted binary) and /bin/true
-	idleCPU  float64       // share of a core a node's daemons take while they wait
+	idle     sim.IdleCosts // what each kind of process takes while it waits
 	startup  time.Duration // one hop's time besides latency, spawn cost and CPU
 	cores    int
-	nodes    int     // the launch perNode and idleCPU were measured on
+	nodes    int     // the launch perNode and idle were measured on
 	loadAvg1 float64 // the load average when they were
 }
 
@@ -30,13 +31,11 @@ type costs struct {
 // enough that they do not queue for the CPU much.
 const costNodes = 16
 
-// idleSeconds is how long the ranks of the idle measurement sleep.
-const idleSeconds = 5
-
 // measureCosts measures, with our mpirun through the testbed's agent:
 // a launch of /bin/true on one node (the fastest wall, the CPU) and on costNodes
-// nodes, flat (CPU), the same with ranks that sleep idleSeconds (CPU),
-// and locally the CPU of a rank's start.
+// nodes, flat (CPU), the idle cost of each kind of process in a job of
+// costNodes nodes whose ranks sleep, alone and beside --idle-busy busy
+// loops, and locally the CPU of a rank's start.
 func (b *bench) measureCosts(maxNodes, cores int) error {
 	n := min(costNodes, maxNodes)
 	one, err := b.launches(1, "/bin/true")
@@ -47,9 +46,13 @@ func (b *bench) measureCosts(maxNodes, cores int) error {
 	if err != nil {
 		return err
 	}
-	idle, err := b.launches(n, "sleep", strconv.Itoa(idleSeconds))
-	if err != nil {
-		return err
+	var idle []idleSample
+	for _, busy := range slices.Compact([]int{0, b.c.Int("idle-busy")}) {
+		s, err := b.measureIdle(min(b.c.Int("idle-nodes"), maxNodes), busy)
+		if err != nil {
+			return err
+		}
+		idle = append(idle, s)
 	}
 	rank, err := b.rankCPU()
 	if err != nil {
@@ -60,7 +63,8 @@ func (b *bench) measureCosts(maxNodes, cores int) error {
 	if n > 1 {
 		k.perNode = seconds2((median(busy.cpus) - median(one.cpus)) / float64(n-1))
 	}
-	k.idleCPU = max(0, median(idle.cpus)-median(busy.cpus)) / float64(n*idleSeconds)
+	k.mpirun = max(0, seconds2(median(one.cpus))-k.perNode)
+	k.idle = fitIdle(idle)
 	hop := b.c.Duration("ssh-latency")
 	if !b.c.Bool("native") {
 		hop += b.c.Duration("spawn-cost")
@@ -68,10 +72,35 @@ func (b *bench) measureCosts(maxNodes, cores int) error {
 	k.startup = max(0, k.oneNode-hop-k.perNode)
 	b.costs = k
 	fmt.Fprintf(b.std.out, "costs (load average %.1f): one node %.3fs wall; %.3fs CPU per node (%d nodes, flat), of which a rank's start %.3fs; "+
-		"idle %.2f%% of a core per node; so one hop's start-up besides latency %v, spawn cost %v and CPU is %.3fs; model on %d cores\n",
-		k.loadAvg1, k.oneNode.Seconds(), k.perNode.Seconds(), n, k.rankCPU.Seconds(), 100*k.idleCPU,
+		"mpirun's own %.3fs; so one hop's start-up besides latency %v, spawn cost %v and CPU is %.3fs; model on %d cores\n",
+		k.loadAvg1, k.oneNode.Seconds(), k.perNode.Seconds(), n, k.rankCPU.Seconds(), k.mpirun.Seconds(),
 		b.c.Duration("ssh-latency"), b.c.Duration("spawn-cost"), k.startup.Seconds(), k.cores)
+	for _, s := range idle {
+		fmt.Fprintf(b.std.out, "idle, beside %d busy loops, %.1f runnable: %s\n", s.busy, s.load, describeIdle(s))
+	}
+	fmt.Fprintf(b.std.out, "idle model (ms/s at no load + ms/s per runnable): %s\n", describeFit(k.idle))
 	return nil
+}
+
+// describeIdle says what each kind of process took while it waited.
+func describeIdle(s idleSample) string {
+	var parts []string
+	for k, ki := range s.kinds {
+		if ki.procs > 0 {
+			parts = append(parts, fmt.Sprintf("%v %.3f ms/s (%d)", sim.Kind(k), 1000*ki.share(), ki.procs))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// describeFit is the idle model as testbed sim's flags say it.
+func describeFit(c sim.IdleCosts) string {
+	var base, slope []string
+	for k, ic := range c {
+		base = append(base, fmt.Sprintf("%v=%.3f", sim.Kind(k), 1000*ic.Share))
+		slope = append(slope, fmt.Sprintf("%v=%.5f", sim.Kind(k), 1000*ic.PerLoad))
+	}
+	return "--idle-cpu " + strings.Join(base, ",") + " --idle-per-load " + strings.Join(slope, ",")
 }
 
 // launches runs our mpirun --runs times on the first n nodes, flat, with
@@ -137,7 +166,8 @@ func (b *bench) simModel() sim.Model {
 		Routed: "radix", SSHLatency: b.c.Duration("ssh-latency").Microseconds(),
 		SpawnCost: b.c.Duration("spawn-cost").Microseconds(), Startup: k.startup.Microseconds(),
 		Latency: 100, BytesPerUS: 1000, RankTime: 1000,
-		Cores: k.cores, FairShare: true, OrtedCPU: orted.Microseconds(), RankCPU: min(k.rankCPU, k.perNode).Microseconds(), IdleCPU: k.idleCPU,
+		Cores: k.cores, FairShare: true, OrtedCPU: orted.Microseconds(), RankCPU: min(k.rankCPU, k.perNode).Microseconds(), Idle: k.idle,
+		MpirunCPU: k.mpirun.Microseconds(),
 	}
 	if b.c.Bool("native") {
 		m.SpawnCost, m.MaxSessions = 0, 64 // ssh's real cost is in the start-up; mpirun's bound

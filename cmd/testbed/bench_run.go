@@ -17,6 +17,12 @@ import (
 // the CPU seconds of all its processes. A launch that fails or leaves
 // processes running is an error naming the cause.
 func (b *bench) launch(argv []string) (wall, cpu float64, err error) {
+	return b.launchWatched(argv, nil)
+}
+
+// launchWatched is launch with watch (if not nil) run beside the launch,
+// given mpirun's PID; the launch is done once both are.
+func (b *bench) launchWatched(argv []string, watch func(pid int)) (wall, cpu float64, err error) {
 	sample, err := b.meter.start()
 	if err != nil {
 		return 0, 0, err
@@ -31,7 +37,18 @@ func (b *bench) launch(argv []string) (wall, cpu float64, err error) {
 		fmt.Fprintf(b.std.err, "bench: %s\n", strings.Join(argv, " "))
 	}
 	start := time.Now()
-	runErr := cmd.Run()
+	runErr := cmd.Start()
+	if runErr == nil {
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			if watch != nil {
+				watch(cmd.Process.Pid) // the cgroup's shell execs mpirun in place
+			}
+		}()
+		runErr = cmd.Wait()
+		<-watched
+	}
 	wall = time.Since(start).Seconds()
 	left := b.cluster.WaitNoLeftovers(10 * time.Second)
 	if len(left) > 0 {

@@ -45,6 +45,12 @@ func TestBenchLaunch(t *testing.T) {
 	if !hasAutoRow(out, "2") || !strings.Contains(out, "costs (load average") {
 		t.Errorf("no row of δ auto at 2 nodes, or no line of the measured costs:\n%s", out)
 	}
+	// The idle job of 2 nodes: mpirun, each orted and its guard while the ranks sleep.
+	for _, want := range []string{"mpirun ", "orted ", "guard ", "(2)"} {
+		if !strings.Contains(idleLine(out), want) {
+			t.Errorf("no %q in the idle costs' line %q:\n%s", want, idleLine(out), out)
+		}
+	}
 	if row := benchRow(out, "ompi 1 flat"); !strings.Contains(row, "cannot run: ") {
 		t.Errorf("Open MPI without --uts does not say why it cannot run: %q", row)
 	}
@@ -53,6 +59,15 @@ func TestBenchLaunch(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Errorf("no PNG written (%v)", err)
 	}
+}
+
+func idleLine(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "idle, beside 0 busy loops") {
+			return line
+		}
+	}
+	return ""
 }
 
 func checkBenchCSV(t *testing.T, path string, rows int) {

@@ -330,6 +330,11 @@ func TestSim(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "δ=auto(") {
 		t.Errorf("sim δ auto on 2 cores: status %d, stdout %q", code, out)
 	}
+	code, out, _ = runMain(t, "sim", "--nodes", "50", "--spawn-degree", "8", "--cores", "2", "--orted-cpu", "100ms", "--rank-cpu", "30ms",
+		"--idle-cpu", "orted=1.2,guard=0.5,mpirun=1", "--idle-per-load", "orted=0.001")
+	if code != 0 || !strings.Contains(out, "CPU of waiting processes       mpirun ") || !strings.Contains(out, ", orted ") || !strings.Contains(out, ", guard ") {
+		t.Errorf("sim with idle costs by kind: status %d, stdout %q", code, out)
+	}
 	code, _, errOut = runMain(t, "sim", "--nodes", "50", "--fail", "node017=refuse")
 	if want := "mpirun: node017: ssh: dial tcp node017:22: connect: connection refused\n"; code != 255 || errOut != want {
 		t.Errorf("sim --fail node017=refuse: status %d, stderr %q; want 255 and %q", code, errOut, want)
@@ -346,7 +351,7 @@ func TestSim(t *testing.T) {
 	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 		t.Errorf("sweep plot: not a PNG (%v)", err)
 	}
-	for _, bad := range [][]string{{"--nodes", "0"}, {"--spawn-degree", "wide"}, {"--fail", "node017=melt"}, {"--on-unreachable", "retry"}, {"--nodes", "50", "--fail", "node051=refuse"}, {"--cpu-share", "lifo"}, {"--cores", "-1"}} {
+	for _, bad := range [][]string{{"--nodes", "0"}, {"--spawn-degree", "wide"}, {"--fail", "node017=melt"}, {"--on-unreachable", "retry"}, {"--nodes", "50", "--fail", "node051=refuse"}, {"--cpu-share", "lifo"}, {"--cores", "-1"}, {"--idle-cpu", "sshd=1"}, {"--idle-per-load", "orted=-1"}} {
 		if code, _, _ := runMain(t, append([]string{"sim"}, bad...)...); code != exitFailure {
 			t.Errorf("sim %v: status %d, want %d", bad, code, exitFailure)
 		}

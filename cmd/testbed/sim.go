@@ -41,8 +41,10 @@ line per spawn degree.`,
 			&cli.IntFlag{Name: "cores", Usage: "cores shared by every process, as on a testbed that runs the cluster on one machine (0: a CPU per node, and the CPU flags below cost only their own time)"},
 			&cli.StringFlag{Name: "cpu-share", Value: "fair", Usage: "with --cores: fair (every process in progress gets an equal share, as a time-sharing kernel gives) or fifo (first come, first served)"},
 			&cli.DurationFlag{Name: "orted-cpu", Usage: "CPU of an orted's start (its session's processes included), before it calls back"},
+			&cli.DurationFlag{Name: "mpirun-cpu", Usage: "with --cores: mpirun's own CPU besides its nodes', taken beside its spawns from its start"},
 			&cli.DurationFlag{Name: "rank-cpu", Usage: "CPU of a rank's start (its guard, its exec), before it runs"},
-			&cli.Float64Flag{Name: "idle-cpu", Usage: "with --cores: the share of a core each live daemon takes while it waits (timers, pings, runtime), e.g. 0.003"},
+			&cli.StringFlag{Name: "idle-cpu", Usage: "with --cores: what each live process takes of the cores while it waits (timers, pings, runtime): KIND=MS,… in ms of CPU per second alive for kinds mpirun, orted, agent, shell, guard, rank (e.g. orted=0.8,guard=0.4,mpirun=2.5), or one share of a core for mpirun and each orted (e.g. 0.003)"},
+			&cli.StringFlag{Name: "idle-per-load", Usage: "with --cores --cpu-share fair: KIND=MS,… more ms per second alive for each runnable piece of work on the cores (e.g. orted=0.01)"},
 			&cli.DurationFlag{Name: "rank-time", Value: time.Millisecond, Usage: "how long each rank runs"},
 			&cli.DurationFlag{Name: "callback-timeout", Value: 30 * time.Second, Usage: "how long a spawned orted may take to call back"},
 			&cli.StringSliceFlag{Name: "fail", Usage: "NODE=refuse, NODE=no-callback or NODE=die@DURATION (virtual time), e.g. node017=die@3s"},
@@ -140,8 +142,14 @@ func modelFromFlags(c *cli.Context) (sim.Model, error) {
 		Startup: us("startup"), Latency: us("msg-latency"), BytesPerUS: c.Float64("bandwidth"),
 		MaxSessions: c.Int("max-sessions"), RankTime: us("rank-time"),
 		CallbackMS: c.Duration("callback-timeout").Milliseconds(),
-		Cores:      c.Int("cores"), OrtedCPU: us("orted-cpu"), RankCPU: us("rank-cpu"), IdleCPU: c.Float64("idle-cpu"),
+		Cores:      c.Int("cores"), OrtedCPU: us("orted-cpu"), RankCPU: us("rank-cpu"),
+		MpirunCPU: us("mpirun-cpu"),
 	}
+	idle, err := parseIdle(c.String("idle-cpu"), c.String("idle-per-load"))
+	if err != nil {
+		return m, err
+	}
+	m.Idle = idle
 	switch c.String("cpu-share") {
 	case "fair":
 		m.FairShare = true
@@ -149,8 +157,8 @@ func modelFromFlags(c *cli.Context) (sim.Model, error) {
 	default:
 		return m, fmt.Errorf("--cpu-share %q: want fair or fifo", c.String("cpu-share"))
 	}
-	if m.Cores < 0 || m.IdleCPU < 0 || m.OrtedCPU < 0 || m.RankCPU < 0 {
-		return m, fmt.Errorf("--cores, --orted-cpu, --rank-cpu and --idle-cpu must not be negative")
+	if m.Cores < 0 || m.OrtedCPU < 0 || m.RankCPU < 0 || m.MpirunCPU < 0 {
+		return m, fmt.Errorf("--cores, --orted-cpu, --rank-cpu and --mpirun-cpu must not be negative")
 	}
 	switch c.String("on-unreachable") {
 	case "abort":
@@ -162,6 +170,34 @@ func modelFromFlags(c *cli.Context) (sim.Model, error) {
 	faults, err := parseFails(splitList(c.StringSlice("fail")))
 	m.Faults = faults
 	return m, err
+}
+
+// parseIdle reads --idle-cpu (one share of a core for the daemons, or
+// KIND=MS per kind) and --idle-per-load (KIND=MS), MS in ms per second.
+func parseIdle(base, perLoad string) (sim.IdleCosts, error) {
+	var c sim.IdleCosts
+	if share, err := strconv.ParseFloat(base, 64); err == nil {
+		if share < 0 {
+			return c, fmt.Errorf("--idle-cpu %v: must not be negative", share)
+		}
+		c, base = sim.Daemons(share), ""
+	}
+	set := func(flag, list string, field func(*sim.IdleCost) *float64) error {
+		for _, item := range splitList([]string{list}) {
+			name, v, _ := strings.Cut(item, "=")
+			k, ok := sim.KindNamed(name)
+			ms, err := strconv.ParseFloat(v, 64)
+			if !ok || err != nil || ms < 0 {
+				return fmt.Errorf("--%s %q: want KIND=MS (ms of CPU per second, not negative), KIND one of mpirun, orted, agent, shell, guard, rank", flag, item)
+			}
+			*field(&c[k]) = ms / 1000
+		}
+		return nil
+	}
+	if err := set("idle-cpu", base, func(i *sim.IdleCost) *float64 { return &i.Share }); err != nil {
+		return c, err
+	}
+	return c, set("idle-per-load", perLoad, func(i *sim.IdleCost) *float64 { return &i.PerLoad })
 }
 
 // parseFails reads NODE=refuse, NODE=no-callback and NODE=die@DURATION.
@@ -237,6 +273,15 @@ func printMilestones(w io.Writer, r sim.Result) {
 	}
 	for _, l := range lines {
 		fmt.Fprintf(w, "  %-30s %s\n", l.what, seconds(l.at))
+	}
+	var idle []string
+	for k, us := range r.IdleCPU {
+		if us > 0 {
+			idle = append(idle, fmt.Sprintf("%v %.1fs", sim.Kind(k), float64(us)/1e6))
+		}
+	}
+	if len(idle) > 0 {
+		fmt.Fprintf(w, "  %-30s %s\n", "CPU of waiting processes", strings.Join(idle, ", "))
 	}
 	if r.Phase2 < 0 {
 		fmt.Fprintf(w, "  phase 2 had not reached mpirun when the job ended; in the end %d daemons of %d had every address\n", r.Addressed, r.Daemons)

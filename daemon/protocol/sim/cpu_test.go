@@ -96,7 +96,7 @@ func TestSimulateIdleCPU(t *testing.T) {
 	m := model(128, 8)
 	m.Cores, m.OrtedCPU, m.RankCPU, m.FairShare = 2, 50_000, 10_000, true
 	busy, _ := Simulate(m, 0)
-	m.IdleCPU = 0.01
+	m.Idle = Daemons(0.01)
 	idle, _ := Simulate(m, 0)
 	if idle.MpirunExit <= busy.MpirunExit || idle.Status != 0 || len(idle.Left) != 0 {
 		t.Errorf("idle CPU 1%% per daemon on 2 cores: mpirun exits at %dµs (status %d, %v left), without it at %dµs",
@@ -104,9 +104,29 @@ func TestSimulateIdleCPU(t *testing.T) {
 	}
 	m.Cores = 0
 	own, _ := Simulate(m, 0)
-	m.IdleCPU = 0
+	m.Idle = IdleCosts{}
 	plain, _ := Simulate(m, 0)
 	if own.MpirunExit != plain.MpirunExit {
 		t.Errorf("a CPU per node: idle CPU moved mpirun's exit from %dµs to %dµs", plain.MpirunExit, own.MpirunExit)
+	}
+}
+
+// TestSimulateMpirunCPU: mpirun's own CPU takes a share of shared cores
+// beside the spawns, so a launch whose starts queue ends later, by no
+// more than that CPU; with a CPU per node it costs nothing.
+func TestSimulateMpirunCPU(t *testing.T) {
+	m := model(64, 8)
+	m.Cores, m.FairShare, m.OrtedCPU, m.RankCPU = 2, true, 50_000, 10_000
+	plain, _ := Simulate(m, 0)
+	m.MpirunCPU = 1_000_000
+	busy, _ := Simulate(m, 0)
+	if busy.MpirunExit <= plain.MpirunExit || busy.MpirunExit > plain.MpirunExit+m.MpirunCPU || busy.Status != 0 {
+		t.Errorf("mpirun's own 1s of CPU on 2 cores: mpirun exits at %dµs (status %d), without it at %dµs", busy.MpirunExit, busy.Status, plain.MpirunExit)
+	}
+	m.Cores = 0
+	own, _ := Simulate(m, 0)
+	m.MpirunCPU = 0
+	if base, _ := Simulate(m, 0); own.MpirunExit != base.MpirunExit {
+		t.Errorf("a CPU per node: mpirun's CPU moved its exit from %dµs to %dµs", base.MpirunExit, own.MpirunExit)
 	}
 }

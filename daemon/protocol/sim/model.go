@@ -27,12 +27,13 @@ type Model struct {
 	// Cores > 0: every process shares that many cores (a testbed on one
 	// machine), and each orted's start and each rank's start take OrtedCPU
 	// and RankCPU of them, first come first served (FairShare: shared
-	// equally), while every live
-	// daemon takes IdleCPU of a core. 0: a CPU per node.
+	// equally), while every live process takes its kind's Idle share of
+	// a core. 0: a CPU per node.
 	Cores             int
 	FairShare         bool // the cores shared equally, not first come first served
 	OrtedCPU, RankCPU int64
-	IdleCPU           float64 // a share of a core per live daemon
+	MpirunCPU         int64 // mpirun's own CPU, beside its spawns from its start
+	Idle              IdleCosts
 
 	// Faults by node name (node001 …).
 	Faults map[string]Fault
@@ -46,6 +47,7 @@ type Result struct {
 	Status                          int   // mpirun's exit status
 	Stderr                          []string
 	Messages, Bytes                 int64
+	IdleCPU                         [NumKinds]int64 // CPU each kind took while it waited
 	Events                          int
 	Left                            []string // orteds still running at the end
 	// Addressed is how many daemons knew every address at the end: phase
@@ -73,7 +75,7 @@ func Simulate(m Model, maxEvents int) (Result, error) {
 		Phase1: s.Reached[protocol.Spawned], Phase2: s.Reached[protocol.Addressed],
 		Started: s.Reached[protocol.Started], Exited: s.Reached[protocol.Exited],
 		MpirunExit: -1, LastExit: s.LastExit, Status: s.Status, Stderr: s.Stderr,
-		Messages: s.Messages, Bytes: s.Bytes, Events: s.Steps, OverBudget: over,
+		Messages: s.Messages, Bytes: s.Bytes, IdleCPU: s.IdleCPU, Events: s.Steps, OverBudget: over,
 		Daemons: m.Nodes + 1,
 	}
 	if s.Done {
@@ -119,7 +121,7 @@ func (m Model) options() (Options, error) {
 		SpawnMS:      m.SSHLatency, StartMS: m.Startup + m.Latency,
 		SpawnCost: m.SpawnCost, MaxSessions: m.MaxSessions,
 		RankMS: m.RankTime, Faults: faults,
-		Cores: m.Cores, FairShare: m.FairShare, OrtedCPU: m.OrtedCPU, RankCPU: m.RankCPU, IdleCPU: m.IdleCPU,
+		Cores: m.Cores, FairShare: m.FairShare, OrtedCPU: m.OrtedCPU, RankCPU: m.RankCPU, Idle: m.Idle, MpirunCPU: m.MpirunCPU,
 	}, nil
 }
 

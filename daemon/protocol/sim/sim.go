@@ -58,10 +58,14 @@ type Options struct {
 	Cores             int
 	FairShare         bool
 	OrtedCPU, RankCPU int64
-	// IdleCPU is the share of a core each live daemon takes while it
+	// MpirunCPU is the CPU mpirun takes besides its machine's steps (its
+	// start, its checks of the job, its exit), queued on the shared cores
+	// at its start beside the spawns: it delays them only by taking a share.
+	MpirunCPU int64
+	// Idle is the share of a core each kind of process takes while it
 	// waits (its timers, its pings, its runtime), on the shared cores: a
-	// long launch of many daemons spends much of its CPU so.
-	IdleCPU float64
+	// long launch of many processes spends much of its CPU so.
+	Idle IdleCosts
 	// ShareBook gives every daemon one address table (routed.NewSharedBook)
 	// instead of one each: a large cluster's memory.
 	ShareBook bool
@@ -114,6 +118,9 @@ type Sim struct {
 	LastExit int64
 	// Messages and Bytes count what the daemons sent.
 	Messages, Bytes int64
+	// IdleCPU is the CPU each kind of process took while it waited, in
+	// ticks.
+	IdleCPU [NumKinds]int64
 
 	book      *routed.Book
 	hostBytes int // the size of the job's host list, in every Welcome
@@ -244,7 +251,10 @@ func (s *Sim) Start() error {
 	}
 	d := s.d[0]
 	d.m, d.created = m, true
-	s.idle(d)
+	s.idle(d, KindMpirun)
+	if s.opt.Cores > 0 {
+		s.compute(s.opt.MpirunCPU, nil)
+	}
 	s.carry(d, m.Start())
 	return nil
 }
@@ -581,7 +591,9 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 
 func (s *Sim) spawn(p *daemon, id int) {
 	c, f := s.d[id], s.opt.Faults[id]
-	s.push(s.sessionOpen(p)+s.opt.SpawnMS, func() {
+	exec := s.sessionOpen(p) + s.opt.SpawnMS
+	s.idleWhile(KindAgent, func() bool { return s.now < exec }) // it waits its turn and the latency
+	s.push(exec, func() {
 		if p.dead {
 			return
 		}
@@ -590,7 +602,8 @@ func (s *Sim) spawn(p *daemon, id int) {
 			return
 		}
 		c.created, c.spawner = true, p.id
-		s.idle(c)
+		s.idle(c, KindOrted)
+		s.idle(c, KindShell)
 		if f.DieAt > 0 {
 			s.push(max(f.DieAt, s.now), func() { s.kill(id, f.Signal) })
 		}
@@ -621,25 +634,6 @@ func (s *Sim) sessionOpen(p *daemon) int64 {
 	}
 	p.openings = append(p.openings, at+s.opt.SpawnMS)
 	return at
-}
-
-// idlePeriodMS is how often a live daemon's idle CPU is queued.
-const idlePeriodMS = 250
-
-// idle queues daemon d's idle CPU on the shared cores every idlePeriodMS
-// while it lives and mpirun runs.
-func (s *Sim) idle(d *daemon) {
-	if s.opt.Cores <= 0 || s.opt.IdleCPU <= 0 {
-		return
-	}
-	period := idlePeriodMS * s.opt.TicksPerMS
-	s.push(s.now+period, func() {
-		if d.dead || s.Done {
-			return
-		}
-		s.compute(int64(s.opt.IdleCPU*float64(period)), nil)
-		s.idle(d)
-	})
 }
 
 // callBack connects a new orted to its parent: its Hello (LinkUp at the
@@ -675,7 +669,11 @@ func (s *Sim) startRanks(d *daemon, ranks []int) {
 		d.ranks = map[int]*rankState{}
 	}
 	for _, r := range ranks {
-		d.ranks[r] = &rankState{}
+		rs := &rankState{}
+		d.ranks[r] = rs
+		runs := func() bool { return d.ranks[r] == rs }
+		s.idleWhile(KindGuard, runs)
+		s.idleWhile(KindRank, runs)
 		s.compute(s.opt.RankCPU, func() {
 			if s.usesPMI() {
 				s.push(s.now+1, func() { s.nextCollective(d, r) })
