@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/yamux"
+	"golang.org/x/sys/unix"
 )
 
 // SilentError ends a link whose peer has sent nothing for Options.Silence:
@@ -74,6 +76,36 @@ func newConn(raw net.Conn, k keys, opt Options, dialer bool) (*Conn, error) {
 	return c, nil
 }
 
+// silent confirms that a peer not heard for the silence bound is silent:
+// bytes of its that wait unread in this side's socket mean that this
+// side, not the peer, did not run (a machine so loaded that the watch
+// woke before the reader), and count as heard now.
+func (c *Conn) silent() bool {
+	if unread(c.link.Conn) > 0 {
+		c.heard.Store(int64(time.Since(epoch)))
+		return false
+	}
+	return true
+}
+
+// unread is how many bytes a TCP socket holds that were received and not
+// yet read (0 where that cannot be told).
+func unread(conn net.Conn) int {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return 0
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	raw.Control(func(fd uintptr) {
+		n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	})
+	return n
+}
+
 // quiet is how long ago the last byte of a record (heard or sent) passed.
 func quiet(last *atomic.Int64) time.Duration {
 	return time.Since(epoch) - time.Duration(last.Load())
@@ -93,9 +125,8 @@ func (c *Conn) ping(every, silence time.Duration) {
 			return
 		case <-tick.C:
 		}
-		heard := quiet(&c.heard)
-		switch {
-		case heard >= silence:
+		switch heard := quiet(&c.heard); {
+		case heard >= silence && c.silent():
 			c.end(SilentError{silence}) // the bound, which is what a user can act on
 			return
 		case heard >= every || quiet(&c.sent) >= every:
@@ -121,9 +152,8 @@ func (c *Conn) listen(every, silence time.Duration) {
 			return
 		case <-wait.C:
 		}
-		heard := quiet(&c.heard)
-		switch {
-		case heard >= silence:
+		switch heard := quiet(&c.heard); {
+		case heard >= silence && c.silent():
 			c.end(SilentError{silence})
 			return
 		case heard >= backup:

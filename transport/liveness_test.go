@@ -213,3 +213,54 @@ func TestClosedLinkHasNoErr(t *testing.T) {
 		t.Errorf("Err() = %v after the peer's close, want nil", err)
 	}
 }
+
+// tcpPair is a connected pair of plain TCP sockets.
+func tcpPair(t *testing.T) (a, b net.Conn) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	if a, err = net.Dial("tcp", ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	if b = <-accepted; b == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+// TestUnreadBytesAreLife: a peer not heard for the silence bound whose
+// bytes wait unread in this side's socket (this side's reader did not
+// run, as on a starved machine) is not silent, and counts as heard now;
+// with nothing waiting it is.
+func TestUnreadBytesAreLife(t *testing.T) {
+	a, b := tcpPair(t)
+	long := int64(time.Since(epoch) - time.Hour)
+	c := &Conn{link: &sealedConn{Conn: b}}
+	c.heard.Store(long)
+	if !c.silent() {
+		t.Fatal("an empty socket was taken for a sign of life")
+	}
+	if _, err := a.Write([]byte("record")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); unread(b) < len("record"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the socket shows %d unread bytes, want %d", unread(b), len("record"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c.silent() {
+		t.Fatal("bytes waiting unread did not count as a sign of life")
+	}
+	if quiet(&c.heard) > time.Minute {
+		t.Fatal("the unread bytes were not counted as heard now")
+	}
+}
