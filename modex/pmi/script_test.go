@@ -120,7 +120,7 @@ func playStep(c net.Conn, s step, served chan error) error {
 		_, err := c.Write([]byte(s.arg))
 		return err
 	case s.op == "<-" && s.isEOF:
-		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_ = c.SetReadDeadline(time.Now().Add(replyWait))
 		if n, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 			return fmt.Errorf("want EOF, got %d bytes, %v", n, err)
 		}
@@ -139,9 +139,14 @@ func playStep(c net.Conn, s step, served chan error) error {
 	return fmt.Errorf("unknown step")
 }
 
+// replyWait bounds the wait for a reply or an EOF: generous, since a
+// loaded machine under the race detector took over 5 s to build a 1 MB
+// reply (CI).
+const replyWait = time.Minute
+
 // expect reads exactly len(want) bytes and compares.
 func expect(c net.Conn, want string) error {
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(replyWait))
 	got := make([]byte, len(want))
 	n, err := io.ReadFull(c, got)
 	if err != nil {

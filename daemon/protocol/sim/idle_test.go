@@ -68,7 +68,7 @@ func TestIdleAgentsWaitTheirTurn(t *testing.T) {
 // whose starts queue on two cores, costs nothing on cores with nothing
 // to run, and nothing with a CPU per node.
 func TestIdleGrowsWithLoad(t *testing.T) {
-	m := model(64, 8)
+	m := model(16, 4) // a cost per runnable queues idle work at every change of the load: small keeps it quick under -race
 	m.Cores, m.FairShare, m.OrtedCPU, m.RankCPU = 2, true, 50_000, 10_000
 	plain, _ := Simulate(m, 0)
 	m.Idle[KindOrted].PerLoad = 0.0005
