@@ -45,7 +45,7 @@ model's hop and spawn cost as hints.`,
 				&cli.IntFlag{Name: "model-cores", Value: runtime.NumCPU(), Usage: "cores the model shares among every process of a launch (the testbed's machine)"},
 				&cli.BoolFlag{Name: "native", Usage: "launch over ssh instead of testbed-agent"},
 				&cli.BoolFlag{Name: "peers", Usage: "also launch with mpiexec.hydra, mpirun.openmpi, pdsh and clush"},
-				&cli.StringSliceFlag{Name: "mpirun-arg", Usage: "extra argument to our mpirun (repeat), e.g. --mpirun-arg=--report-launch-times"},
+				&cli.StringSliceFlag{Name: "mpirun-arg", Usage: "extra argument to our mpirun (repeat), e.g. --mpirun-arg=--callback-timeout=2m (our rows always have --report-launch-times)"},
 				&cli.StringSliceFlag{Name: "variant", Usage: "NAME=ARGS: measure our mpirun with these extra space-separated arguments too, beside the plain one (repeat), e.g. 'before=--orted /tmp/old/orted'"},
 				&cli.IntFlag{Name: "idle-nodes", Value: costNodes, Usage: "nodes of the job whose idle costs are measured (at most the largest of --nodes)"},
 				&cli.IntFlag{Name: "idle-degree", Value: 2, Usage: "spawn degree of the idle job: each daemon's links are pinged, and any tree has about 2 link ends per orted, a flat one 1"},
@@ -68,8 +68,9 @@ type benchPoint struct {
 	load     float64 // the load average after the runs
 	walls    []float64
 	cpus     []float64
-	model    float64 // seconds the tree allows; 0: no model
-	failure  string  // why the launcher could not run here
+	times    []launchTimes // ours: each run's milestones
+	model    float64       // seconds the tree allows; 0: no model
+	failure  string        // why the launcher could not run here
 }
 
 func benchLaunchAction(c *cli.Context, std stdio) error {
@@ -220,12 +221,12 @@ func (b *bench) measure(l launcher, n, degree int) (p benchPoint) {
 	}
 	defer func() { p.load = loadAverage() }()
 	for range b.c.Int("runs") {
-		wall, cpu, err := b.launch(argv)
+		r, err := b.launchWatched(argv, nil)
 		if err != nil {
 			p.failure = err.Error()
 			return p
 		}
-		p.walls, p.cpus = append(p.walls, wall), append(p.cpus, cpu)
+		p.walls, p.cpus, p.times = append(p.walls, r.wall), append(p.cpus, r.cpu), append(p.times, r.milestones)
 	}
 	return p
 }

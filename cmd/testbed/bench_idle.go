@@ -328,7 +328,7 @@ func (b *bench) measureIdle(n, busy int) (idleSample, error) {
 	argv = append(argv[:len(argv)-1], "/bin/sh", "-c", script, ready)
 	var s idleSample
 	var watchErr error
-	_, _, err = b.launchWatched(argv, func(pid int) {
+	_, err = b.launchWatched(argv, func(pid int) {
 		s, watchErr = watchIdle(pid, n, func() { os.WriteFile(ready, nil, 0o644) })
 		if watchErr != nil {
 			syscall.Kill(pid, syscall.SIGTERM) // our mpirun: the job is of no use

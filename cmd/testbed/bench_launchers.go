@@ -32,7 +32,7 @@ func oursLaunchers(mpirun, agent string, native bool, extra, variants []string) 
 // oursLauncher is our mpirun through agent, or natively over ssh.
 func oursLauncher(name, mpirun, agent string, native bool, extra []string) launcher {
 	return launcher{name: name, argv: func(h hostsFiles, n, degree int) []string {
-		argv := []string{mpirun, "--hostfile", h.slots, "--spawn-degree", strconv.Itoa(degree)}
+		argv := []string{mpirun, "--hostfile", h.slots, "--spawn-degree", strconv.Itoa(degree), "--report-launch-times"}
 		if !native {
 			argv = append(argv, "--launch-agent", agent+" %h")
 		}

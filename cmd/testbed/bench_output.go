@@ -9,12 +9,19 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"gonum.org/v1/plot/plotter"
+
+	"prsh/daemon/protocol"
 )
 
+// printBenchHeader: besides the wall and CPU of the whole launch, our
+// rows say when (median, from mpirun's start) every daemon had called
+// back (phase 1), every daemon had every address (phase 2) and every
+// rank had started: where the time of a launch goes.
 func printBenchHeader(w io.Writer) {
-	fmt.Fprintf(w, "%-12s %6s %8s %9s %9s %9s %9s %9s %8s %6s\n",
-		"launcher", "nodes", "δ", "median", "min", "max", "cpu", "model", "measured", "load")
-	fmt.Fprintf(w, "%-12s %6s %8s %9s %9s %9s %9s %9s %8s %6s\n", "", "", "", "s", "s", "s", "s", "s", "/model", "")
+	fmt.Fprintf(w, "%-12s %6s %8s %9s %9s %9s %9s %9s %8s %7s %7s %7s %6s\n",
+		"launcher", "nodes", "δ", "median", "min", "max", "cpu", "model", "measured", "phase1", "phase2", "started", "load")
+	fmt.Fprintf(w, "%-12s %6s %8s %9s %9s %9s %9s %9s %8s %7s %7s %7s %6s\n",
+		"", "", "", "s", "s", "s", "s", "s", "/model", "s", "s", "s", "")
 }
 
 func printBenchRow(w io.Writer, p benchPoint) {
@@ -22,8 +29,9 @@ func printBenchRow(w io.Writer, p benchPoint) {
 		fmt.Fprintf(w, "%-12s %6d %8s   cannot run: %s\n", p.launcher, p.nodes, p.degreeLabel(), p.failure)
 		return
 	}
-	fmt.Fprintf(w, "%-12s %6d %8s %9.3f %9.3f %9.3f %9.2f %9s %8s %6.1f\n", p.launcher, p.nodes, p.degreeLabel(),
-		median(p.walls), slices.Min(p.walls), slices.Max(p.walls), median(p.cpus), orDash(p.model, 3), orDash(p.ratio(), 2), p.load)
+	fmt.Fprintf(w, "%-12s %6d %8s %9.3f %9.3f %9.3f %9.2f %9s %8s %7s %7s %7s %6.1f\n", p.launcher, p.nodes, p.degreeLabel(),
+		median(p.walls), slices.Min(p.walls), slices.Max(p.walls), median(p.cpus), orDash(p.model, 3), orDash(p.ratio(), 2),
+		orDash(p.milestone(0), 3), orDash(p.milestone(1), 3), orDash(p.milestone(2), 3), p.load)
 }
 
 // degreeLabel is the point's δ, with auto's choice.
@@ -66,7 +74,8 @@ func writeBenchOutputs(c *cli.Context, points []benchPoint) error {
 
 func benchRecords(points []benchPoint) [][]string {
 	records := [][]string{{"launcher", "nodes", "spawn_degree", "runs", "wall_median_s", "wall_min_s", "wall_max_s",
-		"cpu_median_s", "model_s", "measured_over_model", "load_average", "failure"}}
+		"cpu_median_s", "model_s", "measured_over_model", "load_average", "failure",
+		"phase1_median_s", "phase2_median_s", "started_median_s", "exited_median_s"}}
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 	orEmpty := func(x float64) string {
 		if x <= 0 {
@@ -77,6 +86,9 @@ func benchRecords(points []benchPoint) [][]string {
 	for _, p := range points {
 		r := []string{p.launcher, strconv.Itoa(p.nodes), p.degreeLabel(), strconv.Itoa(len(p.walls)), "", "", "", "",
 			orEmpty(p.model), orEmpty(p.ratio()), strconv.FormatFloat(p.load, 'f', 1, 64), p.failure}
+		for k := range protocol.NumMilestones {
+			r = append(r, orEmpty(p.milestone(k)))
+		}
 		if len(p.walls) > 0 {
 			r[4], r[5], r[6], r[7] = f(median(p.walls)), f(slices.Min(p.walls)), f(slices.Max(p.walls)), f(median(p.cpus))
 		}

@@ -17,15 +17,22 @@ import (
 // the CPU seconds of all its processes. A launch that fails or leaves
 // processes running is an error naming the cause.
 func (b *bench) launch(argv []string) (wall, cpu float64, err error) {
-	return b.launchWatched(argv, nil)
+	r, err := b.launchWatched(argv, nil)
+	return r.wall, r.cpu, err
+}
+
+// launchRun is what one launch measured.
+type launchRun struct {
+	wall, cpu  float64     // seconds
+	milestones launchTimes // ours with --report-launch-times; else none reached
 }
 
 // launchWatched is launch with watch (if not nil) run beside the launch,
 // given mpirun's PID; the launch is done once both are.
-func (b *bench) launchWatched(argv []string, watch func(pid int)) (wall, cpu float64, err error) {
+func (b *bench) launchWatched(argv []string, watch func(pid int)) (r launchRun, err error) {
 	sample, err := b.meter.start()
 	if err != nil {
-		return 0, 0, err
+		return r, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.c.Duration("timeout"))
 	defer cancel()
@@ -49,22 +56,23 @@ func (b *bench) launchWatched(argv []string, watch func(pid int)) (wall, cpu flo
 		runErr = cmd.Wait()
 		<-watched
 	}
-	wall = time.Since(start).Seconds()
+	r.wall = time.Since(start).Seconds()
 	left := b.cluster.WaitNoLeftovers(10 * time.Second)
 	if len(left) > 0 {
 		b.cluster.KillLeftovers()
 	}
-	cpu = sample.stop()
+	r.cpu = sample.stop()
+	r.milestones = parseLaunchTimes(stderr.String())
 	switch {
 	case ctx.Err() != nil:
-		return wall, cpu, fmt.Errorf("%s: no end after --timeout %v", filepath.Base(argv[0]), b.c.Duration("timeout"))
+		return r, fmt.Errorf("%s: no end after --timeout %v", filepath.Base(argv[0]), b.c.Duration("timeout"))
 	case runErr != nil:
-		return wall, cpu, fmt.Errorf("%s: %v: %s", filepath.Base(argv[0]), runErr, lastLine(stderr.String()))
+		return r, fmt.Errorf("%s: %v: %s", filepath.Base(argv[0]), runErr, lastLine(stderr.String()))
 	case len(left) > 0:
-		return wall, cpu, fmt.Errorf("%s left %d processes running, e.g. on %s: %s",
+		return r, fmt.Errorf("%s left %d processes running, e.g. on %s: %s",
 			filepath.Base(argv[0]), len(left), left[0].Node, left[0].Cmdline)
 	}
-	return wall, cpu, nil
+	return r, nil
 }
 
 func lastLine(s string) string {

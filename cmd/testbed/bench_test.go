@@ -84,12 +84,15 @@ func checkBenchCSV(t *testing.T, path string, rows int) {
 	if len(records) != rows {
 		t.Fatalf("%d CSV rows, want %d: %q", len(records), rows, records)
 	}
-	if got := strings.Join(records[0], ","); got != "launcher,nodes,spawn_degree,runs,wall_median_s,wall_min_s,wall_max_s,cpu_median_s,model_s,measured_over_model,load_average,failure" {
+	if got := strings.Join(records[0], ","); got != "launcher,nodes,spawn_degree,runs,wall_median_s,wall_min_s,wall_max_s,cpu_median_s,model_s,measured_over_model,load_average,failure,phase1_median_s,phase2_median_s,started_median_s,exited_median_s" {
 		t.Errorf("CSV header %q", got)
 	}
 	for _, r := range records[1:] {
-		if isOurs(r[0]) && (r[4] == "" || r[7] == "" || r[8] == "") {
-			t.Errorf("our row without wall, CPU or model: %q", r)
+		if isOurs(r[0]) && (r[4] == "" || r[7] == "" || r[8] == "" || r[12] == "" || r[14] == "" || r[15] == "") {
+			t.Errorf("our row without wall, CPU, model or milestones: %q", r)
+		}
+		if !isOurs(r[0]) && r[12] != "" {
+			t.Errorf("a peer's row with our milestones: %q", r)
 		}
 	}
 }
