@@ -8,12 +8,13 @@ import (
 
 // TestEnvironmentForwarding: nothing of mpirun's environment by default;
 // -x with globs, Hydra's -genv family, a warning for what is not set, and
-// the rank variables scripts read.
+// the rank variables scripts read: 3 ranks on 2 nodes of 2 slots, so that
+// the local rank and size differ between the nodes.
 func TestEnvironmentForwarding(t *testing.T) {
-	c := cluster(t, testbed.Config{Nodes: 2})
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
 	t.Setenv("HABIT_A", "a,1")
 	t.Setenv("HABIT_B", "b 2")
-	show := `echo "$PMI_RANK/$PMI_SIZE $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE/$OMPI_COMM_WORLD_LOCAL_RANK a=$HABIT_A b=$HABIT_B g=$G"`
+	show := `echo "$PMI_RANK/$PMI_SIZE $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE/$OMPI_COMM_WORLD_LOCAL_RANK/$OMPI_COMM_WORLD_LOCAL_SIZE a=$HABIT_A b=$HABIT_B g=$G"`
 	cases := []struct {
 		name   string
 		args   []string
@@ -32,11 +33,11 @@ func TestEnvironmentForwarding(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res := mpirun(t, c, append(tc.args, "sh", "-c", show)...)
+			res := mpirun(t, c, append(append([]string{"-np", "3"}, tc.args...), "sh", "-c", show)...)
 			if res.status != 0 {
 				t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
 			}
-			wantSet(t, res.stdout, "0/2 0/2/0 "+tc.values, "1/2 1/2/0 "+tc.values)
+			wantSet(t, res.stdout, "0/3 0/3/0/2 "+tc.values, "1/3 1/3/1/2 "+tc.values, "2/3 2/3/0/1 "+tc.values)
 			checkOneLine(t, res.stderr, tc.stderr)
 		})
 	}
