@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"prsh/daemon/protocol"
@@ -177,6 +178,17 @@ var openMPIEnv = []string{
 	"OMPI_MCA_ess=pmi",
 	"OMPI_MCA_pmix=^s1,s2,cray,isolated",
 	"OMPI_MCA_shmem_RUNTIME_QUERY_hint=mmap",
+}
+
+// OpenMPIVars names the variables openMPIEnv sets. mpirun forwards no
+// value of its own environment for them, which would come after them and
+// undo them; a -x of one does, deliberately.
+func OpenMPIVars() []string {
+	names := make([]string, len(openMPIEnv))
+	for i, kv := range openMPIEnv {
+		names[i], _, _ = strings.Cut(kv, "=")
+	}
+	return names
 }
 
 // pmixEnv registers rank with the library and returns what its client

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -101,4 +102,47 @@ func FuzzSlurmHosts(f *testing.F) {
 		}
 		checkParsed(t, hosts)
 	})
+}
+
+// FuzzLSFHosts checks that no LSB_MCPU_HOSTS panics the parser, that its
+// errors name the variable, and that whatever parses keeps every slot the
+// variable gave and is usable by Build.
+func FuzzLSFHosts(f *testing.F) {
+	for _, s := range []string{"a 4 b 2", "a 1 a 1", " a\t2\n", "a", "a 0", "a -1", "-a 1", "a 1048577", "a 1048576 a 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		hosts, err := LSFHosts(s)
+		if err != nil {
+			if hosts != nil || !strings.HasPrefix(err.Error(), "LSB_MCPU_HOSTS") {
+				t.Fatalf("LSFHosts(%q) = %v, %q", s, hosts, err)
+			}
+			return
+		}
+		checkParsed(t, hosts)
+		if got, want := sumSlots(hosts), lsfSlots(s); got != want {
+			t.Fatalf("LSFHosts(%q) has %d slots, the variable gives %d", s, got, want)
+		}
+	})
+}
+
+// sumSlots adds up slots without totalSlots' saturation.
+func sumSlots(hosts []Host) int {
+	n := 0
+	for _, h := range hosts {
+		n += h.Slots
+	}
+	return n
+}
+
+// lsfSlots adds up the counts of a variable that parsed, so each is a
+// plain decimal number.
+func lsfSlots(s string) int {
+	fields := strings.Fields(s)
+	n := 0
+	for i := 1; i < len(fields); i += 2 {
+		count, _ := strconv.Atoi(fields[i])
+		n += count
+	}
+	return n
 }

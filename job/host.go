@@ -129,6 +129,11 @@ type hostSet struct {
 func (s *hostSet) add(h Host) error {
 	i, seen := s.index[h.Name]
 	if !seen {
+		if len(s.hosts) >= MaxExpandedHosts {
+			// Each range is bounded, but a list of them could still
+			// make gigabytes.
+			return fmt.Errorf("more than %d hosts in all", MaxExpandedHosts)
+		}
 		if s.index == nil {
 			s.index = make(map[string]int)
 		}

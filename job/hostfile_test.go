@@ -71,6 +71,7 @@ func TestParseHostfileErrors(t *testing.T) {
 		{"a,b", `hosts:1: host name "a,b" contains ','`},
 		{"a slots=1048576\na", `hosts:2: host a: slots add up to 1048577`},
 		{"a slots=99999999", `hosts:1: slots 99999999 is more than the limit of 1048576`},
+		{"a[1-200000]\nb[1-200000] # each bounded, not both", `hosts:2: more than 262144 hosts in all`},
 		{"a\n" + strings.Repeat("x", 70000), `hosts:2: line is longer than 65536 bytes`},
 	}
 	for _, tt := range tests {

@@ -61,6 +61,7 @@ func TestParseHostListErrors(t *testing.T) {
 		{"u@a@b", `has more than one '@'`},
 		{"u@-a", `host after '@' must not start with '-'`},
 		{strings.Repeat("x", 513), `is longer than 512 characters`},
+		{"a[1-200000],b[1-200000]", `host list entry "b[1-200000]": more than 262144 hosts in all`},
 	}
 	for _, tt := range tests {
 		_, err := ParseHostList(tt.in)

@@ -7,9 +7,10 @@ import (
 	"strings"
 )
 
-// MaxExpandedHosts bounds what one host expression may expand to, so that
-// a typo such as node[0-99999999] is an error rather than gigabytes. It is
-// above the node count of any machine built so far.
+// MaxExpandedHosts bounds what one host expression may expand to, and the
+// distinct hosts of one list, hostfile or allocation, so that a typo such
+// as node[0-99999999] is an error rather than gigabytes. It is above the
+// node count of any machine built so far.
 const MaxExpandedHosts = 1 << 18
 
 // maxRangeDigits keeps range bounds far from integer overflow.

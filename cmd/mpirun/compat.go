@@ -20,14 +20,13 @@ import (
 // peerFlags are flags of Open MPI and Hydra that prsh does not have, and
 // what to do instead.
 var peerFlags = map[string]string{
-	"preload-binary": "Open MPI's --preload-binary: prsh does not stage binaries yet; put the program on a shared file system",
-	"prefix":         "Open MPI's --prefix: put mpirun and orted at the same path on every node, or give --orted PATH",
-	"rankfile":       "Open MPI's --rankfile: not supported; use -H with slots, --map-by or -npernode",
-	"configfile":     "Hydra's -configfile: use --app FILE (one program per line), or separate the programs by ':'",
-	"iface":          "Hydra's -iface: give mpirun's address with --listen-ip",
-	"bind":           "--bind was renamed --listen-ip (the address mpirun listens on); to bind ranks Open MPI uses --bind-to",
-	"launcher":       "Hydra's -launcher: use --launch-agent 'CMD %h'",
-	"bootstrap":      "Hydra's -bootstrap: use --launch-agent 'CMD %h'",
+	"prefix":     "Open MPI's --prefix: put mpirun and orted at the same path on every node, or give --orted PATH",
+	"rankfile":   "Open MPI's --rankfile: not supported; use -H with slots, --map-by or -npernode",
+	"configfile": "Hydra's -configfile: use --app FILE (one program per line), or separate the programs by ':'",
+	"iface":      "Hydra's -iface: give mpirun's address with --listen-ip",
+	"bind":       "--bind was renamed --listen-ip (the address mpirun listens on); to bind ranks Open MPI uses --bind-to",
+	"launcher":   "Hydra's -launcher: use --launch-agent 'CMD %h'",
+	"bootstrap":  "Hydra's -bootstrap: use --launch-agent 'CMD %h'",
 }
 
 // explainFlagError rewords the flag library's "flag provided but not

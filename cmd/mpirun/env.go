@@ -5,25 +5,32 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"prsh/daemon"
 )
 
-// The ranks' environment is their node's (what ssh gives orted) plus what
-// the user forwards: nothing of mpirun's own by default, as Open MPI does,
-// else -x, Hydra's -genv, -genvlist and -genvall.
+// The ranks' environment is their node's (what ssh gives orted) plus, as
+// Open MPI's mpirun forwards them, mpirun's own OMPI_* variables, plus
+// what the user forwards: -x, Hydra's -genv, -genvlist and -genvall.
+// -genvnone forwards only -x and -genv.
 
 // jobEnv is what every rank gets on top of its node's environment.
-// Later entries win, so -x and -genv override -genvall.
+// Later entries win, so -x and -genv override what is forwarded.
 func jobEnv(c *cli.Context) ([]string, error) {
 	if c.Bool("genvall") && c.Bool("genvnone") {
 		return nil, errors.New("-genvall and -genvnone contradict each other")
 	}
 	var env []string
-	if c.Bool("genvall") {
+	switch {
+	case c.Bool("genvall"):
 		env = forwardableEnv()
+	case !c.Bool("genvnone"):
+		env = ompiEnv()
 	}
 	names := rawValues(c, "x")
 	for _, list := range rawValues(c, "genvlist") {
@@ -47,20 +54,52 @@ func jobEnv(c *cli.Context) ([]string, error) {
 // out: they describe mpirun's own session, shell or job, and would be
 // wrong on a node.
 var notForwarded = []string{
-	"HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "SSH_*", "DISPLAY", "TERM", "PRSH_*", "OMPI_COMM_WORLD_*",
-	"PMI_*", "PMIX_*", "SLURM_*", "PBS_*", "LSB_*", "MPIRUN_*",
+	"HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "SSH_*", "DISPLAY", "TERM", "PRSH_*", "PMI_*",
+	"PMIX_*", "SLURM_*", "PBS_*", "LSB_*", "MPIRUN_*",
 }
 
-// forwardableEnv is mpirun's environment for -genvall, sorted.
+// ompiJobVars are the OMPI_ variables in which Open MPI's runtime tells a
+// rank about its job (those a rank of Open MPI 4.1's mpirun gets).
+// Open MPI's mpirun forwards its OMPI_* and then sets these anew for each
+// rank; the orteds set only some (OMPI_COMM_WORLD_*, OMPI_APPNUM,
+// daemon.OpenMPIVars), so the others, in mpirun's environment when a rank
+// of another job runs it, would describe that job.
+var ompiJobVars = []string{
+	"OMPI_COMM_WORLD_*", "OMPI_APPNUM", "OMPI_UNIVERSE_SIZE", "OMPI_NUM_APP_CTX", "OMPI_FIRST_RANKS",
+	"OMPI_APP_CTX_NUM_PROCS", "OMPI_COMMAND", "OMPI_FILE_LOCATION", "OMPI_MCA_ess_base_*",
+	"OMPI_MCA_initial_wdir", "OMPI_MCA_orte_hnp_uri", "OMPI_MCA_orte_local_daemon_uri",
+	"OMPI_MCA_orte_parent_uri", "OMPI_MCA_orte_node_regex", "OMPI_MCA_orte_app_num",
+	"OMPI_MCA_orte_num_nodes", "OMPI_MCA_orte_ess_*", "OMPI_MCA_orte_*_session_dir",
+	"OMPI_MCA_orte_launch", "OMPI_MCA_orte_bound_at_launch", "OMPI_MCA_orte_precondition_transports",
+	"OMPI_MCA_orte_num_restarts", "OMPI_MCA_orte_do_not_barrier",
+}
+
+// forwardableEnv is mpirun's environment for -genvall, sorted: not its
+// session's, nor another job's, nor what the orteds set for Open MPI.
 func forwardableEnv() []string {
+	skip := slices.Concat(notForwarded, ompiJobVars, daemon.OpenMPIVars())
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !matchesAny(name, notForwarded) {
+		if !matchesAny(name, skip) {
 			env = append(env, kv)
 		}
 	}
 	sort.Strings(env)
+	return env
+}
+
+// ompiEnv is mpirun's OMPI_* variables that -genvall would forward,
+// which Open MPI's mpirun forwards by default (mpirun(1), "Exported
+// Environment Variables"): OMPI_MCA_btl_tcp_if_include set where mpirun
+// runs reaches an Open MPI rank under prsh too.
+func ompiEnv() []string {
+	var env []string
+	for _, kv := range forwardableEnv() {
+		if strings.HasPrefix(kv, "OMPI_") {
+			env = append(env, kv)
+		}
+	}
 	return env
 }
 

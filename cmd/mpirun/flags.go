@@ -46,7 +46,7 @@ func flags() []cli.Flag {
 		&cli.GenericFlag{Name: "genv", Value: &rawList{}, Usage: "Hydra's `VAR value`: set VAR for the ranks"},
 		&cli.GenericFlag{Name: "genvlist", Value: &rawList{}, Usage: "Hydra's `VAR1,VAR2`: export these"},
 		&cli.BoolFlag{Name: "genvall", Usage: "export all of mpirun's environment (but its session's: SSH_*, PWD, …)"},
-		&cli.BoolFlag{Name: "genvnone", Usage: "export none of mpirun's environment but -x and -genv (the default)"},
+		&cli.BoolFlag{Name: "genvnone", Usage: "export none of mpirun's environment but -x and -genv, not even its OMPI_* (exported by default)"},
 		&cli.BoolFlag{Name: "report-launch-times", Usage: "print when each launch phase completed"},
 		&cli.BoolFlag{Name: "tag-output", Usage: "prefix each line with [1,RANK]<stdout>: or <stderr>:"},
 		&cli.BoolFlag{Name: "prepend-rank", Aliases: []string{"l"}, Usage: "prefix each line with [RANK]"},

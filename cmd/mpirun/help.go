@@ -35,10 +35,11 @@ Where the ranks run:
   --display-map                 print which ranks run where (on stderr)
 
 The ranks' environment, input and output:
-  -x VAR | VAR=value | 'GLOB*'  export to the ranks (nothing is by default)
+  -x VAR | VAR=value | 'GLOB*'  export to the ranks (by default only OMPI_*)
   -genv VAR value               Hydra's: set VAR
   -genvlist VAR1,VAR2           Hydra's: export these
-  -genvall | -genvnone          export all of mpirun's environment | none
+  -genvall | -genvnone          export all of mpirun's environment | none, not
+                                even OMPI_*
   --wdir DIR                    working directory (default: mpirun's, else home)
   --preload-binary, -s          copy the program to each node's TMPDIR, down the
                                 spawn tree, and run that copy (removed at the end)

@@ -36,3 +36,16 @@ func TestJoinPairs(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerFlagsAreMissing: a hint for a peer's flag that prsh lacks is
+// only reached when the flag is unknown, so one for a flag prsh has
+// since gained is stale (--preload-binary's said "not yet").
+func TestPeerFlagsAreMissing(t *testing.T) {
+	for _, f := range flags() {
+		for _, name := range f.Names() {
+			if hint, ok := peerFlags[name]; ok {
+				t.Errorf("%q is a flag, yet peerFlags says: %s", name, hint)
+			}
+		}
+	}
+}

@@ -579,3 +579,36 @@ func TestFingerprintsOnce(t *testing.T) {
 		t.Errorf("fingerprints = %s, want %s", got, want)
 	}
 }
+
+// TestSSHAuthNotTried: when authentication fails, the GSSAPI and
+// hostbased authentication the config turns on, which the native client
+// does not try, are named with their file and line (the first value
+// wins, from the user's file or the system's), and the way out is given.
+func TestSSHAuthNotTried(t *testing.T) {
+	e := newSSHEnv(t)
+	authKey := newKey(t).PublicKey()
+	e.srv.set(func(s *testServer) { s.authKey = authKey })
+	failed := "ssh: authentication failed for root@127.0.0.1:" + e.srv.port + " (1 keys offered)"
+	for _, tc := range []struct{ name, user, system, want string }{
+		{"both", "Host 127.0.0.1\n  HostbasedAuthentication yes\n", "Host *\n  GSSAPIAuthentication yes\n",
+			"; not tried: GSSAPIAuthentication yes (SYSTEM:2), HostbasedAuthentication yes (USER:2), " +
+				"which mpirun's own ssh client does not do; use the system ssh: --launch-agent 'ssh %h'"},
+		{"turned off first", "Host *\n  GSSAPIAuthentication no\n", "Host *\n  GSSAPIAuthentication yes\n", ""},
+		{"other host", "Host node9\n  GSSAPIAuthentication yes\n", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			user := writeFile(t, dir, "user", tc.user+"\n"+e.base())
+			system := writeFile(t, dir, "system", tc.system)
+			a, err := NewSSH(SSHOptions{User: "root", ConfigFile: user, SystemConfigFile: system})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = a.Launch(testCtx(t), "127.0.0.1", []string{"true"}, nil)
+			want := failed + strings.NewReplacer("USER", user, "SYSTEM", system).Replace(tc.want)
+			if err == nil || err.Error() != want {
+				t.Errorf("got %v\nwant %s", err, want)
+			}
+		})
+	}
+}
