@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"prsh/daemon/protocol"
+	"prsh/errmgr/proc"
 	"prsh/internal/tcp"
 	"prsh/modex"
 	"prsh/modex/pmix"
@@ -81,7 +82,7 @@ func (d *Daemon) bootPMIx(job protocol.JobSpec) {
 	boot := make(chan pmixBoot, 1)
 	d.pmixBoot = boot
 	go func() {
-		dir, err := os.MkdirTemp("", "prsh-pmix-")
+		dir, err := proc.ScratchDir("prsh-pmix-") // a killed orted's is removed by the next
 		if err != nil {
 			boot <- pmixBoot{err: err}
 			return

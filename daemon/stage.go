@@ -21,7 +21,7 @@ func (d *Daemon) makeStage(job protocol.JobSpec) {
 	if len(job.Stage) == 0 {
 		return
 	}
-	c, err := stage.NewCopy(job.ID, job.Stage)
+	c, err := stage.NewCopy(job.Stage)
 	if err != nil {
 		d.next = append(d.next, protocol.Staged{Err: stagingError(err)})
 		return

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"prsh/errmgr/proc"
+	"prsh/modex/pmix"
 	"prsh/testbed"
 )
 
@@ -121,5 +122,39 @@ func TestGuardOfItsOwn(t *testing.T) {
 	}
 	if got := lines(res.stdout); len(got) != 2 || got[0] != proc.GuardBinary || got[1] != proc.GuardBinary {
 		t.Errorf("the ranks' parents are %q, want two %s", got, proc.GuardBinary)
+	}
+}
+
+// TestKilledOrtedScratchSwept: an orted killed outright leaves its PMIx
+// server's directory in its node's TMPDIR (nobody is left to remove
+// it); the next orted that makes one on that node removes it, and keeps
+// those of live orteds.
+func TestKilledOrtedScratchSwept(t *testing.T) {
+	if !pmix.Available {
+		t.Skip("an mpirun without PMIx makes no PMIx directory")
+	}
+	c := cluster(t, testbed.Config{Nodes: 2, NodeTmp: true})
+	cmd, stderr, _ := started(t, c, 2, "--pmix", "on", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 60`)
+	syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGKILL)
+	if status := waitExit(t, cmd); status != 255 {
+		t.Errorf("exit %d, want 255; stderr:\n%s", status, stderr)
+	}
+	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
+		t.Fatalf("left running after an orted was killed: %+v", left)
+	}
+	if left := c.NodeTmpFiles("prsh-pmix-"); len(left) != 1 || !strings.HasPrefix(left[0], "node002/") {
+		t.Fatalf("after the kill, PMIx directories %v, want the killed orted's on node002", left)
+	}
+	live, stderr, _ := started(t, c, 2, "--pmix", "on", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 60`)
+	left := c.NodeTmpFiles("prsh-pmix-")
+	if len(left) != 2 || !strings.HasPrefix(left[0], "node001/") || !strings.HasPrefix(left[1], "node002/") {
+		t.Errorf("while the next job runs, PMIx directories %v, want one of its own on each node", left)
+	}
+	live.Process.Signal(syscall.SIGINT)
+	if status := waitExit(t, live); status != 130 {
+		t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)
+	}
+	if left := c.NodeTmpFiles("prsh-pmix-"); len(left) > 0 {
+		t.Errorf("after the next job, PMIx directories %v are left", left)
 	}
 }
