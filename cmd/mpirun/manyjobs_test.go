@@ -34,10 +34,7 @@ const jobScript = `echo "$JOB $PRSH_RANK"`
 func jobRun(c *testbed.Cluster, env []string, job, np int) (result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	// 20 jobs at once under -race on a loaded machine starve the
-	// testbed's ssh servers (in this process): generous bounds.
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "mpirun"), "--spawn-degree", "2",
-		"--ssh-connect-timeout", "1m", "--callback-timeout", "2m",
 		"-np", itoa(np), "-x", "JOB="+itoa(job), "sh", "-c", jobScript)
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer
