@@ -600,4 +600,23 @@ func BenchmarkRecordLayer(b *testing.B) {
 			}
 		}
 	})
+	b.Run("aes-gcm-open", func(b *testing.B) { benchOpen(b, testDirection(b, dialer.send), body, header) })
+}
+
+// benchOpen is the bare AES-256-GCM open of 64 KiB records alone: what
+// mpirun pays per byte of output that reaches it over a sealed link, the
+// floor of the seal's cost there (cpu-s/GB, to set beside mpirun's CPU
+// per GB of output in BenchmarkOutput).
+func benchOpen(b *testing.B, d *direction, body, header []byte) {
+	sealed := d.aead.Seal(nil, d.nextNonce(), body, header[:recordHeader])
+	plain := make([]byte, len(body))
+	b.SetBytes(int64(len(body)))
+	start := cpuTime()
+	for range b.N {
+		if _, err := d.aead.Open(plain[:0], d.nextNonce(), sealed, header[:recordHeader]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu := cpuTime() - start
+	b.ReportMetric(cpu.Seconds()/(float64(b.N)*float64(len(body))/1e9), "cpu-s/GB")
 }

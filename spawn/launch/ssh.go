@@ -137,6 +137,8 @@ func (s *SSH) launchOnce(ctx context.Context, t *target, argv []string, stdin []
 		client.Close()
 		return nil, guard.explain(ctx, os.ErrDeadlineExceeded, "starting the command")
 	}
+	// How close a slow set-up came to its bounds (see connGuard).
+	log.Debug("ssh command started", "after", time.Since(guard.start).Round(time.Millisecond))
 	if err := p.feed(ctx, stdin); err != nil {
 		return nil, err
 	}
