@@ -33,3 +33,17 @@ func TestMilestoneMedian(t *testing.T) {
 		t.Errorf("ranks started's median %v, want 2", got)
 	}
 }
+
+// TestFailureLineBeforeLaunchTimes: a failed launch of ours is reported
+// by its failure's line, not by the launch times printed after it.
+func TestFailureLineBeforeLaunchTimes(t *testing.T) {
+	for stderr, want := range map[string]string{
+		"mpirun: node003: rank 2 exited with status 5\nmpirun: launch times: phase 1 (daemons spawned) 1s, phase 2 (addresses exchanged) never, ranks started 1s, ranks exited 2s\n": "mpirun: node003: rank 2 exited with status 5",
+		"pdsh@vm: node001: ssh exited with exit code 255\n":     "pdsh@vm: node001: ssh exited with exit code 255",
+		"mpirun: launch times: phase 1 (daemons spawned) never": "mpirun: launch times: phase 1 (daemons spawned) never",
+	} {
+		if got := lastLine(stderr); got != want {
+			t.Errorf("lastLine(%q) = %q, want %q", stderr, got, want)
+		}
+	}
+}

@@ -75,9 +75,17 @@ func (b *bench) launchWatched(argv []string, watch func(pid int)) (r launchRun, 
 	return r, nil
 }
 
+// lastLine is the launcher's last line on stderr, its failure's: our
+// mpirun's launch times, which it prints after the failure, are passed
+// over.
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
+	for i := len(lines) - 1; i > 0; i-- {
+		if !strings.HasPrefix(lines[i], launchTimesPrefix) {
+			return lines[i]
+		}
+	}
+	return lines[0]
 }
 
 // cpuMeter measures the CPU of whole launches: from a cgroup of its own
