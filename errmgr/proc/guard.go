@@ -235,8 +235,6 @@ func RunGuard(args []string) {
 	// of the CPU limit; both cost CPU for the rank's whole life.
 	runtime.GOMAXPROCS(1)
 	parent := os.Getppid()
-	signals := make(chan os.Signal, 16)
-	signal.Notify(signals) // every signal: the rank acts on them, not us
 	rank := rankCommand(args)
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	// The guard's pipes are its alone: no rank may hold them open.
@@ -253,6 +251,7 @@ func RunGuard(args []string) {
 	for _, f := range rank.ExtraFiles {
 		f.Close()
 	}
+	ignoreSignals()
 	status := os.NewFile(guardStatusFD, "status")
 	fmt.Fprintf(status, "%d\n", rank.Process.Pid)
 	group := os.Getpid()
@@ -263,8 +262,33 @@ func RunGuard(args []string) {
 	if os.Getppid() != parent { // the daemon died before we were watching
 		killAll(group)
 	}
-	watch(parent, group, signals, ended)
+	watch(parent, group, ended)
 }
+
+// ignoreSignals makes the guard deaf to the signals that would end it:
+// they are for the rank, which acts on them, and a guard killed by one
+// could no longer keep its promise. It comes after the rank has started,
+// which therefore keeps the default dispositions (an ignored signal stays
+// ignored across exec). A signal before that ends the guard, and the
+// rank with it, as the daemon then wanted. Notify would cost a round trip
+// between two of the runtime's threads for every signal, most of a
+// guard's start; Ignore is a sigaction each. SIGCHLD stays (ignoring it
+// would reap the children for us), as do the runtime's SIGURG and SIGPROF
+// and the faults, which only the kernel raises.
+func ignoreSignals() {
+	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGABRT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTERM,
+		syscall.SIGSTKFLT, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGXCPU,
+		syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGIO, syscall.SIGPWR, syscall.SIGSYS)
+	for sig := sigRTMin; sig <= sigRTMax; sig++ {
+		signal.Ignore(syscall.Signal(sig))
+	}
+}
+
+// The real-time signals, whose default is to end the process. (The
+// runtime lets no one ignore 32 and 33, which C libraries keep for
+// themselves; it handles them.)
+const sigRTMin, sigRTMax = 34, 64
 
 // daemonStoppedLimit is how long a guard lets its daemon stay stopped, or
 // stuck in the kernel, before it kills the daemon and everything under
@@ -276,17 +300,13 @@ const daemonStoppedLimit = 30 * time.Second
 
 // watch waits for the end: the end pipe closed, the daemon dead, or the
 // daemon stopped for too long. It never returns.
-func watch(parent, group int, signals <-chan os.Signal, ended <-chan struct{}) {
+func watch(parent, group int, ended <-chan struct{}) {
 	tick := time.NewTicker(time.Second)
 	var stoppedSince time.Time
 	for {
 		select {
 		case <-ended:
 			killAll(group)
-		case <-signals:
-			if os.Getppid() != parent {
-				killAll(group)
-			}
 		case now := <-tick.C:
 			if !hung(parent) {
 				stoppedSince = time.Time{}
