@@ -10,8 +10,11 @@ TAGS    ?= $(shell pkg-config --exists pmix 2>/dev/null && echo pmix)
 
 .PHONY: bin demo test fuzz bench clean
 
+# orted is a static Go program; orted-pmix is orted with the PMIx server
+# (cgo), which mpirun starts only for jobs that may need it.
 bin:
-	$(GO) build -tags '$(TAGS)' -ldflags '-s -w' -o bin/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o bin/ ./cmd/...
+	$(if $(TAGS),$(GO) build -tags '$(TAGS)' -ldflags '-s -w' -o bin/orted-pmix ./cmd/orted)
 
 demo: bin
 	bin/testbed run --nodes 16 $(UTS) -- mpirun --spawn-degree 4 hostname

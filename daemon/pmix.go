@@ -71,12 +71,16 @@ type pmixBoot struct {
 // here) then costs the launch nothing where the orted would otherwise
 // wait on the network.
 func (d *Daemon) bootPMIx(job protocol.JobSpec) {
-	if !pmix.Available || d.isRoot() {
+	if d.isRoot() {
 		return
 	}
 	if job.NoPMIx {
 		d.pmixWhy = errNotBooted
 		d.log.Debug("no PMIx server: mpirun found that no program of the job may use it")
+		return
+	}
+	if !pmix.Available {
+		d.pmixWhy = pmix.ErrUnavailable
 		return
 	}
 	boot := make(chan pmixBoot, 1)
@@ -195,9 +199,6 @@ func OpenMPIVars() []string {
 // pmixEnv registers rank with the library and returns what its client
 // needs to find the server.
 func (d *Daemon) pmixEnv(rank int) ([]string, error) {
-	if !pmix.Available {
-		return d.pmixTripwire(rank, pmix.ErrUnavailable)
-	}
 	if d.pmix == nil {
 		return d.pmixTripwire(rank, d.pmixWhy)
 	}

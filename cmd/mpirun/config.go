@@ -80,6 +80,9 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	if spec.NoPMIx, err = noPMIx(c.String("pmix"), app, log); err != nil {
 		return daemon.Config{}, usageError{err}
 	}
+	if !spec.NoPMIx && c.String("orted") == "" {
+		spec.OrtedPath = withPMIx(spec.OrtedPath)
+	}
 	return daemon.Config{
 		ID: 0, Node: spec.Hosts[0], Secret: secret, Log: log,
 		Bind: bindIP(c, agent, jobMap), Job: spec, Nodes: nodes(jobMap), App: app, Agent: agent,
@@ -363,6 +366,22 @@ func ortedPath(c *cli.Context) (string, error) {
 		self = resolved
 	}
 	return filepath.Join(filepath.Dir(self), "orted"), nil
+}
+
+// PMIxSuffix names the daemon built with the PMIx server: orted-pmix,
+// beside orted. orted itself is a static Go program without it, which
+// starts in less CPU (spawn/PERFORMANCE.md); a job that may need PMIx
+// runs orted-pmix where it is installed, and orted (whose ranks then
+// fail naming the cause if they are Open MPI's) where it is not.
+const PMIxSuffix = "-pmix"
+
+// withPMIx is the daemon with the PMIx server beside orted, if this
+// node has one; the nodes are expected to have what the launch node has.
+func withPMIx(orted string) string {
+	if st, err := os.Stat(orted + PMIxSuffix); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return orted + PMIxSuffix
+	}
+	return orted
 }
 
 func absPath(p string) string {

@@ -82,7 +82,8 @@ Starting the daemons:
   --hold-launch                 start no rank until every daemon has called
                                 back (default: ranks start as daemons come)
   --kill-grace D                SIGTERM to SIGKILL when the job stops (default: 3s)
-  --orted PATH                  orted on the nodes (default: beside mpirun)
+  --orted PATH                  the daemon on the nodes, for every job (default:
+                                orted beside mpirun; orted-pmix for PMIx jobs)
   --pmix auto|on|off            boot each node's PMIx server (Open MPI); auto:
                                 unless every program is found to link no MPI
                                 library and to be no interpreter or script

@@ -45,20 +45,22 @@ func TestMain(m *testing.M) {
 }
 
 // build compiles the daemons with the race detector when the tests have
-// it, so that races in mpirun and orted fail the suite too; withPMIx
-// builds in the PMIx server.
+// it, so that races in mpirun and orted fail the suite too, as make bin
+// does: orted without the PMIx server and, withPMIx, orted-pmix with it.
 func build(dir string, race, withPMIx bool) error {
-	args := []string{"build", "-o", dir + "/"}
+	args := []string{"build"}
 	if race {
 		args = append(args, "-race")
 	}
+	builds := [][]string{{"-o", dir + "/", "prsh/cmd/mpirun", "prsh/cmd/orted", "prsh/cmd/prsh-guard"}}
 	if withPMIx {
-		args = append(args, "-tags", "pmix")
+		builds = append(builds, []string{"-tags", "pmix", "-o", filepath.Join(dir, "orted"+PMIxSuffix), "prsh/cmd/orted"})
 	}
-	args = append(args, "prsh/cmd/mpirun", "prsh/cmd/orted", "prsh/cmd/prsh-guard")
-	out, err := exec.Command("go", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+	for _, b := range builds {
+		out, err := exec.Command("go", append(args, b...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go build: %v\n%s", err, out)
+		}
 	}
 	return nil
 }

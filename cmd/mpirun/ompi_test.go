@@ -49,7 +49,7 @@ func openMPI(t *testing.T, name string) string {
 	return testProgram(t, openMPIPrograms, "Open MPI or PMIx is not installed (apt-get install openmpi-bin libopenmpi-dev libpmix-dev)", name)
 }
 
-// TestOpenMPIWithoutPMIx: an mpirun built without the PMIx library still
+// TestOpenMPIWithoutPMIx: an mpirun without orted-pmix beside it still
 // runs MPICH programs, and an Open MPI program under it fails with one
 // line saying why and what to do, never as N silent singletons.
 func TestOpenMPIWithoutPMIx(t *testing.T) {
@@ -63,7 +63,7 @@ func TestOpenMPIWithoutPMIx(t *testing.T) {
 	if res.status != 255 {
 		t.Errorf("exit %d, want 255; stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
-	checkMpirunLine(t, res.stderr, `^mpirun: node00[12]: rank [01] cannot start: it speaks PMIx \(Open MPI\), but this mpirun was built without PMIx support: apt-get install libpmix-dev, then rebuild it with make bin$`)
+	checkMpirunLine(t, res.stderr, `^mpirun: node00[12]: rank [01] cannot start: it speaks PMIx \(Open MPI\), but no orted-pmix \(orted with the PMIx server\) is installed beside orted: apt-get install libpmix-dev, then rebuild with make bin$`)
 	res = mpirunFrom(t, dir, c, "-np", "2", mpich(t, "hello"))
 	if res.status != 0 || res.stderr != "" {
 		t.Fatalf("MPICH under a build without PMIx: exit %d, stderr:\n%s", res.status, res.stderr)

@@ -72,6 +72,31 @@ func TestPMIxOnlyWhenNeeded(t *testing.T) {
 	checkOneLine(t, res.stderr, `^mpirun: --pmix must be auto, on or off, not "maybe" \(see mpirun --help\)$`)
 }
 
+// TestDaemonWithPMIxOnlyWhenNeeded: a job that needs no PMIx server runs
+// under orted, the static daemon without it, and one that may need it
+// under orted-pmix; --orted names the daemon for every job.
+func TestDaemonWithPMIxOnlyWhenNeeded(t *testing.T) {
+	if !pmix.Available {
+		t.Skip("built without PMIx: no orted-pmix")
+	}
+	c := cluster(t, testbed.Config{Nodes: 2})
+	// The rank's parent is its guard, whose parent is the daemon.
+	daemonName := []string{"sh", "-c", `read -r _ _ _ daemon _ < /proc/$PPID/stat; cat /proc/$daemon/comm`}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pmix", "off"}, "orted"},
+		{[]string{"--pmix", "on"}, "orted-pmix"},
+		{[]string{"--pmix", "on", "--orted", filepath.Join(bin, "orted")}, "orted"},
+	} {
+		res := mpirun(t, c, append(append([]string{"-np", "2"}, tc.args...), daemonName...)...)
+		if got := lines(res.stdout); res.status != 0 || len(got) != 2 || got[0] != tc.want || got[1] != tc.want {
+			t.Errorf("%v: exit %d, daemons %q, want two %s; stderr:\n%s", tc.args, res.status, got, tc.want, res.stderr)
+		}
+	}
+}
+
 // TestMPICHWithoutPMIxServer: an MPICH program (PMI-1/2) runs and
 // initialises without the PMIx server, which auto does not boot for it.
 func TestMPICHWithoutPMIxServer(t *testing.T) {

@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -62,6 +61,5 @@ func childCPU(b *testing.B, f func()) float64 {
 	used := func(r syscall.Rusage) float64 {
 		return float64(r.Utime.Nano()+r.Stime.Nano()) / 1e6
 	}
-	_ = os.Stdout
 	return (used(after) - used(before)) / float64(b.N)
 }

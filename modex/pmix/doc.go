@@ -58,5 +58,6 @@ var (
 	ErrFailed   = errors.New("pmix: failed")
 )
 
-// ErrUnavailable says this binary was built without the library.
-var ErrUnavailable = errors.New("it speaks PMIx (Open MPI), but this mpirun was built without PMIx support: apt-get install libpmix-dev, then rebuild it with make bin")
+// ErrUnavailable says this daemon was built without the library, and
+// mpirun found no orted-pmix beside it to start instead.
+var ErrUnavailable = errors.New("it speaks PMIx (Open MPI), but no orted-pmix (orted with the PMIx server) is installed beside orted: apt-get install libpmix-dev, then rebuild with make bin")
