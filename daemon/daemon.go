@@ -98,6 +98,7 @@ type Daemon struct {
 	pmixWhy       error           // why there is no PMIx server, when there is none
 	pmiPort       *pmi.Port       // PMI_PORT of the local ranks, once open
 	cgroup        *proc.Cgroup    // the job's cgroup on this node, where there can be one
+	cgroupHolds   bool            // a guard has started in the cgroup: the kernel can start processes there
 	staged        *stage.Copy     // orted: this node's copy of the staged files
 
 	sink     iof.Sink

@@ -134,6 +134,25 @@ func (d *Daemon) openCgroup() {
 	d.cgroup = cg
 }
 
+// checkCgroup learns from the guard just started whether the kernel
+// starts processes in the job's cgroup (Linux 5.7 and later, clone3 not
+// filtered). If the first guard could not start in it, the daemon does
+// without; a later guard that could not (a transient fork failure) runs
+// outside it, beside the guards already in it.
+func (d *Daemon) checkCgroup(guard *proc.Guard) {
+	switch {
+	case d.cgroup == nil:
+	case guard.OutsideCgroup == nil:
+		d.cgroupHolds = true
+	case !d.cgroupHolds:
+		d.log.Debug("no job cgroup: cannot start a process in it (Linux < 5.7, or clone3 filtered); the rank guards alone contain the ranks", "error", guard.OutsideCgroup)
+		d.removeCgroup()
+		d.cgroup = nil
+	default:
+		d.log.Warn("a rank's guard runs outside the job cgroup", "error", guard.OutsideCgroup)
+	}
+}
+
 // removeCgroup kills what is left in the job's cgroup and removes it.
 func (d *Daemon) removeCgroup() {
 	if d.cgroup == nil {
@@ -210,6 +229,9 @@ func (d *Daemon) spawnRank(r *rank, guard *proc.Guard) error {
 	if err == nil {
 		guard.BindTo(r.bound.CPUs)
 		err = guard.Start()
+		if err == nil {
+			d.checkCgroup(guard)
+		}
 	} else {
 		guard.Close()
 	}

@@ -117,7 +117,7 @@ func TestOrtedKilled(t *testing.T) {
 func ortedOf(t *testing.T, c *testbed.Cluster, node string) int {
 	t.Helper()
 	for _, p := range c.Leftovers() {
-		if p.Node == node && strings.HasPrefix(p.Cmdline, filepath.Join(bin, "orted")+" --parent") {
+		if p.Node == node && isOrted(strings.Fields(p.Cmdline)) {
 			return p.PID
 		}
 	}

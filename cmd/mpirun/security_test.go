@@ -105,10 +105,18 @@ func (j *secJob) daemons(t *testing.T, c *testbed.Cluster) map[int]string {
 	return out
 }
 
-// isOrted tells an orted daemon from the shell that started it and from
-// the rank guards, which run the orted binary too.
+// isOrted tells an orted daemon (or orted-pmix) from the shell that
+// started it and from the rank guards, which may run its binary too.
 func isOrted(argv []string) bool {
-	return len(argv) > 1 && filepath.Base(argv[0]) == "orted" && slices.Contains(argv, "--parent")
+	name := filepath.Base(firstOf(argv))
+	return (name == "orted" || name == "orted"+PMIxSuffix) && slices.Contains(argv, "--parent")
+}
+
+func firstOf(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	return argv[0]
 }
 
 // listeningAddrs lists the TCP addresses pid listens on: the sockets among

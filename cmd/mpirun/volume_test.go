@@ -122,7 +122,8 @@ func peaksOf(exe string) []int64 {
 	var peaks []int64
 	for _, d := range dirs {
 		cmdline, err := os.ReadFile(d + "/cmdline")
-		if err != nil || !strings.HasPrefix(string(cmdline), exe+"\x00") {
+		// orted is orted-pmix in a job that boots a PMIx server.
+		if err != nil || !strings.HasPrefix(string(cmdline), exe+"\x00") && !strings.HasPrefix(string(cmdline), exe+PMIxSuffix+"\x00") {
 			continue
 		}
 		status, err := os.ReadFile(d + "/status")

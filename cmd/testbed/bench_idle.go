@@ -85,7 +85,7 @@ func kindsOf(job []proc) map[int]sim.Kind {
 		comm[p.pid] = p.comm
 	}
 	isGuard := func(p proc) bool {
-		return p.comm == "prsh-guard" || p.comm == "orted" && comm[p.ppid] == "orted"
+		return p.comm == "prsh-guard" || isOrted(p.comm) && isOrted(comm[p.ppid])
 	}
 	guards := map[int]bool{}
 	for _, p := range job {
@@ -107,11 +107,15 @@ func kindsOf(job []proc) map[int]sim.Kind {
 	return out
 }
 
+// isOrted says whether comm is the daemon's: orted, or orted-pmix (orted
+// with the PMIx server).
+func isOrted(comm string) bool { return comm == "orted" || comm == "orted-pmix" }
+
 func kindOfComm(comm string) (sim.Kind, bool) {
 	switch comm {
 	case "mpirun":
 		return sim.KindMpirun, true
-	case "orted":
+	case "orted", "orted-pmix":
 		return sim.KindOrted, true
 	case "testbed-agent":
 		return sim.KindAgent, true

@@ -52,34 +52,14 @@ func NewCgroup() (*Cgroup, error) {
 		os.Remove(dir)
 		return nil, err
 	}
-	if err := c.probe(); err != nil {
-		c.Remove(0)
-		return nil, fmt.Errorf("cannot start a process in a cgroup (Linux < 5.7, or clone3 filtered): %w", err)
-	}
 	return c, nil
 }
 
-// probe starts a process in the cgroup, as the guards will be. The
-// child's exec fails at once with ENAMETOOLONG, which only a child that
-// was created (in the cgroup) can report, while a clone that the kernel
-// refuses fails with its own error; running a real program, once per
-// node and job, would cost a whole exec of it.
-func (c *Cgroup) probe() error {
-	cmd := &exec.Cmd{Path: unexecutable}
-	c.Place(cmd)
-	err := cmd.Start()
-	if err == nil {
-		return cmd.Wait()
-	}
-	if errors.Is(err, syscall.ENAMETOOLONG) {
-		return nil
-	}
-	return err
-}
-
-// unexecutable is a path whose one name is longer than any file name may
-// be: execve rejects it before looking for anything.
-var unexecutable = "/" + strings.Repeat("x", 256)
+// Whether the kernel can start a process in the cgroup (Linux 5.7 and
+// later, clone3 not filtered) is found by the first guard started in it:
+// a guard that cannot be starts outside it (Guard.Start), and the daemon
+// then does without the cgroup. A probe of its own would cost every node
+// and job a fork.
 
 func (c *Cgroup) file(name string) string { return filepath.Join(c.dir, name) }
 
@@ -93,6 +73,14 @@ func (c *Cgroup) Place(cmd *exec.Cmd) {
 	}
 	cmd.SysProcAttr.UseCgroupFD = true
 	cmd.SysProcAttr.CgroupFD = int(c.fd.Fd())
+}
+
+// unplaced is cmd, not yet started, as it was before Place.
+func unplaced(cmd *exec.Cmd) *exec.Cmd {
+	attr := *cmd.SysProcAttr
+	attr.UseCgroupFD, attr.CgroupFD = false, 0
+	return &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Stdin: cmd.Stdin,
+		Stdout: cmd.Stdout, Stderr: cmd.Stderr, ExtraFiles: cmd.ExtraFiles, SysProcAttr: &attr}
 }
 
 // Kill kills every process in the cgroup.

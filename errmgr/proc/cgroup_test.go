@@ -40,26 +40,46 @@ func TestCgroupKillsEverything(t *testing.T) {
 	}
 }
 
-// TestCgroupProbe: the probe that NewCgroup runs passes in a real cgroup
-// and fails where a process cannot be started in the directory given
-// (here one that is no cgroup), as on a kernel or under a seccomp filter
-// that refuses clone3 into a cgroup.
-func TestCgroupProbe(t *testing.T) {
-	cg, err := NewCgroup()
-	if err != nil {
-		t.Skipf("no job cgroup here: %v", err)
-	}
-	defer cg.Remove(10 * time.Second)
-	if err := cg.probe(); err != nil {
-		t.Errorf("probe in %s: %v", cg.Dir(), err)
-	}
+// TestGuardOutsideCgroup: a guard placed in a cgroup that the kernel
+// cannot start it in (here a directory that is no cgroup, as on a kernel
+// or under a seccomp filter that refuses clone3 into a cgroup) starts
+// outside it and says why; one placed in a real cgroup starts in it.
+func TestGuardOutsideCgroup(t *testing.T) {
 	dir := t.TempDir()
 	fd, err := os.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fd.Close()
-	if err := (&Cgroup{dir: dir, fd: fd}).probe(); err == nil {
-		t.Errorf("the probe passed in %s, which is no cgroup", dir)
+	g := startIn(t, &Cgroup{dir: dir, fd: fd})
+	if g.OutsideCgroup == nil {
+		t.Errorf("a guard started in %s, which is no cgroup", dir)
 	}
+	cg, err := NewCgroup()
+	if err != nil {
+		t.Skipf("no job cgroup here: %v", err)
+	}
+	defer cg.Remove(10 * time.Second)
+	if g := startIn(t, cg); g.OutsideCgroup != nil {
+		t.Errorf("a guard did not start in %s: %v", cg.Dir(), g.OutsideCgroup)
+	}
+}
+
+// startIn runs /bin/true under a guard placed in cg, to its end.
+func startIn(t *testing.T, cg *Cgroup) *Guard {
+	t.Helper()
+	g, err := GuardCommand(exec.Command("/bin/true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg.Place(g.Cmd)
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if ws := g.Wait(); ws.ExitStatus() != 0 {
+		t.Errorf("/bin/true under the guard: %v", ws)
+	}
+	g.End()
+	g.Reap()
+	return g
 }

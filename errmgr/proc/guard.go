@@ -71,6 +71,9 @@ type Guard struct {
 	endOnce sync.Once
 	waited  bool
 	rank    atomic.Int64 // the rank's pid, once the guard has said it
+	// OutsideCgroup is why the guard could not start in its cgroup, if
+	// it was placed in one and started outside it.
+	OutsideCgroup error
 }
 
 // GuardCommand wraps a rank's command in a guard. The rank's ExtraFiles
@@ -167,9 +170,17 @@ func bindSelf() error {
 	return unix.SchedSetaffinity(0, &set)
 }
 
-// Start starts the guard and lets go of its ends of the pipes.
+// Start starts the guard and lets go of its ends of the pipes. A guard
+// that the kernel will not start in the cgroup it was placed in starts
+// outside it, and OutsideCgroup says why.
 func (g *Guard) Start() error {
 	err := g.Cmd.Start()
+	if err != nil && g.Cmd.SysProcAttr.UseCgroupFD {
+		again := unplaced(g.Cmd)
+		if again.Start() == nil {
+			g.Cmd, g.OutsideCgroup, err = again, err, nil
+		}
+	}
 	g.closeTheirs()
 	if err != nil {
 		g.Close()
