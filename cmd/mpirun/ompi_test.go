@@ -63,7 +63,7 @@ func TestOpenMPIWithoutPMIx(t *testing.T) {
 	if res.status != 255 {
 		t.Errorf("exit %d, want 255; stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
-	checkMpirunLine(t, res.stderr, `^mpirun: node00[12]: rank [01] cannot start: it speaks PMIx \(Open MPI\), but no orted-pmix \(orted with the PMIx server\) is installed beside orted: apt-get install libpmix-dev, then rebuild with make bin$`)
+	checkMpirunLine(t, res.stderr, `^mpirun: node00[12]: rank [01] cannot start: it speaks PMIx \(Open MPI\), but its daemon has no PMIx server: put orted-pmix beside orted \(apt-get install libpmix-dev, then make bin\), or name it with --orted$`)
 	res = mpirunFrom(t, dir, c, "-np", "2", mpich(t, "hello"))
 	if res.status != 0 || res.stderr != "" {
 		t.Fatalf("MPICH under a build without PMIx: exit %d, stderr:\n%s", res.status, res.stderr)

@@ -60,4 +60,4 @@ var (
 
 // ErrUnavailable says this daemon was built without the library, and
 // mpirun found no orted-pmix beside it to start instead.
-var ErrUnavailable = errors.New("it speaks PMIx (Open MPI), but no orted-pmix (orted with the PMIx server) is installed beside orted: apt-get install libpmix-dev, then rebuild with make bin")
+var ErrUnavailable = errors.New("it speaks PMIx (Open MPI), but its daemon has no PMIx server: put orted-pmix beside orted (apt-get install libpmix-dev, then make bin), or name it with --orted")
