@@ -32,7 +32,7 @@ type costs struct {
 	loadAvg1 float64 // the load average when they were
 }
 
-// hostCPU is the CPU a host added to a flat launch of nodes nodes.
+// hostCPU is the CPU a host added to a launch of nodes nodes.
 type hostCPU struct {
 	nodes int
 	cpu   time.Duration
@@ -43,13 +43,14 @@ type hostCPU struct {
 const costNodes = 16
 
 // costRuns is the fewest launches of each cost size: the growth a host's
-// CPU shows from 16 to 128 nodes (≈ 0.7 ms) is barely above one launch's
+// CPU shows from 16 to 128 nodes (≈ 1 ms) is barely above one launch's
 // noise.
-const costRuns = 3
+const costRuns = 5
 
 // measureCosts measures, with our mpirun through the testbed's agent: a
 // launch of /bin/true on one node (the fastest wall, the CPU) and on each
-// of --cost-nodes, flat (CPU per host, and its growth with the job), the
+// of --cost-nodes at --cost-degree (CPU per host, and its growth with the
+// job), the
 // idle cost of each kind of process in a job of --idle-nodes nodes whose
 // ranks sleep, alone and beside --idle-busy busy loops, and locally the
 // CPU of a rank's start.
@@ -59,13 +60,14 @@ func (b *bench) measureCosts(maxNodes, cores int) error {
 		return err
 	}
 	runs := max(costRuns, b.c.Int("runs"))
-	one, err := b.launches(1, runs, "/bin/true")
+	degree := b.c.Int("cost-degree")
+	one, err := b.launches(1, 1, runs, "/bin/true")
 	if err != nil {
 		return err
 	}
 	var busy []benchPoint
 	for _, n := range sizes {
-		p, err := b.launches(n, runs, "/bin/true")
+		p, err := b.launches(n, degree, runs, "/bin/true")
 		if err != nil {
 			return err
 		}
@@ -90,13 +92,12 @@ func (b *bench) measureCosts(maxNodes, cores int) error {
 		k.perNode = seconds2((median(busy[0].cpus) - median(one.cpus)) / float64(sizes[0]-1))
 	}
 	b.costs = k
-	// The model adds every process's idle CPU itself, and a flat launch
-	// of 128 nodes waits 128 spawn costs: take out what the model's idle
-	// costs say those launches spent so, before the fit.
-	base := median(one.cpus) - b.flatIdle(1)
+	// The model adds every process's idle CPU itself: take out what its
+	// idle costs say these launches spent so, before the fit.
+	base := median(one.cpus) - b.launchIdle(1, 1)
 	for i, n := range sizes {
 		if n > 1 {
-			cpu := (median(busy[i].cpus) - b.flatIdle(n) - base) / float64(n-1)
+			cpu := (median(busy[i].cpus) - b.launchIdle(n, degree) - base) / float64(n-1)
 			k.perHost = append(k.perHost, hostCPU{n, seconds2(cpu)})
 		}
 	}
@@ -119,16 +120,16 @@ func (b *bench) measureCosts(maxNodes, cores int) error {
 // printCosts says what the cost step measured and the model made of it.
 func (b *bench) printCosts(idle []idleSample) {
 	k := b.costs
-	fmt.Fprintf(b.std.out, "costs (load average %.1f): one node %.3fs wall; %.4fs CPU per node (%d nodes, flat, its idle CPU aside), of which a rank's start %.3fs; "+
+	fmt.Fprintf(b.std.out, "costs (load average %.1f): one node %.3fs wall; %.4fs CPU per node (%d nodes, δ %d, its idle CPU aside), of which a rank's start %.3fs; "+
 		"mpirun's own %.3fs; so one hop's start-up besides latency %v, spawn cost %v and CPU is %.3fs; model on %d cores\n",
-		k.loadAvg1, k.oneNode.Seconds(), k.perNode.Seconds(), k.nodes, k.rankCPU.Seconds(), k.mpirun.Seconds(),
+		k.loadAvg1, k.oneNode.Seconds(), k.perNode.Seconds(), k.nodes, b.c.Int("cost-degree"), k.rankCPU.Seconds(), k.mpirun.Seconds(),
 		b.c.Duration("ssh-latency"), b.c.Duration("spawn-cost"), k.startup.Seconds(), k.cores)
 	var each []string
 	for _, h := range k.perHost {
 		each = append(each, fmt.Sprintf("%d nodes %.4fs", h.nodes, h.cpu.Seconds()))
 	}
 	m := b.simModel()
-	fmt.Fprintf(b.std.out, "CPU per host (flat, idle aside): %s; model %.4fs + %.2fµs per node (--orted-cpu %v --orted-cpu-per-node %v)\n",
+	fmt.Fprintf(b.std.out, "CPU per host (idle aside): %s; model %.4fs + %.2fµs per node (--orted-cpu %v --orted-cpu-per-node %v)\n",
 		strings.Join(each, ", "), k.perNode.Seconds()-k.growth*float64(k.nodes), k.growth*1e6,
 		time.Duration(m.OrtedCPU)*time.Microsecond, time.Duration(m.OrtedCPUPerNode*float64(time.Microsecond)))
 	for _, s := range idle {
@@ -162,11 +163,11 @@ func fitGrowth(perHost []hostCPU) (at0, slope float64) {
 	return mean(ys) - l.PerLoad*mean(xs), l.PerLoad
 }
 
-// flatIdle is the idle CPU the model has a flat launch of n nodes spend
-// with the costs measured so far.
-func (b *bench) flatIdle(n int) float64 {
+// launchIdle is the idle CPU the model has a launch of n nodes at this
+// degree spend with the costs measured so far.
+func (b *bench) launchIdle(n, degree int) float64 {
 	m := b.simModel()
-	m.Nodes, m.SpawnDegree = n, n
+	m.Nodes, m.SpawnDegree = n, min(degree, n)
 	r, err := sim.Simulate(m, 0)
 	if err != nil {
 		return 0
@@ -199,16 +200,16 @@ func describeFit(c sim.IdleCosts) string {
 	return "--idle-cpu " + strings.Join(base, ",") + " --idle-per-load " + strings.Join(slope, ",")
 }
 
-// launches runs our mpirun runs times on the first n nodes, flat, with
-// this program instead of /bin/true.
-func (b *bench) launches(n, runs int, program ...string) (benchPoint, error) {
+// launches runs our mpirun runs times on the first n nodes at this spawn
+// degree, with this program instead of /bin/true.
+func (b *bench) launches(n, degree, runs int, program ...string) (benchPoint, error) {
 	p := benchPoint{nodes: n}
 	hosts, err := b.hostfiles(n)
 	if err != nil {
 		return p, err
 	}
 	for range runs {
-		argv := b.ours[0].argv(hosts, n, n)
+		argv := b.ours[0].argv(hosts, n, min(degree, n))
 		argv = append(argv[:len(argv)-1], program...)
 		wall, cpu, err := b.launch(argv)
 		if err != nil {
