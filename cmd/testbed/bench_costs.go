@@ -19,7 +19,7 @@ type costs struct {
 	oneNode time.Duration // wall of a launch on one node: the fastest, the least delayed by other work
 	perNode time.Duration // CPU each more node adds to a launch of nodes nodes, besides the processes' idle CPU
 	// growth is how much a host's CPU grows per node of the job (s/node;
-	// 0 with one size measured): at 512 nodes a host costs 30 % more than
+	// 0 with one size measured): one run saw 30 % more at 512 nodes than
 	// at 16, which a flat cost per host leaves out.
 	growth   float64
 	perHost  []hostCPU     // what each size of the cost step measured
@@ -38,22 +38,20 @@ type hostCPU struct {
 	cpu   time.Duration
 }
 
-// costNodes is the size of the launches the costs are measured on: small
-// enough that they do not queue for the CPU much.
+// costNodes is the size of the idle job: small enough that it does not
+// queue for the CPU much.
 const costNodes = 16
 
-// costRuns is the fewest launches of each cost size: the growth a host's
-// CPU shows from 16 to 128 nodes (≈ 1 ms) is barely above one launch's
-// noise.
+// costRuns is the fewest launches of each cost size: a host's CPU
+// differs between the sizes by tenths of a ms, about one launch's noise.
 const costRuns = 5
 
 // measureCosts measures, with our mpirun through the testbed's agent: a
 // launch of /bin/true on one node (the fastest wall, the CPU) and on each
 // of --cost-nodes at --cost-degree (CPU per host, and its growth with the
-// job), the
-// idle cost of each kind of process in a job of --idle-nodes nodes whose
-// ranks sleep, alone and beside --idle-busy busy loops, and locally the
-// CPU of a rank's start.
+// job), the idle cost of each kind of process in a job of --idle-nodes
+// nodes whose ranks sleep, alone and beside --idle-busy busy loops, and
+// locally the CPU of a rank's start.
 func (b *bench) measureCosts(maxNodes, cores int) error {
 	sizes, err := costSizes(b.c.String("cost-nodes"), maxNodes)
 	if err != nil {
@@ -91,7 +89,7 @@ func (b *bench) measureCosts(maxNodes, cores int) error {
 	if sizes[0] > 1 {
 		k.perNode = seconds2((median(busy[0].cpus) - median(one.cpus)) / float64(sizes[0]-1))
 	}
-	b.costs = k
+	b.costs = k // launchIdle's model
 	// The model adds every process's idle CPU itself: take out what its
 	// idle costs say these launches spent so, before the fit.
 	base := median(one.cpus) - b.launchIdle(1, 1)
