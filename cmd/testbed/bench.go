@@ -31,8 +31,8 @@ seconds of the whole launch (every process of it: agent, shells, daemons,
 ranks; from a cgroup when one can be made, else from getrusage), the load
 average after the point, and the model: the simulator's time (testbed sim)
 with the configured latency and spawn cost and the costs measured first,
-one set for every point: a launch on one node (wall, CPU), on 16 nodes
-(CPU per node), a rank's start (the orted binary and /bin/true), and the
+one set for every point: a launch on one node (wall, CPU), on each of
+--cost-nodes at --cost-degree (CPU per host, a line in the job's size), a rank's start (the orted binary and /bin/true), and the
 CPU each kind of process (mpirun, orted, agent, shell, guard, rank) takes
 a second while it waits, from schedstat, in a job of --idle-nodes whose
 ranks sleep (beside --idle-busy busy loops too), on --model-cores cores
@@ -47,6 +47,8 @@ model's hop and spawn cost as hints.`,
 				&cli.BoolFlag{Name: "peers", Usage: "also launch with mpiexec.hydra, mpirun.openmpi, pdsh and clush"},
 				&cli.StringSliceFlag{Name: "mpirun-arg", Usage: "extra argument to our mpirun (repeat), e.g. --mpirun-arg=--callback-timeout=2m (our rows always have --report-launch-times)"},
 				&cli.StringSliceFlag{Name: "variant", Usage: "NAME=ARGS: measure our mpirun with these extra space-separated arguments too, beside the plain one (repeat), e.g. 'before=--orted /tmp/old/orted'"},
+				&cli.StringFlag{Name: "cost-nodes", Value: "16,128", Usage: "sizes of the launches that measure a host's CPU, comma-separated (each at most the largest of --nodes): the model's CPU per host is the line through them in the job's size, so keep them below the sizes it should predict"},
+				&cli.IntFlag{Name: "cost-degree", Value: 8, Usage: "spawn degree of those launches: a tree, as the points' (a flat one's mpirun serves every link for n spawn costs, and a host costs more)"},
 				&cli.IntFlag{Name: "idle-nodes", Value: costNodes, Usage: "nodes of the job whose idle costs are measured (at most the largest of --nodes)"},
 				&cli.IntFlag{Name: "idle-degree", Value: 2, Usage: "spawn degree of the idle job: each daemon's links are pinged, and any tree has about 2 link ends per orted, a flat one 1"},
 				&cli.IntFlag{Name: "idle-busy", Usage: "also measure the idle costs beside this many busy loops, and model their dependence on the runnable processes as the line through both (0: measure once, no dependence; none was found from 5 to 190 runnable)"},
@@ -217,7 +219,7 @@ func (b *bench) measure(l launcher, n, degree int) (p benchPoint) {
 	}
 	argv := l.argv(hosts, n, degreeOf(degree, n, b.simModel()))
 	if degree == auto && isOurs(l.name) {
-		argv = b.autoArgs(argv)
+		argv = b.autoArgs(argv, n)
 	}
 	defer func() { p.load = loadAverage() }()
 	for range b.c.Int("runs") {

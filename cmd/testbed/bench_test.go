@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // buildLaunchers builds mpirun, orted and testbed-agent into a directory
@@ -116,4 +119,24 @@ func hasAutoRow(out, nodes string) bool {
 		}
 	}
 	return false
+}
+
+// TestFitGrowth: two sizes give the line through them; a host's CPU that
+// seems to fall with the job is noise, no growth; --cost-nodes is capped
+// at the cluster.
+func TestFitGrowth(t *testing.T) {
+	at0, slope := fitGrowth([]hostCPU{{16, 13 * time.Millisecond}, {128, 13*time.Millisecond + 896*time.Microsecond}})
+	if math.Abs(slope-8e-6) > 1e-12 || math.Abs(at0-(0.013-16*8e-6)) > 1e-12 {
+		t.Errorf("fit %g + %g n, want 0.012872 + 8e-06 n", at0, slope)
+	}
+	if at0, slope = fitGrowth([]hostCPU{{16, 13 * time.Millisecond}, {128, 12 * time.Millisecond}}); slope != 0 || math.Abs(at0-0.0125) > 1e-12 {
+		t.Errorf("falling: fit %g + %g n, want the mean and no slope", at0, slope)
+	}
+	sizes, err := costSizes("128,16", 64)
+	if err != nil || !slices.Equal(sizes, []int{16, 64}) {
+		t.Errorf("sizes %v, %v", sizes, err)
+	}
+	if sizes, _ = costSizes("16,128", 16); !slices.Equal(sizes, []int{16}) {
+		t.Errorf("one size on 16 nodes: %v", sizes)
+	}
 }

@@ -41,6 +41,7 @@ line per spawn degree.`,
 			&cli.IntFlag{Name: "cores", Usage: "cores shared by every process, as on a testbed that runs the cluster on one machine (0: a CPU per node, and the CPU flags below cost only their own time)"},
 			&cli.StringFlag{Name: "cpu-share", Value: "fair", Usage: "with --cores: fair (every process in progress gets an equal share, as a time-sharing kernel gives) or fifo (first come, first served)"},
 			&cli.DurationFlag{Name: "orted-cpu", Usage: "CPU of an orted's start (its session's processes included), before it calls back"},
+			&cli.DurationFlag{Name: "orted-cpu-per-node", Usage: "CPU each orted's start takes more per node of the job, beside --orted-cpu (e.g. 6us: a host's launch CPU grows with the job; bench launch measures it at two sizes)"},
 			&cli.DurationFlag{Name: "mpirun-cpu", Usage: "with --cores: mpirun's own CPU besides its nodes', taken beside its spawns from its start"},
 			&cli.DurationFlag{Name: "rank-cpu", Usage: "CPU of a rank's start (its guard, its exec), before it runs"},
 			&cli.StringFlag{Name: "idle-cpu", Usage: "with --cores: what each live process takes of the cores while it waits (timers, pings, runtime): KIND=MS,… in ms of CPU per second alive for kinds mpirun, orted, agent, shell, guard, rank (e.g. orted=0.8,guard=0.4,mpirun=2.5), or one share of a core for mpirun and each orted (e.g. 0.003)"},
@@ -109,7 +110,7 @@ func degreeOf(d, n int, m sim.Model) int {
 // callback; a session's cost at its spawner is at least its latency
 // shared by the sessions it may open at once.
 func autoDegree(n int, m sim.Model) int {
-	hop := m.SSHLatency + m.Startup + m.OrtedCPU + m.Latency
+	hop := m.SSHLatency + m.Startup + m.OrtedStartCPU(n) + m.Latency
 	cost := m.SpawnCost
 	if m.MaxSessions > 0 {
 		cost = max(cost, m.SSHLatency/int64(m.MaxSessions))
@@ -143,7 +144,8 @@ func modelFromFlags(c *cli.Context) (sim.Model, error) {
 		MaxSessions: c.Int("max-sessions"), RankTime: us("rank-time"),
 		CallbackMS: c.Duration("callback-timeout").Milliseconds(),
 		Cores:      c.Int("cores"), OrtedCPU: us("orted-cpu"), RankCPU: us("rank-cpu"),
-		MpirunCPU: us("mpirun-cpu"),
+		OrtedCPUPerNode: float64(c.Duration("orted-cpu-per-node")) / float64(time.Microsecond),
+		MpirunCPU:       us("mpirun-cpu"),
 	}
 	idle, err := parseIdle(c.String("idle-cpu"), c.String("idle-per-load"))
 	if err != nil {
@@ -157,8 +159,8 @@ func modelFromFlags(c *cli.Context) (sim.Model, error) {
 	default:
 		return m, fmt.Errorf("--cpu-share %q: want fair or fifo", c.String("cpu-share"))
 	}
-	if m.Cores < 0 || m.OrtedCPU < 0 || m.RankCPU < 0 || m.MpirunCPU < 0 {
-		return m, fmt.Errorf("--cores, --orted-cpu, --rank-cpu and --mpirun-cpu must not be negative")
+	if m.Cores < 0 || m.OrtedCPU < 0 || m.OrtedCPUPerNode < 0 || m.RankCPU < 0 || m.MpirunCPU < 0 {
+		return m, fmt.Errorf("--cores, --orted-cpu, --orted-cpu-per-node, --rank-cpu and --mpirun-cpu must not be negative")
 	}
 	switch c.String("on-unreachable") {
 	case "abort":

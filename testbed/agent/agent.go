@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -90,36 +89,17 @@ func (s *session) nodeEnv(i int, configPath string) ([]string, error) {
 	), nil
 }
 
-// wait spends the session's emulated cost: the spawn cost under the
-// spawner's lock, then the latency.
+// wait spends the session's emulated cost: its slot of the spawner's
+// serial time, reserved behind the slots before it, then the latency.
 func (s *session) wait() error {
 	if s.cfg.SpawnCost > 0 {
-		if err := s.holdSpawnerLock(); err != nil {
+		end, err := s.reserveSlot()
+		if err != nil {
 			return err
 		}
+		time.Sleep(time.Until(end))
 	}
 	time.Sleep(s.cfg.Latency)
-	return nil
-}
-
-// holdSpawnerLock sleeps SpawnCost holding an flock on the spawner's lock
-// file, so that the sessions of one spawner, each an agent process, pay
-// their cost one after another.
-func (s *session) holdSpawnerLock() error {
-	name := s.spawner
-	if name == "" {
-		name = "outside"
-	}
-	path := filepath.Join(s.cfg.Locks, name)
-	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return fmt.Errorf("spawner lock: %w", err)
-	}
-	defer syscall.Close(fd)
-	if err := syscall.Flock(fd, syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("spawner lock %s: %w", path, err)
-	}
-	time.Sleep(s.cfg.SpawnCost)
 	return nil
 }
 

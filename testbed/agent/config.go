@@ -7,10 +7,18 @@
 // -c in a new session, the node's login environment, SSH_CONNECTION naming
 // the node's own address, its hostname with UTS), but in place: the agent
 // execs the command itself, with no crypto and no server in between. Before
-// that it holds its spawner's lock for the configured spawn cost and then
-// waits the configured ssh latency, both as sleeps, so that a launch on the
+// that it sleeps through its slot of the spawner's serial time (the spawn
+// cost) and then the configured ssh latency, so that a launch on the
 // testbed models a real cluster's ssh (each spawner has its own CPU)
 // without spending this machine's.
+//
+// A spawner's slots are reserved back to back in its state file under a
+// short flock, and each agent sleeps until its slot's absolute end. An
+// flock held across the sleep would add, at each hand-over, the time this
+// shared machine takes to wake the next agent (2–15 ms with tens of
+// runnable processes): 0.1–1 s over 64 serial sessions, which a real
+// spawner, on its own CPU, does not pay. A late wake-up now delays only
+// its own session.
 //
 // The agent finds the cluster's settings in the file named by
 // PRSH_TESTBED_AGENT, which the testbed writes into its directory and puts
@@ -34,11 +42,12 @@ type Config struct {
 	Block, Nodes int    // the nodes' first loopback block, their number
 	User         string // the login name, for USER and LOGNAME fallbacks
 	RunID        string // PRSH_TESTBED_RUN of every node process
-	// Latency is waited before the command runs, SpawnCost while holding
-	// the spawner's lock, so that one spawner's sessions open one by one.
+	// Latency is waited before the command runs, after a slot of
+	// SpawnCost reserved behind the spawner's earlier ones, so that one
+	// spawner's sessions open one by one.
 	Latency, SpawnCost time.Duration
 	UTS                bool     // each node's processes get its hostname
-	Locks              string   // the directory of the spawners' lock files
+	Locks              string   // the directory of the spawners' state files (end of the last slot)
 	Env                []string // added to every node process ("K=V")
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 
 	"prsh/daemon/protocol"
 )
@@ -32,8 +33,13 @@ type Model struct {
 	Cores             int
 	FairShare         bool // the cores shared equally, not first come first served
 	OrtedCPU, RankCPU int64
-	MpirunCPU         int64 // mpirun's own CPU, beside its spawns from its start
-	Idle              IdleCosts
+	// OrtedCPUPerNode is how much more CPU each orted's start takes per
+	// node of the job, in µs: a host's launch CPU grows with the job (its
+	// address book, the Launch and their JSON grow with n, and so do the
+	// job's peaks of runnable processes), measured at two sizes.
+	OrtedCPUPerNode float64
+	MpirunCPU       int64 // mpirun's own CPU, beside its spawns from its start
+	Idle            IdleCosts
 
 	// Faults by node name (node001 …).
 	Faults map[string]Fault
@@ -121,8 +127,13 @@ func (m Model) options() (Options, error) {
 		SpawnMS:      m.SSHLatency, StartMS: m.Startup + m.Latency,
 		SpawnCost: m.SpawnCost, MaxSessions: m.MaxSessions,
 		RankMS: m.RankTime, Faults: faults,
-		Cores: m.Cores, FairShare: m.FairShare, OrtedCPU: m.OrtedCPU, RankCPU: m.RankCPU, Idle: m.Idle, MpirunCPU: m.MpirunCPU,
+		Cores: m.Cores, FairShare: m.FairShare, OrtedCPU: m.OrtedStartCPU(m.Nodes), RankCPU: m.RankCPU, Idle: m.Idle, MpirunCPU: m.MpirunCPU,
 	}, nil
+}
+
+// OrtedStartCPU is the CPU of each orted's start in a job of n nodes.
+func (m Model) OrtedStartCPU(n int) int64 {
+	return max(0, m.OrtedCPU+int64(math.Round(m.OrtedCPUPerNode*float64(n))))
 }
 
 // faultsByID turns faults by node name into faults by daemon id.

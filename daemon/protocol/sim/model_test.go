@@ -93,3 +93,29 @@ func TestSimulateBudget(t *testing.T) {
 		t.Errorf("50 nodes in 100 events: %+v, %v; want stopped over budget", r, err)
 	}
 }
+
+// TestOrtedCPUPerNode: the per-node term is the same as its total at
+// this size given as OrtedCPU, on shared cores and without.
+func TestOrtedCPUPerNode(t *testing.T) {
+	for _, cores := range []int{0, 2} {
+		grown := model(200, 8)
+		grown.Cores, grown.FairShare = cores, true
+		grown.OrtedCPU, grown.OrtedCPUPerNode = 10_000, 7.5
+		flat := grown
+		flat.OrtedCPU, flat.OrtedCPUPerNode = 11_500, 0
+		a, err := Simulate(grown, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := Simulate(flat, 0)
+		if a.MpirunExit != b.MpirunExit || a.Phase1 != b.Phase1 {
+			t.Errorf("%d cores: 10ms + 7.5µs a node ends at %d (phase 1 %d), 11.5ms at %d (%d)",
+				cores, a.MpirunExit, a.Phase1, b.MpirunExit, b.Phase1)
+		}
+		less := grown
+		less.OrtedCPUPerNode = 0
+		if c, _ := Simulate(less, 0); c.Phase1 >= a.Phase1 {
+			t.Errorf("%d cores: phase 1 at %d without the per-node term, %d with it", cores, c.Phase1, a.Phase1)
+		}
+	}
+}
