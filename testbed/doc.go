@@ -29,9 +29,10 @@
 //
 // The cluster also writes DIR/agent.conf for testbed-agent (package
 // agent), a stand-in for ssh that any launcher can use as its rsh agent:
-// it runs the command on the node in place, without crypto, after
-// Config.SpawnCost under its spawner's lock and Config.SSHLatency, both
-// slept. Env names the file (PRSH_TESTBED_AGENT).
+// it runs the command on the node in place, without crypto, after its
+// slot of Config.SpawnCost at its spawner (one spawner's sessions take
+// back-to-back slots) and Config.SSHLatency, both slept. Env names the
+// file (PRSH_TESTBED_AGENT).
 //
 // # UTS namespaces
 //

@@ -21,7 +21,7 @@ func clusterFlags() []cli.Flag {
 		&cli.IntFlag{Name: "nodes", Aliases: []string{"n"}, Value: 4, Usage: "number of virtual nodes (node001 …)"},
 		&cli.IntFlag{Name: "slots", Value: 1, Usage: "slots per node in the hostfile"},
 		&cli.DurationFlag{Name: "ssh-latency", Usage: "delay before each remote command starts"},
-		&cli.DurationFlag{Name: "spawn-cost", Usage: "testbed-agent only: serial cost of each session at its spawner (a sleep under the spawner's lock)"},
+		&cli.DurationFlag{Name: "spawn-cost", Usage: "testbed-agent only: serial cost of each session at its spawner (back-to-back slots at each spawner, slept)"},
 		&cli.BoolFlag{Name: "uts", Usage: "give each node's processes its own hostname (root only)"},
 		&cli.StringFlag{Name: "dir", Usage: "write hostfile, ssh_config, keys here (default: a temporary dir)"},
 		&cli.StringSliceFlag{Name: "refuse", Usage: "nodes that refuse connections (comma-separated)"},
