@@ -78,16 +78,17 @@ type Daemon struct {
 	// gives up at once instead of retrying until the deadline.
 	orphaned chan struct{}
 
-	ln       *transport.Listener
-	addr     string
-	agent    launch.Agent
-	parent   *link
-	links    map[protocol.LinkID]*link
-	lastLink protocol.LinkID
-	procs    map[int]launch.Process // children's launch agent processes
-	timers   map[protocol.Timer]*timer
-	ranks    map[int]*rank
-	app      protocol.Launch
+	ln        *transport.Listener
+	addr      string
+	agent     launch.Agent
+	lastSpawn <-chan struct{} // closes once the last session asked for has started (launch.InTurn)
+	parent    *link
+	links     map[protocol.LinkID]*link
+	lastLink  protocol.LinkID
+	procs     map[int]launch.Process // children's launch agent processes
+	timers    map[protocol.Timer]*timer
+	ranks     map[int]*rank
+	app       protocol.Launch
 
 	fenceWaiters  []*pmiService       // local ranks in the current fence
 	ringWaiters   map[int]*pmiService // local ranks in the current ring, by rank

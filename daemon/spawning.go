@@ -10,6 +10,7 @@ import (
 
 	"prsh/daemon/protocol"
 	"prsh/spawn"
+	"prsh/spawn/launch"
 	"prsh/transport"
 )
 
@@ -17,11 +18,15 @@ import (
 // it is.
 const helloTimeout = 10 * time.Second
 
-// spawn starts a child's orted through the launch agent.
+// spawn starts a child's orted through the launch agent. The sessions
+// start in the order they are asked for (launch.InTurn), the tree's.
 func (d *Daemon) spawn(n spawn.Node) {
 	argv, stdin := ortedArgv(d.machine.Job(), d.addr, n.ID, n.Host), d.secretLine()
+	ctx, started := launch.InTurn(d.ctx, d.lastSpawn)
+	d.lastSpawn = started
 	go func() {
-		proc, err := d.agent.Launch(d.ctx, n.Host, argv, stdin)
+		proc, err := d.agent.Launch(ctx, n.Host, argv, stdin)
+		launch.PassTurn(ctx)
 		if !d.post(spawned{n.ID, proc, err}) && proc != nil {
 			proc.Close()
 		}

@@ -82,7 +82,11 @@ func (c *Command) Launch(ctx context.Context, host string, argv []string, stdin 
 	}
 	full := c.Argv(host, argv)
 	log := orNull(c.Logger).With("host", host)
+	if err := takeTurn(ctx); err != nil {
+		return nil, err
+	}
 	first, err := startExec(ctx, exec.Command(full[0], full[1:]...), stdin, log)
+	PassTurn(ctx)
 	if err != nil && !launcherDropped(err) {
 		return nil, err
 	}

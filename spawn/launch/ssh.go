@@ -117,9 +117,13 @@ func (s *SSH) Launch(ctx context.Context, host string, argv []string, stdin []by
 
 // launchOnce connects once and starts argv, holding a MaxSessions slot.
 func (s *SSH) launchOnce(ctx context.Context, t *target, argv []string, stdin []byte, log hclog.Logger) (Process, error) {
+	if err := takeTurn(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}
+	PassTurn(ctx)
 	defer s.release()
 	log.Debug("ssh launch", "addr", t.addr(), "user", t.user, "command", Quote(argv))
 	client, guard, err := s.connect(ctx, t, 0)
