@@ -2,7 +2,11 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -69,5 +73,53 @@ func TestSpawnDegreeAuto(t *testing.T) {
 	checkOnePerNode(t, c, res.stdout)
 	if !strings.Contains(res.stderr, fmt.Sprintf("chose=%d ", want)) {
 		t.Errorf("mpirun did not say it chose δ=%d; stderr:\n%s", want, res.stderr)
+	}
+}
+
+// TestSessionsInTreeOrder: a spawner opens its sessions in the order of
+// its children in the tree, those with subtrees first, whatever order its
+// goroutines run in: the launch agent's processes, numbered in fork order,
+// follow the nodes' order.
+func TestSessionsInTreeOrder(t *testing.T) {
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Skip("needs the OpenSSH client")
+	}
+	const n = 16
+	c := cluster(t, testbed.Config{Nodes: n})
+	dir := t.TempDir()
+	log, agent := filepath.Join(dir, "log"), filepath.Join(dir, "agent")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$$ $1\" >> %s\nexec ssh -F %s \"$@\"\n", log, c.SSHConfigPath())
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := mpirun(t, c, "--spawn-degree", strconv.Itoa(n), "--launch-agent", agent+" %h", "/bin/true")
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type session struct {
+		pid  int
+		host string
+	}
+	var sessions []session
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		pid, host, _ := strings.Cut(line, " ")
+		p, _ := strconv.Atoi(pid)
+		sessions = append(sessions, session{p, host})
+	}
+	slices.SortFunc(sessions, func(a, b session) int { return a.pid - b.pid })
+	var hosts []string
+	for _, s := range sessions {
+		hosts = append(hosts, s.host)
+	}
+	var want []string
+	for _, node := range c.Nodes() {
+		want = append(want, node.Name)
+	}
+	if !slices.Equal(hosts, want) {
+		t.Errorf("sessions in fork order %v, want %v", hosts, want)
 	}
 }
