@@ -32,9 +32,8 @@ const GuardArg = "__rank-guard"
 // runs, so that the daemon's signals to the group reach the rank and
 // what it started, never the guard. The guard kills everything under it
 // when its daemon closes its end pipe (the job's end: the daemon kills
-// the ranks) or when the daemon dies (the pipe closes with it, and the
-// kernel sends the parent-death signal). It exits once nothing is left
-// under it.
+// the ranks) or when the daemon dies (the pipe closes with it). It
+// exits once nothing is left under it.
 //
 // Why a process per rank, and why its own binary. The guarantees need a
 // process that outlives the daemon: a daemon killed outright must still
