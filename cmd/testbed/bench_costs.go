@@ -136,9 +136,10 @@ func (b *bench) printCosts(idle []idleSample) {
 	fmt.Fprintf(b.std.out, "idle model (ms/s at no load + ms/s per runnable): %s\n", describeFit(k.idle))
 }
 
-// costSizes are the sizes of --cost-nodes that fit the cluster, in order.
+// costSizes are the sizes of --cost-nodes that fit the cluster, in order;
+// "max" is the largest of --nodes.
 func costSizes(list string, maxNodes int) ([]int, error) {
-	sizes, err := intList(list)
+	sizes, err := intList(strings.ReplaceAll(list, "max", strconv.Itoa(maxNodes)))
 	if err != nil {
 		return nil, fmt.Errorf("--cost-nodes: %w", err)
 	}

@@ -139,4 +139,7 @@ func TestFitGrowth(t *testing.T) {
 	if sizes, _ = costSizes("16,128", 16); !slices.Equal(sizes, []int{16}) {
 		t.Errorf("one size on 16 nodes: %v", sizes)
 	}
+	if sizes, _ = costSizes("16,max", 512); !slices.Equal(sizes, []int{16, 512}) {
+		t.Errorf("costSizes(16,max) on 512 nodes = %v, want [16 512]", sizes)
+	}
 }
