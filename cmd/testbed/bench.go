@@ -45,6 +45,7 @@ model's hop and spawn cost as hints.`,
 				&cli.IntFlag{Name: "model-cores", Value: runtime.NumCPU(), Usage: "cores the model shares among every process of a launch (the testbed's machine)"},
 				&cli.BoolFlag{Name: "native", Usage: "launch over ssh instead of testbed-agent"},
 				&cli.BoolFlag{Name: "peers", Usage: "also launch with mpiexec.hydra, mpirun.openmpi, pdsh and clush"},
+				&cli.StringSliceFlag{Name: "peer", Usage: "only this peer: hydra, ompi, pdsh or clush (repeat); implies --peers"},
 				&cli.StringSliceFlag{Name: "mpirun-arg", Usage: "extra argument to our mpirun (repeat), e.g. --mpirun-arg=--callback-timeout=2m (our rows always have --report-launch-times)"},
 				&cli.StringSliceFlag{Name: "variant", Usage: "NAME=ARGS: measure our mpirun with these extra space-separated arguments too, beside the plain one (repeat), e.g. 'before=--orted /tmp/old/orted'"},
 				&cli.StringFlag{Name: "cost-nodes", Value: "16,max", Usage: "sizes of the launches that measure a host's CPU, comma-separated (each at most the largest of --nodes; max: the largest): the model's CPU per host is the line through them in the job's size (on the testbed it grows past 256 nodes, which smaller sizes do not foresee: testbed/CALIBRATION.md)"},
@@ -152,10 +153,32 @@ func (b *bench) findLaunchers() error {
 	if err != nil {
 		return err
 	}
-	if b.c.Bool("peers") {
-		b.peers = peerLaunchers(b.agent, b.c.Bool("uts"))
+	if only := b.c.StringSlice("peer"); b.c.Bool("peers") || len(only) > 0 {
+		if b.peers, err = pickPeers(peerLaunchers(b.agent, b.c.Bool("uts")), only); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// pickPeers keeps the peers named in only, all of them if it is empty.
+func pickPeers(all []launcher, only []string) ([]launcher, error) {
+	if len(only) == 0 {
+		return all, nil
+	}
+	var names []string
+	for _, l := range all {
+		names = append(names, l.name)
+	}
+	var out []launcher
+	for _, name := range only {
+		i := slices.Index(names, name)
+		if i < 0 {
+			return nil, fmt.Errorf("--peer %q: not one of %s", name, strings.Join(names, ", "))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
 }
 
 // agentPath is testbed-agent, or with --native a wrapper that runs

@@ -143,3 +143,19 @@ func TestFitGrowth(t *testing.T) {
 		t.Errorf("costSizes(16,max) on 512 nodes = %v, want [16 512]", sizes)
 	}
 }
+
+// TestPickPeers: --peer keeps the peers it names, in its order, and
+// refuses a name that is no peer's; without it every peer runs.
+func TestPickPeers(t *testing.T) {
+	all := peerLaunchers("/agent", false)
+	got, err := pickPeers(all, []string{"pdsh", "hydra"})
+	if err != nil || len(got) != 2 || got[0].name != "pdsh" || got[1].name != "hydra" {
+		t.Errorf("pickPeers(pdsh, hydra) = %v, %v", got, err)
+	}
+	if got, _ := pickPeers(all, nil); len(got) != len(all) {
+		t.Errorf("no --peer: %d peers, want all %d", len(got), len(all))
+	}
+	if _, err := pickPeers(all, []string{"srun"}); err == nil || err.Error() != `--peer "srun": not one of hydra, ompi, pdsh, clush` {
+		t.Errorf("pickPeers(srun) error %v", err)
+	}
+}
