@@ -368,18 +368,18 @@ func ortedPath(c *cli.Context) (string, error) {
 	return filepath.Join(filepath.Dir(self), "orted"), nil
 }
 
-// PMIxSuffix names the daemon built with the PMIx server: orted-pmix,
+// pmixSuffix names the daemon built with the PMIx server: orted-pmix,
 // beside orted. orted itself is a static Go program without it, which
 // starts in less CPU (spawn/PERFORMANCE.md); a job that may need PMIx
 // runs orted-pmix where it is installed, and orted (whose ranks then
 // fail naming the cause if they are Open MPI's) where it is not.
-const PMIxSuffix = "-pmix"
+const pmixSuffix = "-pmix"
 
 // withPMIx is the daemon with the PMIx server beside orted, if this
 // node has one; the nodes are expected to have what the launch node has.
 func withPMIx(orted string) string {
-	if st, err := os.Stat(orted + PMIxSuffix); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-		return orted + PMIxSuffix
+	if st, err := os.Stat(orted + pmixSuffix); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return orted + pmixSuffix
 	}
 	return orted
 }

@@ -54,7 +54,7 @@ func build(dir string, race, withPMIx bool) error {
 	}
 	builds := [][]string{{"-o", dir + "/", "prsh/cmd/mpirun", "prsh/cmd/orted", "prsh/cmd/prsh-guard"}}
 	if withPMIx {
-		builds = append(builds, []string{"-tags", "pmix", "-o", filepath.Join(dir, "orted"+PMIxSuffix), "prsh/cmd/orted"})
+		builds = append(builds, []string{"-tags", "pmix", "-o", filepath.Join(dir, "orted"+pmixSuffix), "prsh/cmd/orted"})
 	}
 	for _, b := range builds {
 		out, err := exec.Command("go", append(args, b...)...).CombinedOutput()

@@ -108,15 +108,11 @@ func (j *secJob) daemons(t *testing.T, c *testbed.Cluster) map[int]string {
 // isOrted tells an orted daemon (or orted-pmix) from the shell that
 // started it and from the rank guards, which may run its binary too.
 func isOrted(argv []string) bool {
-	name := filepath.Base(firstOf(argv))
-	return (name == "orted" || name == "orted"+PMIxSuffix) && slices.Contains(argv, "--parent")
-}
-
-func firstOf(argv []string) string {
-	if len(argv) == 0 {
-		return ""
+	if len(argv) < 2 {
+		return false
 	}
-	return argv[0]
+	name := filepath.Base(argv[0])
+	return (name == "orted" || name == "orted"+pmixSuffix) && slices.Contains(argv, "--parent")
 }
 
 // listeningAddrs lists the TCP addresses pid listens on: the sockets among

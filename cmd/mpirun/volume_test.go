@@ -123,7 +123,7 @@ func peaksOf(exe string) []int64 {
 	for _, d := range dirs {
 		cmdline, err := os.ReadFile(d + "/cmdline")
 		// orted is orted-pmix in a job that boots a PMIx server.
-		if err != nil || !strings.HasPrefix(string(cmdline), exe+"\x00") && !strings.HasPrefix(string(cmdline), exe+PMIxSuffix+"\x00") {
+		if err != nil || !strings.HasPrefix(string(cmdline), exe+"\x00") && !strings.HasPrefix(string(cmdline), exe+pmixSuffix+"\x00") {
 			continue
 		}
 		status, err := os.ReadFile(d + "/status")

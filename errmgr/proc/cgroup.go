@@ -29,7 +29,12 @@ type Cgroup struct {
 // killed or removed.
 const cgroupPrefix = "prsh-job-"
 
-// NewCgroup makes the job's cgroup below the caller's own.
+// NewCgroup makes the job's cgroup below the caller's own. Whether the
+// kernel can start a process in it (Linux 5.7 and later, clone3 not
+// filtered) is found by the first guard started in it: a guard that
+// cannot be starts outside it (Guard.Start), and the daemon then does
+// without the cgroup. A probe of its own would cost every node and job a
+// fork.
 func NewCgroup() (*Cgroup, error) {
 	mount, err := cgroup2Mount()
 	if err != nil {
@@ -54,12 +59,6 @@ func NewCgroup() (*Cgroup, error) {
 	}
 	return c, nil
 }
-
-// Whether the kernel can start a process in the cgroup (Linux 5.7 and
-// later, clone3 not filtered) is found by the first guard started in it:
-// a guard that cannot be starts outside it (Guard.Start), and the daemon
-// then does without the cgroup. A probe of its own would cost every node
-// and job a fork.
 
 func (c *Cgroup) file(name string) string { return filepath.Join(c.dir, name) }
 
