@@ -1,10 +1,11 @@
 package routed
 
 import (
-	"encoding/json"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -174,18 +175,68 @@ func (e Entries) String() string {
 	return b.String()
 }
 
-// MarshalJSON writes the list as a JSON array of entries (null when
-// empty): the wire form of a []Entry.
-func (e Entries) MarshalJSON() ([]byte, error) {
-	return json.Marshal(e.Slice())
+// The wire form of a list is one string: its runs, separated by commas,
+// each its first id and then its addresses, separated by spaces:
+// "3 tcp://10.0.0.3:41234 tcp://10.0.0.4:41234,9 tcp://…" ("" is a
+// tombstone, so "5 " is the run of one). The all-gather, which every
+// daemon receives whole, is thus one JSON string: encoding/json scans a
+// string in a few fast passes, where an object per entry, or a string
+// per address, costs it several times the work; and the addresses share
+// the string's memory.
+const (
+	runSep  = ","
+	addrSep = " "
+)
+
+// MarshalText writes the list's wire form; runs that continue one another
+// are joined. An address that holds a separator is refused.
+func (e Entries) MarshalText() ([]byte, error) {
+	var b []byte
+	next := 0
+	for r := range e.Runs() {
+		if len(b) == 0 || r.First != next {
+			if len(b) > 0 {
+				b = append(b, runSep...)
+			}
+			b = strconv.AppendInt(b, int64(r.First), 10)
+		}
+		for i, a := range r.Addrs {
+			if strings.Contains(a, addrSep) || strings.Contains(a, runSep) {
+				return nil, fmt.Errorf("address %q of id %d holds a separator", a, r.First+i)
+			}
+			b = append(append(b, addrSep...), a...)
+		}
+		next = r.First + len(r.Addrs)
+	}
+	return b, nil
 }
 
-// UnmarshalJSON reads a JSON array of entries.
-func (e *Entries) UnmarshalJSON(b []byte) error {
-	var s []Entry
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
+// UnmarshalText reads the wire form, joining runs that continue one
+// another as MarshalText does. A run whose ids would pass the largest int
+// is refused: its entries could not be numbered.
+func (e *Entries) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*e = Entries{}
+		return nil
 	}
-	*e = EntriesOf(s...)
+	text := string(b)
+	var runs []Run
+	for run := range strings.SplitSeq(text, runSep) {
+		first, addrs, ok := strings.Cut(run, addrSep)
+		id, err := strconv.Atoi(first)
+		if !ok || err != nil {
+			return fmt.Errorf("address run %.40q: want a first id and its addresses", run)
+		}
+		list := strings.Split(addrs, addrSep)
+		if id > math.MaxInt-len(list) {
+			return fmt.Errorf("address run from id %d of %d entries: ids past the largest int", id, len(list))
+		}
+		if k := len(runs) - 1; k >= 0 && runs[k].First+len(runs[k].Addrs) == id {
+			runs[k].Addrs = append(runs[k].Addrs, list...) // one form for one list
+			continue
+		}
+		runs = append(runs, Run{id, list})
+	}
+	*e = entriesOfRuns(runs)
 	return nil
 }

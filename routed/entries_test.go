@@ -2,6 +2,7 @@ package routed_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -88,13 +89,9 @@ func TestEntriesRope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plain []routed.Entry
 	var back routed.Entries
-	if json.Unmarshal(b, &plain) != nil || json.Unmarshal(b, &back) != nil || !reflect.DeepEqual(plain, rope.Slice()) || !reflect.DeepEqual(back.Slice(), plain) {
-		t.Errorf("JSON %s: as []Entry %v, back %v", b, plain, back.Slice())
-	}
-	if b, _ := json.Marshal(routed.Entries{}); string(b) != "null" {
-		t.Errorf("empty list as JSON: %s, want null as a nil []Entry", b)
+	if json.Unmarshal(b, &back) != nil || !reflect.DeepEqual(back.Slice(), rope.Slice()) {
+		t.Errorf("JSON %s came back as %v", b, back.Slice())
 	}
 }
 
@@ -123,5 +120,90 @@ func TestAllgatherLearnsOnce(t *testing.T) {
 	}
 	if _, ok := a.Lookup(3); ok || a.Known() != 7 {
 		t.Errorf("knows %d addresses (3: %v), want 7 and not 3", a.Known(), ok)
+	}
+}
+
+// TestEntriesWire: the wire form is one string of runs, adjacent runs
+// joined, and reads back to the same entries in the same order; what does
+// not parse, or numbers ids past the largest int, is refused.
+func TestEntriesWire(t *testing.T) {
+	rope := routed.Concat(routed.EntriesOf(routed.Entry{ID: 1, Addr: "a1"}, routed.Entry{ID: 2, Addr: "a2"}),
+		routed.EntriesOf(routed.Entry{ID: 3, Addr: "a3"}, routed.Entry{ID: 4, Addr: ""}),
+		routed.EntriesOf(routed.Entry{ID: 5, Addr: "a5"}, routed.Entry{ID: 0, Addr: ""}, routed.Entry{ID: 9, Addr: "a9"}))
+	b, err := json.Marshal(rope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"1 a1 a2 a3  a5,0 ,9 a9"`; string(b) != want {
+		t.Errorf("wire form %s, want %s", b, want)
+	}
+	var back routed.Entries
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back.Slice(), rope.Slice()) {
+		t.Errorf("read back %v (%v), want %v", back.Slice(), err, rope.Slice())
+	}
+	if b, _ := json.Marshal(routed.Entries{}); string(b) != `""` {
+		t.Errorf("empty list: %s", b)
+	}
+	var empty routed.Entries
+	if err := json.Unmarshal([]byte(`""`), &empty); err != nil || empty.Len() != 0 {
+		t.Errorf(`"" read as %v (%v)`, empty.Slice(), err)
+	}
+	for _, bad := range []string{`"9223372036854775807 x y"`, `"x a"`, `"5"`, `"1 a,"`, `"1 a,,2 b"`, `[]`} {
+		if err := json.Unmarshal([]byte(bad), &back); err == nil {
+			t.Errorf("%s: read without an error as %v", bad, back.Slice())
+		}
+	}
+	if err := json.Unmarshal([]byte(`"-2 n"`), &back); err != nil || back.Len() != 1 {
+		t.Errorf("a negative id, for the receiver to refuse: %v, %v", back.Slice(), err)
+	}
+	for _, addr := range []string{"a b", "a,b"} {
+		if _, err := json.Marshal(routed.EntriesOf(routed.Entry{ID: 1, Addr: addr})); err == nil {
+			t.Errorf("address %q encoded", addr)
+		}
+	}
+	// Runs that continue one another read as one, as they are written.
+	var split, joined routed.Entries
+	json.Unmarshal([]byte(`"1 a,2 b"`), &split)
+	json.Unmarshal([]byte(`"1 a b"`), &joined)
+	if !reflect.DeepEqual(split, joined) {
+		t.Errorf("1 a,2 b read as %#v, 1 a b as %#v", split, joined)
+	}
+}
+
+// BenchmarkEntriesWire encodes and decodes the all-gather's whole address
+// list as a daemon receives it: consecutive subtrees of a radix tree, one
+// part per subtree. "entries" is the former wire form, an {ID, Addr}
+// object per entry, for comparison.
+func BenchmarkEntriesWire(b *testing.B) {
+	for _, n := range []int{512, 8192} {
+		var parts []routed.Entries
+		for lo := 1; lo <= n; lo += 64 {
+			var es []routed.Entry
+			for id := lo; id < min(lo+64, n+1); id++ {
+				es = append(es, routed.Entry{ID: id, Addr: fmt.Sprintf("tcp://10.%d.%d.%d:%d", id>>16, id>>8&255, id&255, 30000+id%30000)})
+			}
+			parts = append(parts, routed.EntriesOf(es...))
+		}
+		all := routed.Concat(parts...)
+		b.Run(fmt.Sprintf("runs/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				w, _ := json.Marshal(all)
+				var back routed.Entries
+				if err := json.Unmarshal(w, &back); err != nil || back.Len() != n {
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(len(w)))
+			}
+		})
+		b.Run(fmt.Sprintf("entries/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				w, _ := json.Marshal(all.Slice())
+				var back []routed.Entry
+				if err := json.Unmarshal(w, &back); err != nil || len(back) != n {
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(len(w)))
+			}
+		})
 	}
 }

@@ -155,7 +155,7 @@ func (j JobSpec) CallbackTimeoutMS() int64 {
 
 // Addrs carries contact addresses for phase 2.
 type Addrs struct {
-	Entries routed.Entries // on the wire, a list of {ID, Addr}
+	Entries routed.Entries // on the wire, a list of runs {First, Addrs}
 }
 
 // Launch is the application launch, broadcast over the routing topology.

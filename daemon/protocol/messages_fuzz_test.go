@@ -3,6 +3,8 @@ package protocol
 import (
 	"reflect"
 	"testing"
+
+	"prsh/routed"
 )
 
 // FuzzDecodeMessage: whatever kind byte and payload a peer sends, decode
@@ -13,6 +15,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		Hello{ID: 3, Addr: "tcp://127.0.0.1:4000"},
 		Welcome{Job: JobSpec{Daemons: 3, Hosts: []string{"a", "b", "c"}}},
 		Addrs{},
+		Addrs{Entries: routed.EntriesOf(routed.Entry{ID: 1, Addr: "tcp://127.0.0.2:1"}, routed.Entry{ID: 2, Addr: ""}, routed.Entry{ID: 7, Addr: "tcp://127.0.0.8:1"})},
 		Launch{Argv: []string{"hostname"}, RankNode: []int{1, 2}, StdinRank: StdinNone},
 		Failure{Msg: "node002: rank 1 exited with status 5", Status: 5},
 		Milestone{Kind: Started},
