@@ -141,8 +141,8 @@ func agentFor(job protocol.JobSpec, log hclog.Logger) (launch.Agent, error) {
 // child's stdin.
 func ortedArgv(job protocol.JobSpec, parent string, id int, host string) []string {
 	callback := time.Duration(job.CallbackTimeoutMS()) * time.Millisecond
-	argv := []string{job.OrtedPath, "--parent", parent, "--id", strconv.Itoa(id), "--node", host,
-		"--callback-timeout", callback.String()}
+	argv := []string{job.OrtedPath, "--protocol", strconv.Itoa(protocol.Version), "--parent", parent,
+		"--id", strconv.Itoa(id), "--node", host, "--callback-timeout", callback.String()}
 	if job.LogLevel != "" {
 		argv = append(argv, "--log-level", job.LogLevel)
 	}

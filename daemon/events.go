@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -133,7 +134,7 @@ func (d *Daemon) spawned(e spawned) {
 	d.procs[e.id] = e.proc
 	go func() {
 		err := e.proc.Wait()
-		d.post(protocol.DaemonExited{ID: e.id, Err: orOK(err).Error()})
+		d.post(protocol.DaemonExited{ID: e.id, Err: sessionEnd(orOK(err))})
 	}()
 	go func() {
 		select {
@@ -264,9 +265,25 @@ func (d *Daemon) setTimer(id protocol.Timer, after time.Duration) {
 func launchFailure(err error) string {
 	var xe *launch.ExitError
 	if errors.As(err, &xe) {
-		return fmt.Sprintf("orted exited before calling back: %v", err)
+		return "orted exited before calling back: " + sessionEnd(err)
 	}
 	return err.Error()
+}
+
+// preVersionOrted is what an orted built before protocol versions (1)
+// says of the --protocol flag; newer ones name both versions themselves.
+const preVersionOrted = "flag provided but not defined: -protocol"
+
+// sessionEnd words how a child's session ended, with the reason an orted
+// of an older prsh gives in its own words put in ours.
+func sessionEnd(err error) string {
+	var xe *launch.ExitError
+	if !errors.As(err, &xe) || !strings.Contains(xe.Stderr, preVersionOrted) {
+		return err.Error()
+	}
+	older := *xe
+	older.Stderr = fmt.Sprintf("it is an orted of an older prsh (protocol version 1; its parent's is %d): install the same prsh on every node", protocol.Version)
+	return older.Error()
 }
 
 func orOK(err error) error {

@@ -58,6 +58,37 @@ func TestOrtedMissing(t *testing.T) {
 	checkOneLine(t, res.stderr, `^mpirun: node00[1-3]: orted exited before calling back: exit status 127: .*/nonexistent/orted.*not found`)
 }
 
+// TestOrtedOfAnotherVersion: a node whose orted is of another prsh
+// version than its parent refuses to start, and the job ends with one line
+// naming the node and both versions: a newer orted says so itself (the
+// "parent" here is a wrapper that changes the version mpirun gives), one
+// from before versions refuses the flag, which its parent words for it.
+func TestOrtedOfAnotherVersion(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	for name, tc := range map[string]struct{ script, want string }{
+		"newer": {
+			"exec " + filepath.Join(bin, "orted") + ` $(echo "$@" | sed 's/--protocol [0-9]*/--protocol 999/')`,
+			`orted: its parent speaks protocol version 999 and this orted \(\S+/orted\) version \d+: install the same prsh on every node$`,
+		},
+		"older": {
+			"echo 'flag provided but not defined: -protocol' >&2; echo 'orted is the prsh daemon; mpirun starts it, not you. Flags:' >&2; exit 255",
+			`it is an orted of an older prsh \(protocol version 1; its parent's is \d+\): install the same prsh on every node$`,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			other := filepath.Join(t.TempDir(), "orted")
+			if err := os.WriteFile(other, []byte("#!/bin/sh\n"+tc.script+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			res := mpirun(t, c, "--orted", other, "/bin/true")
+			if res.status != 255 {
+				t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+			}
+			checkOneLine(t, res.stderr, `^mpirun: node00[12]: orted exited before calling back: exit status 255: `+tc.want)
+		})
+	}
+}
+
 // TestOrtedNeverCallsBack: a "daemon" whose session starts but that never
 // says it runs nor connects is named after --callback-timeout, and its
 // session is killed (it got no job, so it holds no rank): nothing is left

@@ -1,7 +1,7 @@
 // Command orted is the prsh daemon that runs on every node of a job. It is
 // started by its parent in the spawn tree (mpirun or another orted) with
 //
-//	orted --parent tcp://IP:PORT --id N --node NAME --callback-timeout D [--log-level L]
+//	orted --protocol V --parent tcp://IP:PORT --id N --node NAME --callback-timeout D [--log-level L]
 //
 // and reads the job's secret as the first line of its standard input, which
 // then stays open: when it closes, the parent is gone and orted ends
@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,11 +43,13 @@ func main() {
 		proc.RunGuard(os.Args[2:])
 	}
 	oneProcessor()
+	checkVersion(os.Args[1:])
 	flags := flag.NewFlagSet("orted", flag.ContinueOnError)
 	flags.Usage = func() {
 		fmt.Fprintln(flags.Output(), "orted is the prsh daemon; mpirun starts it, not you. Flags:")
 		flags.PrintDefaults()
 	}
+	flags.Int("protocol", -1, "the parent's protocol version, which must be this orted's (checkVersion)")
 	parent := flags.String("parent", "", "contact address of the parent daemon (required)")
 	id := flags.Int("id", -1, "this daemon's id in the job (required)")
 	node := flags.String("node", "", "this node's name as the job knows it (required)")
@@ -71,6 +74,50 @@ func main() {
 		*bind = daemon.NodeIP(*parent)
 	}
 	os.Exit(run(daemon.Config{ID: *id, Node: *node, ParentAddr: *parent, Bind: *bind, WelcomeTimeout: *callback}, *level))
+}
+
+// checkVersion refuses to run under a parent of another protocol version,
+// before the flags are parsed: a parent of another version may pass flags
+// this orted does not know, and the version is the error to report. An
+// argv without --parent is not a parent's (orted run by hand): the flags'
+// checks answer it. The parent's report of this orted names the node.
+func checkVersion(args []string) {
+	self, _ := os.Executable()
+	parents, given := flagValue(args, "protocol")
+	_, fromParent := flagValue(args, "parent")
+	switch {
+	case given && parents != strconv.Itoa(protocol.Version):
+		fmt.Fprintf(os.Stderr, "orted: its parent speaks protocol version %s and this orted (%s) version %d: install the same prsh on every node\n", parents, self, protocol.Version)
+	case !given && fromParent:
+		fmt.Fprintf(os.Stderr, "orted: its parent gave no protocol version (it is a prsh older than this orted, %s, which speaks version %d): install the same prsh on every node\n", self, protocol.Version)
+	default:
+		return
+	}
+	os.Exit(errmgr.StatusFailed)
+}
+
+// flagValue finds flag name in args as package flag reads it (-name v,
+// --name v, -name=v, --name=v).
+func flagValue(args []string, name string) (string, bool) {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		key, value, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		switch {
+		case key != name:
+		case hasValue:
+			return value, true
+		case i+1 < len(args):
+			return args[i+1], true
+		default:
+			return "", true
+		}
+	}
+	return "", false
 }
 
 // oneProcessor runs orted's goroutines on one P. An orted mostly waits;

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"prsh/daemon/protocol"
 	"prsh/transport"
 )
 
@@ -28,7 +30,7 @@ func TestBadUsage(t *testing.T) {
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
-			cmd := exec.Command(orted, args...)
+			cmd := exec.Command(orted, append(ours(), args...)...)
 			out, _ := cmd.CombinedOutput()
 			if code := cmd.ProcessState.ExitCode(); code != 255 {
 				t.Errorf("exit %d, want 255; output:\n%s", code, out)
@@ -38,11 +40,40 @@ func TestBadUsage(t *testing.T) {
 			}
 		})
 	}
-	cmd := exec.Command(orted, "--parent", "tcp://127.0.0.1:1", "--id", "1", "--node", "n1")
+	cmd := exec.Command(orted, append(ours(), "--parent", "tcp://127.0.0.1:1", "--id", "1", "--node", "n1")...)
 	cmd.Stdin = strings.NewReader("not a secret\n")
 	out, _ := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); code != 255 || !strings.Contains(string(out), "orted: stdin does not start with a job secret") {
 		t.Errorf("without a secret: exit %d, output:\n%s", code, out)
+	}
+}
+
+// ours is the protocol flag of a parent of this orted's version.
+func ours() []string { return []string{"--protocol", strconv.Itoa(protocol.Version)} }
+
+// TestOtherVersion: under a parent of another prsh version, or one too old
+// to give its version, orted refuses to start, saying so, before it calls
+// back: the parent names the node with this line.
+func TestOtherVersion(t *testing.T) {
+	orted := filepath.Join(t.TempDir(), "orted")
+	if out, err := exec.Command("go", "build", "-o", orted, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	rest := []string{"--parent", "tcp://127.0.0.1:1", "--id", "1", "--node", "n1"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"--protocol", "999"}, rest...), fmt.Sprintf("orted: its parent speaks protocol version 999 and this orted (%s) version %d: install the same prsh on every node\n", orted, protocol.Version)},
+		{append([]string{"-protocol=1"}, rest...), fmt.Sprintf("orted: its parent speaks protocol version 1 and this orted (%s) version %d: install the same prsh on every node\n", orted, protocol.Version)},
+		{rest, fmt.Sprintf("orted: its parent gave no protocol version (it is a prsh older than this orted, %s, which speaks version %d): install the same prsh on every node\n", orted, protocol.Version)},
+	} {
+		cmd := exec.Command(orted, tc.args...)
+		cmd.Stdin = strings.NewReader("")
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 255 || string(out) != tc.want {
+			t.Errorf("%v: exit %d, output:\n%s\nwant 255 and:\n%s", tc.args, code, out, tc.want)
+		}
 	}
 }
 
@@ -66,7 +97,7 @@ func TestCallbackTimeout(t *testing.T) {
 	go ln.Accept(context.Background()) // admitted, never welcomed
 
 	start := func(timeout string) (int, string) {
-		cmd := exec.Command(orted, "--parent", transport.URI(ln.Addr()), "--id", "1", "--node", "n1", "--callback-timeout", timeout)
+		cmd := exec.Command(orted, append(ours(), "--parent", transport.URI(ln.Addr()), "--id", "1", "--node", "n1", "--callback-timeout", timeout)...)
 		lifeline, err := cmd.StdinPipe() // held open: the parent is alive
 		if err != nil {
 			t.Fatal(err)

@@ -17,6 +17,15 @@ import (
 // wire readable. PROTOCOL.md beside this file says who sends each and when.
 type Message interface{ message() }
 
+// Version numbers the daemons' wire: this table, the messages' encoding
+// and the transport under them (PROTOCOL.md here and in transport/). Any
+// change that a daemon built before it would misread raises it. A parent
+// gives it to each child it spawns (orted --protocol), which refuses to
+// run under a parent of another version: a node with another prsh
+// installed fails at its start, by name, instead of mid-launch with a
+// message it cannot decode.
+const Version = 2
+
 // kinds is the one table of message kinds: the index is the frame's kind
 // byte. Encoding and decoding follow from it; a new message is one line
 // here and a type below.
