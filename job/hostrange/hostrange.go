@@ -1,4 +1,7 @@
-package job
+// Package hostrange reads Slurm-style host ranges, in which
+// "node[001-004],login1" is five host names, as mpirun takes them in -H,
+// hostfiles and batch allocations (package job). It is pure.
+package hostrange
 
 import (
 	"errors"
@@ -7,18 +10,18 @@ import (
 	"strings"
 )
 
-// MaxExpandedHosts bounds what one host expression may expand to, and the
+// MaxHosts bounds what one host expression may expand to, and the
 // distinct hosts of one list, hostfile or allocation, so that a typo such
 // as node[0-99999999] is an error rather than gigabytes. It is above the
 // node count of any machine built so far.
-const MaxExpandedHosts = 1 << 18
+const MaxHosts = 1 << 18
 
-// maxRangeDigits keeps range bounds far from integer overflow.
-const maxRangeDigits = 9
+// maxDigits keeps range bounds far from integer overflow.
+const maxDigits = 9
 
-// SplitHostList splits a comma-separated list at the commas outside
-// brackets, so that "n[1,3],m" is two entries, as Slurm reads it.
-func SplitHostList(s string) ([]string, error) {
+// Split splits a comma-separated list at the commas outside brackets, so
+// that "n[1,3],m" is two entries, as Slurm reads it.
+func Split(s string) ([]string, error) {
 	var parts []string
 	depth, start := 0, 0
 	for i, c := range s {
@@ -44,12 +47,12 @@ func SplitHostList(s string) ([]string, error) {
 	return append(parts, s[start:]), nil
 }
 
-// ExpandHostRange expands one Slurm-style host expression:
-// "node[001-003]" is node001, node002, node003 (the width of the first
-// bound is kept), "n[1,4-5]" is n1, n4, n5, and "rack[1-2]-n[1-2]" is
-// rack1-n1, rack1-n2, rack2-n1, rack2-n2: the leftmost range varies
-// slowest. A name without brackets is itself. The names are not checked.
-func ExpandHostRange(expr string) ([]string, error) {
+// Expand expands one Slurm-style host expression: "node[001-003]" is
+// node001, node002, node003 (the width of the first bound is kept),
+// "n[1,4-5]" is n1, n4, n5, and "rack[1-2]-n[1-2]" is rack1-n1, rack1-n2,
+// rack2-n1, rack2-n2: the leftmost range varies slowest. A name without
+// brackets is itself. The names are not checked.
+func Expand(expr string) ([]string, error) {
 	names := []string{""}
 	rest := expr
 	for rest != "" {
@@ -68,8 +71,8 @@ func ExpandHostRange(expr string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q: %w", expr, err)
 		}
-		if len(names)*len(values) > MaxExpandedHosts {
-			return nil, fmt.Errorf("%q expands to more than %d hosts", expr, MaxExpandedHosts)
+		if len(names)*len(values) > MaxHosts {
+			return nil, fmt.Errorf("%q expands to more than %d hosts", expr, MaxHosts)
 		}
 		names = appendAll(appendAll(names, []string{rest[:open]}), values)
 		rest = rest[closing+1:]
@@ -97,7 +100,7 @@ func expandBrackets(list string) ([]string, error) {
 	}
 	var out []string
 	for _, item := range strings.Split(list, ",") {
-		values, err := expandRange(item, MaxExpandedHosts-len(out))
+		values, err := expandRange(item, MaxHosts-len(out))
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +128,7 @@ func expandRange(item string, limit int) ([]string, error) {
 	case to < from:
 		return nil, fmt.Errorf("range %q runs backwards", item)
 	case to-from >= limit:
-		return nil, fmt.Errorf("range %q expands to more than %d hosts", item, MaxExpandedHosts)
+		return nil, fmt.Errorf("range %q expands to more than %d hosts", item, MaxHosts)
 	}
 	out := make([]string, 0, to-from+1)
 	for n := from; n <= to; n++ {
@@ -139,8 +142,8 @@ func rangeBound(s, item string) (int, error) {
 	if s == "" || strings.Trim(s, "0123456789") != "" {
 		return 0, fmt.Errorf("%q in brackets: want numbers or ranges such as 01-16", item)
 	}
-	if len(s) > maxRangeDigits {
-		return 0, fmt.Errorf("%q in brackets: more than %d digits", item, maxRangeDigits)
+	if len(s) > maxDigits {
+		return 0, fmt.Errorf("%q in brackets: more than %d digits", item, maxDigits)
 	}
 	return strconv.Atoi(s)
 }
