@@ -1,11 +1,14 @@
-// Package hostrange reads Slurm-style host ranges, in which
-// "node[001-004],login1" is five host names, as mpirun takes them in -H,
-// hostfiles and batch allocations (package job). It is pure.
+// Package hostrange reads and writes Slurm-style host ranges, in which
+// "node[001-004],login1" is five host names. mpirun reads them in -H,
+// hostfiles and batch allocations (package job), and every daemon receives
+// the job's host list written as ranges (List). It is pure, as the
+// daemons' protocol machine that imports it must be.
 package hostrange
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,7 +25,7 @@ const maxDigits = 9
 // Split splits a comma-separated list at the commas outside brackets, so
 // that "n[1,3],m" is two entries, as Slurm reads it.
 func Split(s string) ([]string, error) {
-	var parts []string
+	parts := make([]string, 0, strings.Count(s, ",")+1)
 	depth, start := 0, 0
 	for i, c := range s {
 		switch c {
@@ -81,12 +84,25 @@ func Expand(expr string) ([]string, error) {
 }
 
 // appendAll is the product of prefixes and suffixes, prefixes varying
-// slowest.
+// slowest. The names share one string's memory: every daemon expands the
+// job's host list, 100,000 names at 100,000 nodes.
 func appendAll(prefixes, suffixes []string) []string {
+	size := 0
+	for _, p := range prefixes {
+		size += len(p) * len(suffixes)
+	}
+	for _, s := range suffixes {
+		size += len(s) * len(prefixes)
+	}
+	var b strings.Builder
+	b.Grow(size)
 	out := make([]string, 0, len(prefixes)*len(suffixes))
 	for _, p := range prefixes {
 		for _, s := range suffixes {
-			out = append(out, p+s)
+			b.WriteString(p)
+			b.WriteString(s)
+			all := b.String() // the names so far, not copied
+			out = append(out, all[len(all)-len(p)-len(s):])
 		}
 	}
 	return out
@@ -100,18 +116,18 @@ func expandBrackets(list string) ([]string, error) {
 	}
 	var out []string
 	for _, item := range strings.Split(list, ",") {
-		values, err := expandRange(item, MaxHosts-len(out))
-		if err != nil {
+		var err error
+		if out, err = appendRange(out, item, MaxHosts-len(out)); err != nil {
 			return nil, err
 		}
-		out = append(out, values...)
 	}
 	return out, nil
 }
 
-// expandRange expands "7", "07" or "01-12", zero-padded to the width of the
-// lower bound, refusing more than limit values.
-func expandRange(item string, limit int) ([]string, error) {
+// appendRange appends to out the values of "7", "07" or "01-12",
+// zero-padded to the width of the lower bound, refusing more than limit
+// values.
+func appendRange(out []string, item string, limit int) ([]string, error) {
 	lo, hi, isRange := strings.Cut(item, "-")
 	if !isRange {
 		hi = lo
@@ -130,11 +146,30 @@ func expandRange(item string, limit int) ([]string, error) {
 	case to-from >= limit:
 		return nil, fmt.Errorf("range %q expands to more than %d hosts", item, MaxHosts)
 	}
-	out := make([]string, 0, to-from+1)
-	for n := from; n <= to; n++ {
-		out = append(out, fmt.Sprintf("%0*d", len(lo), n))
+	// The values are counted up in one string they share, as in appendAll.
+	var b strings.Builder
+	b.Grow((to - from + 1) * max(len(lo), len(hi)))
+	out, digits := slices.Grow(out, to-from+1), []byte(lo)
+	for range to - from + 1 {
+		b.Write(digits)
+		all := b.String()
+		out = append(out, all[len(all)-len(digits):])
+		digits = increment(digits)
 	}
 	return out, nil
+}
+
+// increment adds one to a decimal number, keeping its width: 0099 is
+// followed by 0100, 99 by 100.
+func increment(digits []byte) []byte {
+	for i := len(digits) - 1; i >= 0; i-- {
+		if digits[i] < '9' {
+			digits[i]++
+			return digits
+		}
+		digits[i] = '0'
+	}
+	return append([]byte{'1'}, digits...)
 }
 
 // rangeBound parses one bound of a bracket range: plain decimal digits.

@@ -15,6 +15,8 @@ func TestExpand(t *testing.T) {
 		{"node[001-003]", []string{"node001", "node002", "node003"}},
 		{"n[8-10]", []string{"n8", "n9", "n10"}},
 		{"n[08-10]", []string{"n08", "n09", "n10"}},
+		{"n[0098-101]", []string{"n0098", "n0099", "n0100", "n0101"}},
+		{"n[99-0100]", []string{"n99", "n100"}},
 		{"n[1,4-5,3]", []string{"n1", "n4", "n5", "n3"}},
 		{"rack[1-2]-n[01-02]", []string{"rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"}},
 		{"[1-2]x", []string{"1x", "2x"}},
