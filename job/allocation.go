@@ -3,6 +3,8 @@ package job
 import (
 	"fmt"
 	"strings"
+
+	"prsh/job/hostrange"
 )
 
 // Allocation is the host list a batch system granted the job, and where
@@ -77,13 +79,13 @@ func SlurmHosts(nodeList, tasksPerNode string) ([]Host, error) {
 // expandNames expands a comma-separated list of names and ranges, each
 // name checked.
 func expandNames(list string) ([]string, error) {
-	entries, err := SplitHostList(list)
+	entries, err := hostrange.Split(list)
 	if err != nil {
 		return nil, err
 	}
 	var names []string
 	for _, e := range entries {
-		expanded, err := ExpandHostRange(strings.TrimSpace(e))
+		expanded, err := hostrange.Expand(strings.TrimSpace(e))
 		if err != nil {
 			return nil, err
 		}
@@ -92,8 +94,8 @@ func expandNames(list string) ([]string, error) {
 				return nil, err
 			}
 		}
-		if len(names)+len(expanded) > MaxExpandedHosts {
-			return nil, fmt.Errorf("more than %d hosts", MaxExpandedHosts)
+		if len(names)+len(expanded) > hostrange.MaxHosts {
+			return nil, fmt.Errorf("more than %d hosts", hostrange.MaxHosts)
 		}
 		names = append(names, expanded...)
 	}

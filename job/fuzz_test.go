@@ -63,29 +63,6 @@ func checkParsed(t *testing.T, hosts []Host) {
 	}
 }
 
-// FuzzExpandHostRange checks that no host expression panics the expander
-// or escapes its bound, and that a plain name is itself.
-func FuzzExpandHostRange(f *testing.F) {
-	for _, s := range []string{"n", "n[1-3]", "n[001-064]", "r[1-2]-n[01,03]", "n[", "n]", "n[3-1]", "n[0-999999]", "[1]"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		names, err := ExpandHostRange(s)
-		if err != nil {
-			if names != nil {
-				t.Fatalf("ExpandHostRange(%q) = %v with error %v", s, names, err)
-			}
-			return
-		}
-		if len(names) == 0 || len(names) > MaxExpandedHosts {
-			t.Fatalf("ExpandHostRange(%q) gave %d names", s, len(names))
-		}
-		if !strings.ContainsAny(s, "[]") && (len(names) != 1 || names[0] != s) {
-			t.Fatalf("ExpandHostRange(%q) = %q, want the name itself", s, names)
-		}
-	})
-}
-
 // FuzzSlurmHosts checks that no Slurm allocation panics the parser and
 // that whatever parses is usable by Build.
 func FuzzSlurmHosts(f *testing.F) {

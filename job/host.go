@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"prsh/job/hostrange"
 )
 
 // Host is one node as the user named it.
@@ -129,10 +131,10 @@ type hostSet struct {
 func (s *hostSet) add(h Host) error {
 	i, seen := s.index[h.Name]
 	if !seen {
-		if len(s.hosts) >= MaxExpandedHosts {
+		if len(s.hosts) >= hostrange.MaxHosts {
 			// Each range is bounded, but a list of them could still
 			// make gigabytes.
-			return fmt.Errorf("more than %d hosts in all", MaxExpandedHosts)
+			return fmt.Errorf("more than %d hosts in all", hostrange.MaxHosts)
 		}
 		if s.index == nil {
 			s.index = make(map[string]int)

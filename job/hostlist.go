@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"prsh/job/hostrange"
 )
 
 // ParseHostList parses -H / --host values: "a,b,c", "a:4,b", "a,a,b",
@@ -15,7 +17,7 @@ func ParseHostList(s string) ([]Host, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, errors.New("empty host list")
 	}
-	entries, err := SplitHostList(s)
+	entries, err := hostrange.Split(s)
 	if err != nil {
 		return nil, fmt.Errorf("host list %w", err)
 	}
@@ -49,7 +51,7 @@ func parseHostEntry(entry string) (hosts []Host, counted bool, err error) {
 			return nil, false, fmt.Errorf("slot count %w", err)
 		}
 	}
-	names, err := ExpandHostRange(strings.TrimSpace(expr))
+	names, err := hostrange.Expand(strings.TrimSpace(expr))
 	if err != nil {
 		return nil, false, err
 	}

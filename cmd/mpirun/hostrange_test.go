@@ -24,7 +24,7 @@ func TestHostfileRanges(t *testing.T) {
 	})
 }
 
-// TestHostRangeBound: a range that expands past job.MaxExpandedHosts, or
+// TestHostRangeBound: a range that expands past hostrange.MaxHosts, or
 // ranges that do so together, stop mpirun with one line and exit 2, from
 // -H and from a hostfile (naming its line), before any node is reached.
 func TestHostRangeBound(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"prsh/job/binding"
+	"prsh/job/hostrange"
 	"prsh/modex"
 	"prsh/routed"
 	"prsh/spawn"
@@ -120,8 +121,10 @@ type JobSpec struct {
 	// on each node, "none" = none (the default with an explicit SSHConfig,
 	// as ssh -F).
 	SSHSystemConfig string
-	Hosts           []string // node name of each daemon id, [0] = mpirun's
-	ID              string   // names the job (its PMI key-value space); unique per run
+	// Hosts is the node name of each daemon id, [0] = mpirun's; on the
+	// wire, one string of ranges such as "login1,node[001-512]".
+	Hosts hostrange.List
+	ID    string // names the job (its PMI key-value space); unique per run
 	// SkipUnreachable leaves out nodes that cannot be spawned and adopts
 	// their subtrees, instead of aborting (--on-unreachable skip).
 	SkipUnreachable bool

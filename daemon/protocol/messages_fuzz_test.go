@@ -13,7 +13,8 @@ import (
 func FuzzDecodeMessage(f *testing.F) {
 	for _, msg := range []Message{
 		Hello{ID: 3, Addr: "tcp://127.0.0.1:4000"},
-		Welcome{Job: JobSpec{Daemons: 3, Hosts: []string{"a", "b", "c"}}},
+		Welcome{Job: JobSpec{Daemons: 4, Hosts: []string{"a", "node8", "node9", "node10"}}},
+		Welcome{Job: JobSpec{Daemons: 3, Hosts: []string{"a", "[fe80::1]", "c"}}},
 		Addrs{},
 		Addrs{Entries: routed.EntriesOf(routed.Entry{ID: 1, Addr: "tcp://127.0.0.2:1"}, routed.Entry{ID: 2, Addr: ""}, routed.Entry{ID: 7, Addr: "tcp://127.0.0.8:1"})},
 		Launch{Argv: []string{"hostname"}, RankNode: []int{1, 2}, StdinRank: StdinNone},

@@ -207,7 +207,7 @@ func New(opt Options) *Sim {
 	for k := range s.Reached {
 		s.Reached[k] = -1
 	}
-	s.hostBytes = listBytes(opt.Job.Hosts)
+	s.hostBytes = wireSize(opt.Job.Hosts)
 	if opt.ShareBook {
 		s.book = routed.NewSharedBook(opt.Job.Daemons)
 	}

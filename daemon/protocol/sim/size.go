@@ -1,6 +1,11 @@
 package sim
 
-import "prsh/daemon/protocol"
+import (
+	"encoding/json"
+
+	"prsh/daemon/protocol"
+	"prsh/job/hostrange"
+)
 
 // size estimates the bytes msg takes on the wire (its JSON and the frame
 // header) without encoding it: the simulator charges a link's bandwidth
@@ -25,11 +30,10 @@ func (s *Sim) size(msg protocol.Message) int {
 	return frame + 60
 }
 
-// listBytes is the JSON size of a list of strings.
-func listBytes(ss []string) int {
-	n := 2
-	for _, x := range ss {
-		n += len(x) + 3
-	}
-	return n
+// wireSize is the size of the job's host list on the wire: for regular
+// names, a few ranges (hostrange.List). Every Welcome carries the same one,
+// so it is encoded once.
+func wireSize(hosts hostrange.List) int {
+	b, _ := json.Marshal(hosts)
+	return len(b)
 }
