@@ -176,7 +176,7 @@ type Launch struct {
 	Env      []string // set on top of each daemon's environment
 	Wdir     string   // "" = the daemon's home directory
 	WdirSet  bool     // the user asked for Wdir: a missing one is an error
-	RankNode []int    // daemon id of each rank
+	RankNode RankMap  // daemon id of each rank; on the wire, runs ("1-512*4")
 	// RanksByNode says RankNode never decreases (ranks placed node by
 	// node). mpirun finds it out once, so that each of n daemons finds
 	// its ranks by a binary search, not a scan of every rank.

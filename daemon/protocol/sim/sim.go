@@ -123,7 +123,8 @@ type Sim struct {
 	IdleCPU [NumKinds]int64
 
 	book      *routed.Book
-	hostBytes int // the size of the job's host list, in every Welcome
+	hostBytes int         // the size of the job's host list, in every Welcome
+	rankMap   rankMapSize // the size of the Launches' rank map
 	// The shared cores, one of the two or neither (a CPU per node).
 	fifo *fifoCPU
 	fair *fairCPU
