@@ -1,13 +1,14 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"iter"
 	"math"
 	"strconv"
 	"strings"
+
+	"prsh/internal/jsonwire"
 )
 
 // RankMap is the daemon id of each rank. It travels in JSON as one string
@@ -87,7 +88,7 @@ func (m *RankMap) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '"' {
 		return json.Unmarshal(b, (*[]int)(m))
 	}
-	s, err := jsonString(b)
+	s, err := jsonwire.String(b)
 	if err != nil {
 		return err
 	}
@@ -97,18 +98,6 @@ func (m *RankMap) UnmarshalJSON(b []byte) error {
 	}
 	*m = ranks
 	return nil
-}
-
-// jsonString reads a JSON string, which encoding/json has checked
-// already: one without escapes, as the encoder writes it, is its bytes
-// between the quotes.
-func jsonString(b []byte) (string, error) {
-	if len(b) >= 2 && bytes.IndexByte(b, '\\') < 0 {
-		return string(b[1 : len(b)-1]), nil
-	}
-	var s string
-	err := json.Unmarshal(b, &s)
-	return s, err
 }
 
 // expandRanks reads the string form. It reads it twice, to count the

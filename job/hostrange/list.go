@@ -1,11 +1,11 @@
 package hostrange
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"prsh/internal/jsonwire"
 )
 
 // List is a list of host names, repeats and empty names allowed, that
@@ -42,7 +42,7 @@ func (h *List) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '"' {
 		return json.Unmarshal(b, (*[]string)(h))
 	}
-	s, err := unquote(b)
+	s, err := jsonwire.String(b)
 	if err != nil {
 		return err
 	}
@@ -52,18 +52,6 @@ func (h *List) UnmarshalJSON(b []byte) error {
 	}
 	*h = names
 	return nil
-}
-
-// unquote reads a JSON string, which encoding/json has checked already:
-// one without escapes, all UTF-8, is its bytes between the quotes, which
-// saves a pass over a long list.
-func unquote(b []byte) (string, error) {
-	if len(b) >= 2 && bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b) {
-		return string(b[1 : len(b)-1]), nil
-	}
-	var s string
-	err := json.Unmarshal(b, &s)
-	return s, err
 }
 
 // compress writes names as ranges and single names, separated by
