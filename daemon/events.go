@@ -263,8 +263,7 @@ func (d *Daemon) setTimer(id protocol.Timer, after time.Duration) {
 // launch payload is written fails Launch with its exit status; that is the
 // same event as an exit after the write, so it reads the same.
 func launchFailure(err error) string {
-	var xe *launch.ExitError
-	if errors.As(err, &xe) {
+	if errors.As(err, new(*launch.ExitError)) {
 		return "orted exited before calling back: " + sessionEnd(err)
 	}
 	return err.Error()

@@ -49,7 +49,7 @@ func main() {
 		fmt.Fprintln(flags.Output(), "orted is the prsh daemon; mpirun starts it, not you. Flags:")
 		flags.PrintDefaults()
 	}
-	flags.Int("protocol", -1, "the parent's protocol version, which must be this orted's (checkVersion)")
+	flags.Int("protocol", -1, "the parent's protocol version, which must be this orted's (required with --parent)")
 	parent := flags.String("parent", "", "contact address of the parent daemon (required)")
 	id := flags.Int("id", -1, "this daemon's id in the job (required)")
 	node := flags.String("node", "", "this node's name as the job knows it (required)")
