@@ -31,6 +31,9 @@ type pmixHost struct {
 	// asked holds the library's direct-modex requests in flight, by ID.
 	asked  map[int]*pmix.Reply
 	lastID int
+	// storeEnv is added to every rank's environment after the library's
+	// own variables (hashStoreEnv).
+	storeEnv []string
 }
 
 // Driver events of the library's fence and direct-modex upcalls.
@@ -136,7 +139,8 @@ func (d *Daemon) startPMIx(app protocol.Launch, mine []int) {
 	if b.err == nil {
 		job := d.machine.Job()
 		b.err = b.server.RegisterJob(pmix.Job{Namespace: job.ID, Hosts: job.Hosts, RankNode: app.RankNode, Node: d.cfg.ID, TmpDir: b.tmpdir, AppFirst: appFirsts(app)})
-		d.pmix = &pmixHost{server: b.server, tmpdir: b.tmpdir, nodes: rankNodes(app.RankNode), asked: map[int]*pmix.Reply{}}
+		d.pmix = &pmixHost{server: b.server, tmpdir: b.tmpdir, nodes: rankNodes(app.RankNode), asked: map[int]*pmix.Reply{},
+			storeEnv: hashStoreEnv(os.Environ(), app)}
 	}
 	if b.err != nil {
 		d.log.Warn("no PMIx server", "error", b.err)
@@ -206,7 +210,50 @@ func (d *Daemon) pmixEnv(rank int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return env, nil
+	return append(env, d.pmix.storeEnv...), nil
+}
+
+// hashStoreEnv makes the job's PMIx clients keep their data in the
+// library's "hash" store when Open MPI's asynchronous modex is asked
+// for by any program of the job (the whole job must use one store).
+// Without a fence in MPI_Init, a rank may ask its server for a same-node
+// peer's data while that peer's commit is being stored: PMIx 4.2's
+// server then finds only the copy meant for other nodes in its own
+// store, as the node-local copy went to the shared-memory store, and
+// answers "not found" at once (MPI_Init: "PML add procs failed"). With
+// the hash store both copies are the server's and it answers or waits
+// as it should. Other jobs keep the shared-memory store, which holds the
+// job's data once per node instead of once per rank.
+func hashStoreEnv(base []string, app protocol.Launch) []string {
+	envs := [][]string{app.Env}
+	for _, a := range app.More {
+		envs = append(envs, a.Env)
+	}
+	for _, env := range envs {
+		if asyncModex(slices.Concat(base, openMPIEnv, env)) {
+			return []string{"PMIX_GDS_MODULE=hash"}
+		}
+	}
+	return nil
+}
+
+// asyncModex says whether env turns on Open MPI's asynchronous modex:
+// its last setting of the parameter is one that Open MPI reads as true.
+func asyncModex(env []string) bool {
+	value := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "OMPI_MCA_pmix_base_async_modex="); ok {
+			value = v
+		}
+	}
+	if n, err := strconv.Atoi(value); err == nil {
+		return n != 0
+	}
+	switch strings.ToLower(strings.TrimSpace(value)) {
+	case "true", "t", "yes", "y", "enabled":
+		return true
+	}
+	return false
 }
 
 // pmixTripwire gives a rank without a PMIx server (a build without PMIx,
