@@ -26,6 +26,8 @@ var peerFlags = map[string]string{
 	"iface":      "Hydra's -iface: give mpirun's address with --listen-ip",
 	"bind":       "--bind was renamed --listen-ip (the address mpirun listens on); to bind ranks Open MPI uses --bind-to",
 	"launcher":   "Hydra's -launcher: use --launch-agent 'CMD %h'",
+	"am":         "Open MPI's -am: give the file's parameters with --mca KEY VALUE",
+	"tune":       "Open MPI's --tune: give the file's parameters with --mca KEY VALUE, its variables with -x",
 	"bootstrap":  "Hydra's -bootstrap: use --launch-agent 'CMD %h'",
 }
 
@@ -52,8 +54,7 @@ func explainFlagError(err error, flags []cli.Flag) error {
 	return fmt.Errorf("unknown flag %s", flag)
 }
 
-// checkPeerFlags checks --bind-to and warns about --mca, which prsh does
-// not act on.
+// checkPeerFlags checks --bind-to.
 func checkPeerFlags(c *cli.Context) error {
 	if _, err := bindPolicy(c, 1); err != nil {
 		return err
@@ -61,14 +62,72 @@ func checkPeerFlags(c *cli.Context) error {
 	if unit, _, _ := strings.Cut(c.String("bind-to"), ":"); unboundUnits[strings.ToLower(unit)] {
 		warn("--bind-to %s: prsh binds to core or socket only; the ranks run unbound", unit)
 	}
-	for _, kv := range rawValues(c, "mca") {
-		key, value, ok := strings.Cut(kv, "=")
-		if !ok || key == "" {
-			return fmt.Errorf("--mca %q: want --mca KEY VALUE", kv)
-		}
-		warn("--mca %s %s ignored: prsh has no MCA parameters (for Open MPI ranks: -x OMPI_MCA_%s=%s)", key, value, key, value)
-	}
 	return nil
+}
+
+// mcaEnv turns each -gmca and --mca KEY VALUE into OMPI_MCA_KEY=VALUE
+// for the ranks, as Open MPI's mpirun passes its MCA parameters to its
+// ranks (--mca after -gmca, so that it wins).
+// A parameter of Open MPI's own launcher, which prsh replaces, is passed
+// too but does nothing there, so it is warned about with what to use.
+func mcaEnv(c *cli.Context) ([]string, error) {
+	var env []string
+	for _, flag := range []string{"-gmca", "--mca"} {
+		for _, kv := range rawValues(c, strings.TrimLeft(flag, "-")) {
+			key, value, _ := strings.Cut(kv, "=")
+			v, err := mcaVar(flag, key, value)
+			if err != nil {
+				return nil, err
+			}
+			if hint := launcherParam(key); hint != "" {
+				warn("%s %s is a parameter of Open MPI's own launcher, which prsh replaces: %s", flag, key, hint)
+			}
+			env = append(env, v)
+		}
+	}
+	return env, nil
+}
+
+// mcaVar is the variable through which Open MPI reads parameter key.
+func mcaVar(flag, key, value string) (string, error) {
+	if key == "" || strings.TrimFunc(key, isParamChar) != "" {
+		return "", fmt.Errorf("%s %q %q: want %s KEY VALUE, KEY of letters, digits and '_'", flag, key, value, flag)
+	}
+	return "OMPI_MCA_" + key + "=" + value, nil
+}
+
+func isParamChar(r rune) bool {
+	return r == '_' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z'
+}
+
+// launcherHints are the parameters of Open MPI's launcher that users
+// set most, and the flag of prsh's that does their work.
+var launcherHints = map[string]string{
+	"plm_rsh_agent":             "use --launch-agent 'CMD %h'",
+	"plm_rsh_args":              "use --launch-agent 'ssh ARGS %h', or --ssh-config",
+	"plm_rsh_num_concurrent":    "use --ssh-max-sessions",
+	"orte_launch_agent":         "use --orted PATH",
+	"rmaps_base_oversubscribe":  "use --oversubscribe",
+	"rmaps_base_mapping_policy": "use --map-by",
+	"hwloc_base_binding_policy": "use --bind-to",
+	"routed":                    "use --routed",
+	"routed_radix":              "use --routed-radix",
+	"orte_tag_output":           "use --tag-output",
+	"orte_timestamp_output":     "use --timestamp-output",
+}
+
+// launcherParam says what to do instead of setting key, a parameter of
+// Open MPI's launcher; "" for any other parameter.
+func launcherParam(key string) string {
+	if hint, ok := launcherHints[key]; ok {
+		return hint
+	}
+	for _, prefix := range []string{"plm_", "ras_", "rmaps_", "odls_", "orte_"} {
+		if strings.HasPrefix(key, prefix) {
+			return "it reaches the ranks, where it does nothing"
+		}
+	}
+	return ""
 }
 
 // unboundUnits are Open MPI's --bind-to units that prsh does not bind to.

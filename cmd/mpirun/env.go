@@ -16,11 +16,13 @@ import (
 
 // The ranks' environment is their node's (what ssh gives orted) plus, as
 // Open MPI's mpirun forwards them, mpirun's own OMPI_* variables, plus
-// what the user forwards: -x, Hydra's -genv, -genvlist and -genvall.
-// -genvnone forwards only -x and -genv.
+// Open MPI's --mca parameters, plus what the user forwards: -x, Hydra's
+// -genv, -genvlist and -genvall. -genvnone forwards only --mca, -x and
+// -genv.
 
 // jobEnv is what every rank gets on top of its node's environment.
-// Later entries win, so -x and -genv override what is forwarded.
+// Later entries win, so --mca overrides what is forwarded, and -x and
+// -genv override both.
 func jobEnv(c *cli.Context) ([]string, error) {
 	if c.Bool("genvall") && c.Bool("genvnone") {
 		return nil, errors.New("-genvall and -genvnone contradict each other")
@@ -32,6 +34,11 @@ func jobEnv(c *cli.Context) ([]string, error) {
 	case !c.Bool("genvnone"):
 		env = ompiEnv()
 	}
+	mca, err := mcaEnv(c)
+	if err != nil {
+		return nil, err
+	}
+	env = append(env, mca...)
 	names := rawValues(c, "x")
 	for _, list := range rawValues(c, "genvlist") {
 		names = append(names, strings.Split(list, ",")...)

@@ -46,9 +46,10 @@ func TestEnvironmentForwarding(t *testing.T) {
 
 // TestOpenMPIVariablesForwarded: mpirun's OMPI_* variables reach the
 // ranks, as Open MPI's mpirun forwards them, and nothing else of its
-// environment; -x wins over them and -genvnone stops them. The orteds'
+// environment; --mca KEY VALUE reaches them as OMPI_MCA_KEY, -x wins over
+// both, and -genvnone stops the forwarded ones. The orteds'
 // own settings for Open MPI ranks (OMPI_MCA_ess=pmi) keep their values
-// unless -x sets them, and the state of another Open MPI job (as when one
+// unless -x or --mca sets them, and the state of another Open MPI job (as when one
 // of its ranks runs mpirun) stays behind.
 func TestOpenMPIVariablesForwarded(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 2})
@@ -66,6 +67,9 @@ func TestOpenMPIVariablesForwarded(t *testing.T) {
 		{"-x wins", []string{"-x", "OMPI_MCA_btl_tcp_if_include=ib0", "-x", "OMPI_MCA_ess"}, "btl=ib0 ess=env uri= other="},
 		{"genvall", []string{"-genvall"}, "btl=lo,eth0 ess=pmi uri= other=x"},
 		{"genvnone", []string{"-genvnone"}, "btl= ess=pmi uri= other="},
+		{"--mca", []string{"--mca", "btl_tcp_if_include", "ib1,ib2", "-gmca", "ess", "env"}, "btl=ib1,ib2 ess=env uri= other="},
+		{"-x wins over --mca", []string{"--mca", "btl_tcp_if_include", "ib1", "-x", "OMPI_MCA_btl_tcp_if_include=ib2"}, "btl=ib2 ess=pmi uri= other="},
+		{"--mca wins over -gmca", []string{"--mca", "ess", "env", "-gmca", "ess", "singleton"}, "btl=lo,eth0 ess=env uri= other="},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

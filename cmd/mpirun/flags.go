@@ -25,7 +25,10 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "bind-to", Usage: "bind each rank to a `core`, socket or none (default), from its node's own CPUs; core:overload-allowed lets ranks share"},
 		&cli.BoolFlag{Name: "report-bindings", Usage: "print each rank's binding (on stderr)"},
 		&cli.BoolFlag{Name: "allow-run-as-root", Usage: "accepted for Open MPI's command lines; prsh runs as root without it"},
-		&cli.GenericFlag{Name: "mca", Value: &rawList{}, Usage: "Open MPI's `KEY VALUE`: warned and ignored (to pass one to the ranks: -x OMPI_MCA_KEY=VALUE)"},
+		&cli.GenericFlag{Name: "mca", Value: &rawList{}, Usage: "Open MPI's MCA parameter `KEY VALUE`, passed to the ranks as OMPI_MCA_KEY=VALUE"},
+		// Not an alias: the flag library sets an alias's value again
+		// from its String, which would join the pairs into one.
+		&cli.GenericFlag{Name: "gmca", Value: &rawList{}, Usage: "Open MPI's global MCA parameter `KEY VALUE`: as --mca"},
 		&cli.BoolFlag{Name: "oversubscribe", Usage: "allow more ranks than slots"},
 		&cli.StringFlag{Name: "launch-agent", Usage: "external launch command, e.g. `ssh -F cfg %h` or `srun -N1 -n1 -w %h` (default: native ssh)"},
 		&cli.StringFlag{Name: "ssh-config", EnvVars: []string{"MPIRUN_SSH_CONFIG"}, Usage: "OpenSSH client config file (default: ~/.ssh/config)"},
@@ -78,7 +81,7 @@ func rawValues(c *cli.Context, name string) []string {
 
 // pairFlags take two values, as in Hydra's -genv VAR value and Open MPI's
 // --mca KEY VALUE.
-var pairFlags = map[string]bool{"genv": true, "mca": true}
+var pairFlags = map[string]bool{"genv": true, "mca": true, "gmca": true}
 
 // joinPairs rewrites "-genv VAR value" among mpirun's own options (before
 // the command) as "-genv=VAR=value", which the flag library reads as one

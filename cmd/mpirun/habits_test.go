@@ -150,16 +150,16 @@ func mpirunInAllocation(t *testing.T, c *testbed.Cluster, alloc []string, args .
 func TestMPMD(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
 	dir := t.TempDir()
-	show := `echo "$PRSH_RANK/$PRSH_SIZE/$PMI_SIZE $0 app=$OMPI_APPNUM g=$G own=$OWN $(pwd)"`
-	res := mpirun(t, c, "-x", "G=1,2", "--wdir", "/", "-np", "1", "sh", "-c", show, "A",
+	show := `echo "$PRSH_RANK/$PRSH_SIZE/$PMI_SIZE $0 app=$OMPI_APPNUM g=$G own=$OWN mca=$OMPI_MCA_p $(pwd)"`
+	res := mpirun(t, c, "-x", "G=1,2", "--mca", "p", "all", "--wdir", "/", "-np", "1", "sh", "-c", show, "A",
 		":", "-np", "2", "-x", "OWN=b b", "--wdir", dir, "sh", "-c", show, "B",
-		":", "-n", "1", "-env", "OWN", "c", "sh", "-c", show, "C")
+		":", "-n", "1", "-env", "OWN", "c", "--mca", "p", "c", "sh", "-c", show, "C")
 	if res.status != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
 	}
-	wantSet(t, res.stdout, "0/4/4 A app=0 g=1,2 own= /",
-		"1/4/4 B app=1 g=1,2 own=b b "+dir, "2/4/4 B app=1 g=1,2 own=b b "+dir,
-		"3/4/4 C app=2 g=1,2 own=c /")
+	wantSet(t, res.stdout, "0/4/4 A app=0 g=1,2 own= mca=all /",
+		"1/4/4 B app=1 g=1,2 own=b b mca=all "+dir, "2/4/4 B app=1 g=1,2 own=b b mca=all "+dir,
+		"3/4/4 C app=2 g=1,2 own=c mca=c /")
 }
 
 // TestMPMDMistakes: a colon used wrongly is a usage error naming the
@@ -176,6 +176,7 @@ func TestMPMDMistakes(t *testing.T) {
 		{"no count", []string{"-np", "1", "echo", "A", ":", "echo", "B"}, `^mpirun: program 2 of 2 \(echo B\): no -np: with several programs`},
 		{"unknown option", []string{"-np", "1", "echo", "A", ":", "-np", "1", "--bogus", "echo"}, `^mpirun: program 2 of 2 .*unknown option --bogus`},
 		{"bad count", []string{"-np", "1", "echo", "A", ":", "-np", "two", "echo"}, `^mpirun: program 2 of 2 .*-np "two": want a count`},
+		{"bad parameter", []string{"-np", "1", "echo", "A", ":", "-np", "1", "--mca", "btl-tcp", "x", "echo"}, `^mpirun: program 2 of 2 .*--mca "btl-tcp" "x": want --mca KEY VALUE, KEY of letters, digits and '_'`},
 		{"too many ranks", []string{"-np", "1", "echo", "A", ":", "-np", "2", "echo"}, `^mpirun: the -np of the 2 programs add up to 3: -np 3 exceeds the 2 slots available`},
 	}
 	for _, tc := range cases {
@@ -204,8 +205,9 @@ func TestPeerSpellings(t *testing.T) {
 		{"no-ops", []string{"--allow-run-as-root", "--bind-to", "none", "-np", "1"}, []string{"0 node001"}, ""},
 		{"bind-to numa", []string{"--bind-to", "numa", "-np", "1"}, []string{"0 node001"},
 			`^mpirun: warning: --bind-to numa: prsh binds to core or socket only; the ranks run unbound$`},
-		{"mca", []string{"--mca", "btl", "tcp,self", "-np", "1"}, []string{"0 node001"},
-			`^mpirun: warning: --mca btl tcp,self ignored: prsh has no MCA parameters \(for Open MPI ranks: -x OMPI_MCA_btl=tcp,self\)$`},
+		{"mca", []string{"--mca", "btl", "tcp,self", "-np", "1"}, []string{"0 node001"}, ""},
+		{"launcher's mca", []string{"--mca", "plm_rsh_agent", "rsh", "-np", "1"}, []string{"0 node001"},
+			`^mpirun: warning: --mca plm_rsh_agent is a parameter of Open MPI's own launcher, which prsh replaces: use --launch-agent 'CMD %h'$`},
 	})
 	t.Run("MPIEXEC_TIMEOUT", func(t *testing.T) {
 		t.Setenv("MPIEXEC_TIMEOUT", "1")
@@ -231,6 +233,7 @@ func TestPeerMistakes(t *testing.T) {
 		{[]string{"--bind-to", "cores", "true"}, `^mpirun: --bind-to "cores": want none`},
 		{[]string{"--map-by", "ppr:2:socket", "true"}, `^mpirun: --map-by "ppr:2:socket": only ppr:N:node is supported`},
 		{[]string{"-genvall", "-genvnone", "true"}, `^mpirun: -genvall and -genvnone contradict each other`},
+		{[]string{"--mca", "btl.tcp", "x", "true"}, `^mpirun: --mca "btl.tcp" "x": want --mca KEY VALUE, KEY of letters, digits and '_'`},
 		{[]string{"-np", "5", "true"}, `^mpirun: -np 5 exceeds the 1 slot available; use --oversubscribe to allow it \(hosts from .*hostfile\)`},
 	}
 	for _, tc := range cases {

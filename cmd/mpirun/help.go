@@ -38,6 +38,8 @@ The ranks' environment, input and output:
   -x VAR | VAR=value | 'GLOB*'  export to the ranks (by default only OMPI_*)
   -genv VAR value               Hydra's: set VAR
   -genvlist VAR1,VAR2           Hydra's: export these
+  --mca, -gmca KEY VALUE        Open MPI's parameter, to the ranks as
+                                OMPI_MCA_KEY=VALUE (-x and -genv win)
   -genvall | -genvnone          export all of mpirun's environment | none, not
                                 even OMPI_*
   --wdir DIR                    working directory (default: mpirun's, else home)
@@ -54,7 +56,8 @@ The ranks' environment, input and output:
   --timeout SECONDS             stop the job after that long, exit 124
                                 (default: $MPIEXEC_TIMEOUT)
 
-After ':' a program takes -np N, -x VAR[=value], -env VAR value, --wdir DIR.
+After ':' a program takes -np N, -x VAR[=value], -env VAR value, --mca KEY VALUE,
+--wdir DIR.
   --app FILE                    the programs, one per line, written as after ':'
 
 Starting the daemons:
@@ -92,7 +95,6 @@ Starting the daemons:
 
 Accepted from Open MPI's command line:
   --allow-run-as-root           no effect
-  --mca KEY VALUE               warned and ignored (use -x OMPI_MCA_KEY=VALUE)
 
 Other:
   --report-launch-times         when each launch phase completed

@@ -26,6 +26,7 @@ func TestJoinPairs(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"mpirun -genv A b ./a -genv X Y", "mpirun -genv=A=b ./a -genv X Y"},
 		{"mpirun -np 2 --mca btl tcp -genv A b ./a", "mpirun -np 2 --mca=btl=tcp -genv=A=b ./a"},
+		{"mpirun -gmca btl tcp,self ./a", "mpirun -gmca=btl=tcp,self ./a"},
 		{"mpirun --oversubscribe -genv A B ./a", "mpirun --oversubscribe -genv=A=B ./a"},
 		{"mpirun -x A -genv=A=B ./a", "mpirun -x A -genv=A=B ./a"},
 		{"mpirun -genv A", "mpirun -genv A"},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -130,7 +131,7 @@ func parseContext(args []string) (appContext, error) {
 			return ctx, nil
 		}
 		values := 1
-		if opt == "-env" {
+		if slices.Contains([]string{"-env", "-mca", "--mca"}, opt) {
 			values = 2
 		}
 		if i+values >= len(args) {
@@ -157,10 +158,16 @@ func (ctx *appContext) set(opt string, values []string) error {
 		ctx.env = append(ctx.env, values[0])
 	case "env":
 		ctx.env = append(ctx.env, values[0]+"="+values[1])
+	case "mca":
+		v, err := mcaVar(opt, values[0], values[1])
+		if err != nil {
+			return err
+		}
+		ctx.env = append(ctx.env, v)
 	case "wdir", "wd":
 		ctx.wdir = absPath(values[0])
 	default:
-		return fmt.Errorf("unknown option %s (after ':' a program takes -np N, -x VAR[=value], -env VAR value and --wdir DIR)", opt)
+		return fmt.Errorf("unknown option %s (after ':' a program takes -np N, -x VAR[=value], -env VAR value, --mca KEY VALUE and --wdir DIR)", opt)
 	}
 	return nil
 }

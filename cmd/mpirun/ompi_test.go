@@ -258,6 +258,23 @@ func TestPMIxDirectModex(t *testing.T) {
 	checkLines(t, res.stdout, want)
 }
 
+// TestOpenMPIParameters: --mca reaches Open MPI as its own mpirun's
+// does. With only the "self" transport two ranks on two nodes cannot
+// reach each other, and Open MPI says so; with "self,tcp" they can.
+func TestOpenMPIParameters(t *testing.T) {
+	pairs := openMPI(t, "pairs")
+	c := cluster(t, testbed.Config{Nodes: 2, UTS: true})
+	res := mpirun(t, c, "--mca", "btl", "self", pairs)
+	if res.status == 0 || !strings.Contains(res.stderr, "unable to reach each other") {
+		t.Errorf("--mca btl self: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	res = mpirun(t, c, "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", pairs)
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("--mca btl self,tcp: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{"rank 0 of 2: 0 bad words in the job", "rank 1 of 2: 0 bad words in the job"})
+}
+
 // TestPMIxTopology: every rank finds its node's hardware topology in the
 // job's info, as under Open MPI's own daemons, so that MPI_Init does not
 // make each rank discover the node again.
