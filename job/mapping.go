@@ -3,6 +3,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -71,6 +72,9 @@ type Options struct {
 	NPerNode      int // 0 = unset
 	MapBy         MapBy
 	Oversubscribe bool
+	// PE is the slots each rank takes (Open MPI's --map-by slot:PE=N,
+	// which binds a rank to N cores); 0 or 1: one.
+	PE int
 }
 
 // check rejects options that no host list could satisfy.
@@ -84,6 +88,8 @@ func (o Options) check() error {
 		return fmt.Errorf("-np %d is more than the limit of %d ranks", o.NP, MaxRanks)
 	case o.MapBy != MapBySlot && o.MapBy != MapByNode:
 		return fmt.Errorf("unknown mapping policy %v", o.MapBy)
+	case o.PE < 0 || o.PE > MaxHostSlots:
+		return fmt.Errorf("PE=%d: want a count of cores from 1 to %d", o.PE, MaxHostSlots)
 	}
 	return nil
 }
@@ -106,16 +112,54 @@ func Build(hosts []Host, opt Options) (*Map, error) {
 	if err := opt.check(); err != nil {
 		return nil, err
 	}
+	rooms, err := roomsOf(nodes, opt)
+	if err != nil {
+		return nil, err
+	}
 	var rankNode []int
 	if opt.NPerNode > 0 {
-		rankNode, err = mapPerNode(nodes, opt)
+		rankNode, err = mapPerNode(rooms, opt)
 	} else {
-		rankNode, err = mapBySlots(nodes, opt)
+		rankNode, err = mapBySlots(rooms, opt)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return &Map{Nodes: nodes, RankNode: rankNode}, nil
+}
+
+// roomsOf is nodes with their slots counted in ranks of PE slots each,
+// which the mappers place as if each took one. Where a rank takes more
+// slots than a node has, it fails unless --oversubscribe, which lets the
+// node hold one such rank (and max_slots likewise). The capacity of the
+// whole list is checked here, in slots, for the messages to count slots.
+func roomsOf(nodes []Host, opt Options) ([]Host, error) {
+	pe := max(opt.PE, 1)
+	if pe == 1 {
+		return nodes, nil
+	}
+	rooms := slices.Clone(nodes)
+	total := 0
+	for i, h := range nodes {
+		if h.Slots < pe && !opt.Oversubscribe {
+			return nil, fmt.Errorf("host %s has %s, fewer than the %d each rank takes (PE=%d); use --oversubscribe to allow it",
+				h.Name, Slots(h.Slots), pe, pe)
+		}
+		rooms[i].Slots = max(h.Slots/pe, 1)
+		if h.MaxSlots > 0 {
+			rooms[i].MaxSlots = max(h.MaxSlots/pe, 1)
+		}
+		total = min(total+rooms[i].Slots, MaxRanks+1)
+	}
+	np := opt.NP
+	if opt.NPerNode > 0 && np == 0 {
+		np = min(opt.NPerNode*len(nodes), MaxRanks+1)
+	}
+	if np > total && !opt.Oversubscribe {
+		return nil, fmt.Errorf("%d ranks of PE=%d take %d slots, more than the %s available; use --oversubscribe to allow it",
+			np, pe, np*pe, Slots(totalSlots(nodes)))
+	}
+	return rooms, nil
 }
 
 // mergeHosts validates hosts and merges repeated names.

@@ -138,3 +138,55 @@ func TestBindMoreRanksThanCores(t *testing.T) {
 	}
 	checkMpirunLine(t, res.stderr, `^mpirun: node001: rank 0 is not bound$`)
 }
+
+// TestBindCoresPerRank: a rank of several cores (Open MPI's --map-by
+// slot:PE=N, its --cpus-per-rank, Hydra's -bind-to core:N) takes N slots
+// and runs on N cores, which --report-bindings names; the slots that do
+// not hold such ranks, and a binding that contradicts it, are errors.
+func TestBindCoresPerRank(t *testing.T) {
+	cores, all := machineCores(t)
+	if cores < 2 {
+		t.Skip("one core: a rank cannot have two")
+	}
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	for _, spelling := range [][]string{
+		{"--map-by", "slot:PE=2"}, {"--cpus-per-rank", "2"}, {"-bind-to", "core:2"},
+	} {
+		res := mpirun(t, c, append(spelling, "--report-bindings", "sh", "-c", showAffinity)...)
+		if res.status != 0 {
+			t.Fatalf("%v: exit %d; stderr:\n%s", spelling, res.status, res.stderr)
+		}
+		reported := regexp.MustCompile(`^mpirun: node00([12]): rank (\d) bound to cores (\d+)-(\d+) of socket \d+ \(cpus (\S+)\)$`)
+		got := map[string]string{}
+		for _, l := range lines(res.stderr) {
+			m := reported.FindStringSubmatch(l)
+			if m == nil || m[1] != fmt.Sprint(m[2][0]-'0'+1) || m[4] != fmt.Sprint(m[3][0]-'0'+1) {
+				t.Fatalf("%v: stderr line %q is not rank r on node r+1 bound to two cores; stderr:\n%s", spelling, l, res.stderr)
+			}
+			got[m[2]] = m[5]
+		}
+		// Two slots a node make one rank of two cores a node.
+		if len(got) != 2 {
+			t.Fatalf("%v: %d ranks reported, want 2:\n%s", spelling, len(got), res.stderr)
+		}
+		wantSet(t, res.stdout, "0 "+got["0"], "1 "+got["1"])
+		if cores == 2 && got["0"] != all {
+			t.Errorf("%v: rank 0 on cpus %s, want the machine's two cores (%s)", spelling, got["0"], all)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"--map-by", "node:PE=2", "-np", "3"}, `^mpirun: 3 ranks of PE=2 take 6 slots, more than the 4 slots available; use --oversubscribe to allow it`},
+		{[]string{"--map-by", "slot:PE=2", "--bind-to", "socket"}, `^mpirun: --map-by slot:PE=2 binds each rank to 2 cores: use --bind-to core, or leave --bind-to out`},
+		{[]string{"--map-by", "slot:PE=2", "--cpus-per-rank", "3"}, `^mpirun: --cpus-per-rank 3 and --map-by slot:PE=2 disagree on the cores per rank`},
+		{[]string{"--map-by", "slot:PE=0"}, `^mpirun: --map-by "slot:PE=0": PE=0: want a count of cores of at least 1`},
+	} {
+		res := mpirun(t, c, append(tc.args, "true")...)
+		if res.status != statusUsage {
+			t.Errorf("%v: exit %d, want %d; stderr:\n%s", tc.args, res.status, statusUsage, res.stderr)
+		}
+		checkOneLine(t, res.stderr, tc.line)
+	}
+}

@@ -133,26 +133,44 @@ func launcherParam(key string) string {
 // unboundUnits are Open MPI's --bind-to units that prsh does not bind to.
 var unboundUnits = map[string]bool{"numa": true, "l3cache": true, "hwthread": true, "board": true}
 
-// bindPolicy reads --bind-to UNIT[:overload-allowed], --map-by socket
-// and --report-bindings for a job of np ranks. Without --map-by, bound
-// ranks are spread as Open MPI spreads them: over the cores for np ≤ 2,
-// round robin over the sockets otherwise. Open MPI's other units run
-// unbound (checkPeerFlags warns).
+// bindPolicy reads --bind-to UNIT[:overload-allowed], --map-by socket,
+// the cores per rank (pe) and --report-bindings for a job of np ranks.
+// Without --map-by, bound ranks are spread as Open MPI spreads them:
+// over the cores for np ≤ 2, round robin over the sockets otherwise.
+// Open MPI's other units run unbound (checkPeerFlags warns). Ranks of
+// several cores are bound to cores unless --bind-to says otherwise,
+// which is an error.
 func bindPolicy(c *cli.Context, np int) (binding.Policy, error) {
 	value := c.String("bind-to")
 	unit, qualifiers, _ := strings.Cut(value, ":")
-	p := binding.Policy{Report: c.Bool("report-bindings")}
+	mapping, err := mapBy(c)
+	if err != nil {
+		return binding.Policy{}, err
+	}
+	p := binding.Policy{Report: c.Bool("report-bindings"), PE: mapping.pe}
+	peFrom := mapping.peFrom
 	for _, q := range strings.Split(qualifiers, ",") {
-		switch q {
-		case "":
-		case "overload-allowed":
+		switch n, err := strconv.Atoi(q); {
+		case q == "", q == "if-supported":
+		case q == "overload-allowed":
 			p.Overload = true
-		case "if-supported":
+		case err == nil && n >= 1: // Hydra's -bind-to core:N
+			if peFrom != "" && n != p.PE {
+				return p, fmt.Errorf("--bind-to %q and %s disagree on the cores per rank", value, peFrom)
+			}
+			p.PE, peFrom = n, "--bind-to "+value
 		default:
-			return p, fmt.Errorf("--bind-to %q: unknown qualifier %q (want overload-allowed or if-supported)", value, q)
+			return p, fmt.Errorf("--bind-to %q: unknown qualifier %q (want overload-allowed, if-supported or a count of cores per rank)", value, q)
 		}
 	}
-	switch strings.ToLower(unit) {
+	unit = strings.ToLower(unit)
+	if p.PE > 1 {
+		if unit != "" && unit != "core" {
+			return p, fmt.Errorf("%s binds each rank to %d cores: use --bind-to core, or leave --bind-to out", peFrom, p.PE)
+		}
+		unit = "core"
+	}
+	switch unit {
 	case "", "none":
 		return p, nil
 	case "core":
@@ -160,17 +178,63 @@ func bindPolicy(c *cli.Context, np int) (binding.Policy, error) {
 	case "socket", "package":
 		p.Unit = binding.Socket
 	default:
-		if unboundUnits[strings.ToLower(unit)] {
+		if unboundUnits[unit] {
 			return p, nil
 		}
 		return p, fmt.Errorf("--bind-to %q: want none, core or socket (with :overload-allowed to let ranks share a core)", value)
 	}
 	if c.IsSet("map-by") {
-		p.BySocket = strings.EqualFold(c.String("map-by"), "socket")
+		p.BySocket = strings.EqualFold(mapping.policy, "socket")
 	} else {
 		p.BySocket = np > 2
 	}
 	return p, nil
+}
+
+// mapping is --map-by read: the policy, and the cores per rank from its
+// PE=N modifier or --cpus-per-rank, named as the user gave it in peFrom.
+type mapping struct {
+	policy        string // slot, node, socket, core or ppr:N:node
+	pe            int    // 1 unless set
+	peFrom        string
+	oversubscribe bool // the OVERSUBSCRIBE modifier
+}
+
+// mapBy reads --map-by POLICY[:MODIFIER...] as Open MPI 4 writes it, with
+// the modifiers PE=N (each rank takes N slots and is bound to N cores),
+// OVERSUBSCRIBE and NOOVERSUBSCRIBE, and --cpus-per-rank N.
+func mapBy(c *cli.Context) (mapping, error) {
+	value := c.String("map-by")
+	m := mapping{pe: 1}
+	var policy []string
+	for _, part := range strings.Split(value, ":") {
+		key, n, isPE := strings.Cut(part, "=")
+		switch {
+		case isPE && strings.EqualFold(key, "pe"):
+			pe, err := strconv.Atoi(n)
+			if err != nil || pe < 1 {
+				return m, fmt.Errorf("--map-by %q: PE=%s: want a count of cores of at least 1", value, n)
+			}
+			m.pe, m.peFrom = pe, "--map-by "+value
+		case strings.EqualFold(part, "oversubscribe"):
+			m.oversubscribe = true
+		case strings.EqualFold(part, "nooversubscribe"):
+		default:
+			policy = append(policy, part)
+		}
+	}
+	m.policy = strings.Join(policy, ":")
+	if c.IsSet("cpus-per-rank") {
+		n := c.Int("cpus-per-rank")
+		switch {
+		case n < 1:
+			return m, fmt.Errorf("--cpus-per-rank %d: want a count of cores of at least 1", n)
+		case m.peFrom != "" && n != m.pe:
+			return m, fmt.Errorf("--cpus-per-rank %d and %s disagree on the cores per rank", n, m.peFrom)
+		}
+		m.pe, m.peFrom = n, fmt.Sprintf("--cpus-per-rank %d", n)
+	}
+	return m, nil
 }
 
 // displayAllocation prints the hosts and slots mpirun found, and where

@@ -194,11 +194,19 @@ func jobOptions(c *cli.Context, np int) (job.Options, error) {
 		return job.Options{}, fmt.Errorf("-np must be at least 1, not %d", c.Int("np"))
 	}
 	perNode := c.Int("npernode")
-	mapping := c.String("map-by")
-	if strings.EqualFold(mapping, "socket") { // over the nodes by slot; bindPolicy spreads them over the sockets
-		mapping = "slot"
+	m, err := mapBy(c)
+	if err != nil {
+		return job.Options{}, err
 	}
-	mapBy, ppr, err := job.ParseMapping(mapping)
+	bind, err := bindPolicy(c, np) // the cores per rank may come from --bind-to core:N
+	if err != nil {
+		return job.Options{}, err
+	}
+	policy := m.policy
+	if strings.EqualFold(policy, "socket") { // over the nodes by slot; bindPolicy spreads them over the sockets
+		policy = "slot"
+	}
+	mapByPolicy, ppr, err := job.ParseMapping(policy)
 	switch {
 	case err != nil:
 		return job.Options{}, err
@@ -208,7 +216,7 @@ func jobOptions(c *cli.Context, np int) (job.Options, error) {
 		perNode = ppr
 	}
 	return job.Options{
-		NP: np, NPerNode: perNode, MapBy: mapBy, Oversubscribe: c.Bool("oversubscribe"),
+		NP: np, NPerNode: perNode, MapBy: mapByPolicy, Oversubscribe: c.Bool("oversubscribe") || m.oversubscribe, PE: bind.PE,
 	}, nil
 }
 

@@ -12,7 +12,8 @@ Examples:
   mpirun -H node[01-16]:4 ./app              64 ranks, 4 on each node
   mpirun --hostfile hosts -np 32 ./app       hostfile lines: "n1 slots=16"
   mpirun -np 1 ./server : -np 8 ./client     two programs, one world
-  mpirun -x OMP_NUM_THREADS=4 -x 'OMP_*' ./app
+  mpirun -x OMP_NUM_THREADS=4 --map-by slot:PE=4 ./app
+                                             4 threads a rank, on 4 cores
 
 Where the ranks run:
   -np, -n, -c N                 ranks (default: one per slot)
@@ -21,13 +22,17 @@ Where the ranks run:
                                 lines "host [slots=N] [max_slots=M]" or "host:N"
                                 (default: $MPIRUN_HOSTFILE, else the Slurm, PBS
                                 or LSF allocation, else this host, a slot per CPU)
-  --map-by slot|node|socket|ppr:N:node
+  --map-by slot|node|socket|ppr:N:node[:PE=N][:OVERSUBSCRIBE]
                                 fill each node's slots first (default), deal
                                 round robin, fill by slot spreading each node's
-                                ranks over its sockets, or N ranks per node
+                                ranks over its sockets, or N ranks per node;
+                                PE=N: each rank takes N slots and N cores
+  --cpus-per-rank, --cpus-per-proc N
+                                as :PE=N (threaded ranks: add -x OMP_NUM_THREADS)
   --bind-to none|core|socket    bind each rank to a core or socket of its node
                                 (default: none); core:overload-allowed lets
-                                more ranks than cores share them
+                                more ranks than cores share them; core:N is
+                                Hydra's PE=N
   --report-bindings             print each rank's binding (on stderr)
   --npernode, -N, -ppn N        ranks per node
   --oversubscribe               allow more ranks than slots

@@ -33,19 +33,24 @@ type Policy struct {
 	// otherwise that is an error.
 	Overload bool `json:",omitempty"`
 	Report   bool `json:",omitempty"` // --report-bindings
+	// PE is the cores each rank is bound to (Open MPI's --map-by
+	// slot:PE=N, for ranks that run threads), all of one socket; 0 or 1:
+	// one. Only with Unit Core.
+	PE int `json:",omitempty"`
 }
 
 // CPU is one logical CPU the node lets the job use, with the core and
 // socket it belongs to (sysfs core_id and physical_package_id).
 type CPU struct{ ID, Core, Socket int }
 
-// Binding is one local rank's place: its core (the index among the
-// node's usable cores, in socket order) and socket, and the CPUs it may
-// run on. CPUs is nil when the rank is unbound.
+// Binding is one local rank's place: its first core (the index among
+// the node's usable cores, in socket order), how many cores it has, its
+// socket, and the CPUs it may run on. CPUs is nil when the rank is
+// unbound.
 type Binding struct {
-	Unit         Unit
-	Core, Socket int
-	CPUs         []int
+	Unit                Unit
+	Core, Cores, Socket int
+	CPUs                []int
 }
 
 // socket is one socket's usable cores, each a sorted list of CPU ids.
@@ -61,37 +66,60 @@ func Bind(cpus []CPU, ranks int, p Policy) ([]Binding, error) {
 	if p.Unit == None || ranks == 0 {
 		return out, nil
 	}
-	if p.Unit != Core && p.Unit != Socket {
+	pe := max(p.PE, 1)
+	switch {
+	case p.Unit != Core && p.Unit != Socket:
 		return nil, fmt.Errorf("cannot bind to %q (want core, socket or none)", p.Unit)
+	case pe > 1 && p.Unit != Core:
+		return nil, fmt.Errorf("PE=%d binds each rank to %d cores, not to a %s", pe, pe, p.Unit)
 	}
 	sockets := group(cpus)
 	if len(sockets) == 0 {
 		return nil, fmt.Errorf("no CPU to bind to")
 	}
-	order := coreOrder(sockets, p.BySocket)
-	if cores := len(order); ranks > cores && !p.Overload {
-		return nil, fmt.Errorf("%d ranks but %d cores to bind them to (--bind-to %s); --bind-to %s:overload-allowed lets them share, --bind-to none leaves them unbound",
-			ranks, cores, p.Unit, p.Unit)
+	order := blockOrder(sockets, pe, p.BySocket)
+	if ranks > len(order) && !p.Overload {
+		return nil, overloadError(sockets, ranks, p)
 	}
 	for i := range out {
 		at := order[i%len(order)] // beyond the cores (overload allowed) start over
 		s, k := at[0], at[1]
-		out[i] = Binding{Unit: p.Unit, Core: coreIndex(sockets, s, k), Socket: sockets[s].id, CPUs: sockets[s].cores[k]}
+		sock := sockets[s]
+		out[i] = Binding{Unit: p.Unit, Core: coreIndex(sockets, s, k), Cores: pe, Socket: sock.id,
+			CPUs: slices.Sorted(slices.Values(slices.Concat(sock.cores[k : k+pe]...)))}
 		if p.Unit == Socket {
-			out[i].CPUs = slices.Sorted(slices.Values(slices.Concat(sockets[s].cores...)))
+			out[i].Cores = len(sock.cores)
+			out[i].CPUs = slices.Sorted(slices.Values(slices.Concat(sock.cores...)))
 		}
 	}
 	return out, nil
 }
 
-// coreOrder lists the cores (socket index, core index in it) in the
-// order the ranks take them: socket by socket, or round robin over the
-// sockets, skipping a socket whose cores are all taken.
-func coreOrder(sockets []socket, bySocket bool) [][2]int {
+// overloadError says that ranks do not fit on the node's cores, and how
+// to let them share.
+func overloadError(sockets []socket, ranks int, p Policy) error {
+	if p.PE > 1 {
+		cores := 0
+		for _, s := range sockets {
+			cores += len(s.cores)
+		}
+		return fmt.Errorf("%d ranks of %d cores each do not fit on the %d cores here (a rank's cores are all on one socket); --bind-to core:overload-allowed lets them share",
+			ranks, p.PE, cores)
+	}
+	return fmt.Errorf("%d ranks but %d cores to bind them to (--bind-to %s); --bind-to %s:overload-allowed lets them share, --bind-to none leaves them unbound",
+		ranks, len(blockOrder(sockets, 1, false)), p.Unit, p.Unit)
+}
+
+// blockOrder lists the blocks of pe cores (socket index, index of the
+// block's first core in it) in the order the ranks take them: socket by
+// socket, or round robin over the sockets, skipping a socket whose
+// blocks are all taken. A socket's cores beyond its last whole block are
+// left out.
+func blockOrder(sockets []socket, pe int, bySocket bool) [][2]int {
 	var order [][2]int
 	if !bySocket {
 		for s, sock := range sockets {
-			for k := range sock.cores {
+			for k := 0; k+pe <= len(sock.cores); k += pe {
 				order = append(order, [2]int{s, k})
 			}
 		}
@@ -100,8 +128,8 @@ func coreOrder(sockets []socket, bySocket bool) [][2]int {
 	for round := 0; ; round++ {
 		added := false
 		for s, sock := range sockets {
-			if round < len(sock.cores) {
-				order = append(order, [2]int{s, round})
+			if k := round * pe; k+pe <= len(sock.cores) {
+				order = append(order, [2]int{s, k})
 				added = true
 			}
 		}
@@ -149,12 +177,15 @@ func group(cpus []CPU) []socket {
 }
 
 // String says where the rank runs, for --report-bindings: "core 1 of
-// socket 0 (cpus 2,3)", "socket 1 (cpus 4-7)" or "nothing (unbound)".
+// socket 0 (cpus 2,3)", "cores 2-3 of socket 0 (cpus 2-3)", "socket 1
+// (cpus 4-7)" or "nothing (unbound)".
 func (b Binding) String() string {
-	switch b.Unit {
-	case Core:
+	switch {
+	case b.Unit == Core && b.Cores > 1:
+		return fmt.Sprintf("cores %d-%d of socket %d (cpus %s)", b.Core, b.Core+b.Cores-1, b.Socket, List(b.CPUs))
+	case b.Unit == Core:
 		return fmt.Sprintf("core %d of socket %d (cpus %s)", b.Core, b.Socket, List(b.CPUs))
-	case Socket:
+	case b.Unit == Socket:
 		return fmt.Sprintf("socket %d (cpus %s)", b.Socket, List(b.CPUs))
 	}
 	return "nothing (unbound)"

@@ -63,6 +63,17 @@ func TestBind(t *testing.T) {
 		// Sockets and cores are ordered by id, whatever order the CPUs come in.
 		{"ids out of order", []CPU{{7, 3, 1}, {2, 1, 0}, {6, 3, 1}, {3, 1, 0}}, 2, Policy{Unit: Core},
 			"0: core 0 of socket 0 (cpus 2-3)\n1: core 1 of socket 1 (cpus 6-7)"},
+		{"PE=2, 2×4×1, 3 ranks", machine(2, 4, 1), 3, Policy{Unit: Core, PE: 2},
+			"0: cores 0-1 of socket 0 (cpus 0-1)\n1: cores 2-3 of socket 0 (cpus 2-3)\n2: cores 4-5 of socket 1 (cpus 4-5)"},
+		{"PE=2 by socket, 2×4×1, 3 ranks", machine(2, 4, 1), 3, Policy{Unit: Core, PE: 2, BySocket: true},
+			"0: cores 0-1 of socket 0 (cpus 0-1)\n1: cores 4-5 of socket 1 (cpus 4-5)\n2: cores 2-3 of socket 0 (cpus 2-3)"},
+		{"PE=2 with threads, 1×2×2", machine(1, 2, 2), 1, Policy{Unit: Core, PE: 2},
+			"0: cores 0-1 of socket 0 (cpus 0-3)"},
+		// 3 cores a socket hold one block of 2: a rank's cores stay on one socket.
+		{"PE=2, 2×3×1", machine(2, 3, 1), 2, Policy{Unit: Core, PE: 2},
+			"0: cores 0-1 of socket 0 (cpus 0-1)\n1: cores 3-4 of socket 1 (cpus 3-4)"},
+		{"PE=2 overload allowed wraps", machine(1, 2, 1), 2, Policy{Unit: Core, PE: 2, Overload: true},
+			"0: cores 0-1 of socket 0 (cpus 0-1)\n1: cores 0-1 of socket 0 (cpus 0-1)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +122,49 @@ func TestBindOverloaded(t *testing.T) {
 	}
 	if _, err := Bind(nil, 1, Policy{Unit: Core}); err == nil {
 		t.Error("bound to no CPU")
+	}
+	_, err := Bind(machine(2, 3, 1), 3, Policy{Unit: Core, PE: 2})
+	want := "3 ranks of 2 cores each do not fit on the 6 cores here (a rank's cores are all on one socket)"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("PE=2: error %v, want %q…", err, want)
+	}
+	if _, err := Bind(machine(1, 4, 1), 1, Policy{Unit: Socket, PE: 2}); err == nil {
+		t.Error("PE=2 bound to a socket")
+	}
+}
+
+// TestBindPEDisjoint: with PE=N and no overload, every rank gets N whole
+// cores of one socket and no core goes to two ranks, for every count
+// that fits, on several machines and both orders.
+func TestBindPEDisjoint(t *testing.T) {
+	for _, m := range [][3]int{{1, 4, 1}, {2, 4, 2}, {2, 5, 1}, {4, 6, 1}} {
+		cpus := machine(m[0], m[1], m[2])
+		for pe := 1; pe <= m[1]; pe++ {
+			room := m[0] * (m[1] / pe)
+			for _, bySocket := range []bool{false, true} {
+				for ranks := 1; ranks <= room; ranks++ {
+					bs, err := Bind(cpus, ranks, Policy{Unit: Core, PE: pe, BySocket: bySocket})
+					if err != nil {
+						t.Fatalf("%v PE=%d, %d ranks: %v", m, pe, ranks, err)
+					}
+					seen := map[int]bool{}
+					for r, b := range bs {
+						if len(b.CPUs) != pe*m[2] {
+							t.Errorf("%v PE=%d, %d ranks: rank %d on %s", m, pe, ranks, r, b)
+						}
+						for _, cpu := range b.CPUs {
+							if seen[cpu] || cpus[cpu].Socket != b.Socket {
+								t.Errorf("%v PE=%d, %d ranks: rank %d on %s", m, pe, ranks, r, b)
+							}
+							seen[cpu] = true
+						}
+					}
+				}
+				if _, err := Bind(cpus, room+1, Policy{Unit: Core, PE: pe, BySocket: bySocket}); err == nil {
+					t.Errorf("%v PE=%d: %d ranks fit in room for %d", m, pe, room+1, room)
+				}
+			}
+		}
 	}
 }
 
