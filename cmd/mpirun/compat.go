@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,15 +22,17 @@ import (
 // peerFlags are flags of Open MPI and Hydra that prsh does not have, and
 // what to do instead.
 var peerFlags = map[string]string{
-	"prefix":     "Open MPI's --prefix: put mpirun and orted at the same path on every node, or give --orted PATH",
-	"rankfile":   "Open MPI's --rankfile: not supported; use -H with slots, --map-by or -npernode",
-	"configfile": "Hydra's -configfile: use --app FILE (one program per line), or separate the programs by ':'",
-	"iface":      "Hydra's -iface: give mpirun's address with --listen-ip",
-	"bind":       "--bind was renamed --listen-ip (the address mpirun listens on); to bind ranks Open MPI uses --bind-to",
-	"launcher":   "Hydra's -launcher: use --launch-agent 'CMD %h'",
-	"am":         "Open MPI's -am: give the file's parameters with --mca KEY VALUE",
-	"tune":       "Open MPI's --tune: give the file's parameters with --mca KEY VALUE, its variables with -x",
-	"bootstrap":  "Hydra's -bootstrap: use --launch-agent 'CMD %h'",
+	"prefix":        "Open MPI's --prefix: put mpirun and orted at the same path on every node, or give --orted PATH",
+	"rankfile":      "Open MPI's --rankfile: not supported; use -H with slots, --map-by or -npernode",
+	"configfile":    "Hydra's -configfile: use --app FILE (one program per line), or separate the programs by ':'",
+	"iface":         "Hydra's -iface: give mpirun's address with --listen-ip",
+	"bind":          "--bind was renamed --listen-ip (the address mpirun listens on); to bind ranks Open MPI uses --bind-to",
+	"launcher":      "Hydra's -launcher: use --launch-agent 'CMD %h'",
+	"am":            "Open MPI's -am: give the file's parameters with --mca KEY VALUE",
+	"debug-daemons": "Open MPI's --debug-daemons: -v (--log-level debug) shows the daemons' logs",
+	"npersocket":    "Open MPI's -npersocket: use --map-by socket with -npernode, or --map-by ppr:N:node",
+	"tune":          "Open MPI's --tune: give the file's parameters with --mca KEY VALUE, its variables with -x",
+	"bootstrap":     "Hydra's -bootstrap: use --launch-agent 'CMD %h'",
 }
 
 // explainFlagError rewords the flag library's "flag provided but not
@@ -141,7 +145,10 @@ var unboundUnits = map[string]bool{"numa": true, "l3cache": true, "hwthread": tr
 // several cores are bound to cores unless --bind-to says otherwise,
 // which is an error.
 func bindPolicy(c *cli.Context, np int) (binding.Policy, error) {
-	value := c.String("bind-to")
+	value, err := olderSpelling(c, "bind-to", map[string]string{"bind-to-core": "core", "bind-to-socket": "socket"})
+	if err != nil {
+		return binding.Policy{}, err
+	}
 	unit, qualifiers, _ := strings.Cut(value, ":")
 	mapping, err := mapBy(c)
 	if err != nil {
@@ -191,6 +198,26 @@ func bindPolicy(c *cli.Context, np int) (binding.Policy, error) {
 	return p, nil
 }
 
+// olderSpelling is the value of flag, or of the one of olders (Open
+// MPI's older switches, each standing for a value of flag) that is set;
+// two that say different things are an error.
+func olderSpelling(c *cli.Context, flag string, olders map[string]string) (string, error) {
+	value, from := c.String(flag), ""
+	if c.IsSet(flag) {
+		from = "--" + flag + " " + value
+	}
+	for _, older := range slices.Sorted(maps.Keys(olders)) {
+		if !c.Bool(older) {
+			continue
+		}
+		if from != "" && !strings.EqualFold(value, olders[older]) {
+			return "", fmt.Errorf("--%s and %s contradict each other", older, from)
+		}
+		value, from = olders[older], "--"+older
+	}
+	return value, nil
+}
+
 // mapping is --map-by read: the policy, and the cores per rank from its
 // PE=N modifier or --cpus-per-rank, named as the user gave it in peFrom.
 type mapping struct {
@@ -204,8 +231,11 @@ type mapping struct {
 // the modifiers PE=N (each rank takes N slots and is bound to N cores),
 // OVERSUBSCRIBE and NOOVERSUBSCRIBE, and --cpus-per-rank N.
 func mapBy(c *cli.Context) (mapping, error) {
-	value := c.String("map-by")
 	m := mapping{pe: 1}
+	value, err := olderSpelling(c, "map-by", map[string]string{"bynode": "node", "byslot": "slot"})
+	if err != nil {
+		return m, err
+	}
 	var policy []string
 	for _, part := range strings.Split(value, ":") {
 		key, n, isPE := strings.Cut(part, "=")

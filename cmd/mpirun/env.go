@@ -18,20 +18,22 @@ import (
 // Open MPI's mpirun forwards them, mpirun's own OMPI_* variables, plus
 // Open MPI's --mca parameters, plus what the user forwards: -x, Hydra's
 // -genv, -genvlist and -genvall. -genvnone forwards only --mca, -x and
-// -genv.
+// -genv. Hydra's -envall, -envnone and -envlist, which apply to the
+// program they precede, are the same for a job of one program (firstEnv).
 
 // jobEnv is what every rank gets on top of its node's environment.
 // Later entries win, so --mca overrides what is forwarded, and -x and
 // -genv override both.
 func jobEnv(c *cli.Context) ([]string, error) {
-	if c.Bool("genvall") && c.Bool("genvnone") {
+	all, none := c.Bool("genvall") || c.Bool("envall"), c.Bool("genvnone") || c.Bool("envnone")
+	if all && none {
 		return nil, errors.New("-genvall and -genvnone contradict each other")
 	}
 	var env []string
 	switch {
-	case c.Bool("genvall"):
+	case all:
 		env = forwardableEnv()
-	case !c.Bool("genvnone"):
+	case !none:
 		env = ompiEnv()
 	}
 	mca, err := mcaEnv(c)
@@ -40,7 +42,7 @@ func jobEnv(c *cli.Context) ([]string, error) {
 	}
 	env = append(env, mca...)
 	names := rawValues(c, "x")
-	for _, list := range rawValues(c, "genvlist") {
+	for _, list := range slices.Concat(rawValues(c, "genvlist"), rawValues(c, "envlist")) {
 		names = append(names, strings.Split(list, ",")...)
 	}
 	exported, err := exports(names)
@@ -55,6 +57,30 @@ func jobEnv(c *cli.Context) ([]string, error) {
 		env = append(env, kv)
 	}
 	return env, nil
+}
+
+// firstEnv puts Hydra's -env VAR value, given before the first program,
+// in that program's own environment, as Hydra does. Its -envall,
+// -envnone and -envlist cannot be told from their -g forms (jobEnv) but
+// in a job of several programs, where they are refused.
+func firstEnv(c *cli.Context, contexts []appContext) error {
+	var own []string
+	for _, kv := range rawValues(c, "env") {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			return fmt.Errorf("-env %q: want -env VAR value", kv)
+		}
+		own = append(own, kv)
+	}
+	contexts[0].env = append(own, contexts[0].env...)
+	if len(contexts) == 1 {
+		return nil
+	}
+	for _, flag := range []string{"envall", "envnone", "envlist"} {
+		if c.IsSet(flag) {
+			return fmt.Errorf("-%s before the first of several programs: Hydra applies it to that program alone, which prsh cannot; give -g%s for every program", flag, flag)
+		}
+	}
+	return nil
 }
 
 // notForwarded are variables of mpirun's environment that -genvall leaves

@@ -69,6 +69,10 @@ func TestOpenMPIVariablesForwarded(t *testing.T) {
 		{"genvnone", []string{"-genvnone"}, "btl= ess=pmi uri= other="},
 		{"--mca", []string{"--mca", "btl_tcp_if_include", "ib1,ib2", "-gmca", "ess", "env"}, "btl=ib1,ib2 ess=env uri= other="},
 		{"-x wins over --mca", []string{"--mca", "btl_tcp_if_include", "ib1", "-x", "OMPI_MCA_btl_tcp_if_include=ib2"}, "btl=ib2 ess=pmi uri= other="},
+		{"Hydra's -env", []string{"-env", "NOT_OMPI", "y"}, "btl=lo,eth0 ess=pmi uri= other=y"},
+		{"Hydra's -envlist", []string{"-envlist", "NOT_OMPI"}, "btl=lo,eth0 ess=pmi uri= other=x"},
+		{"Hydra's -envall", []string{"-envall"}, "btl=lo,eth0 ess=pmi uri= other=x"},
+		{"Hydra's -envnone", []string{"-envnone"}, "btl= ess=pmi uri= other="},
 		{"--mca wins over -gmca", []string{"--mca", "ess", "env", "-gmca", "ess", "singleton"}, "btl=lo,eth0 ess=env uri= other="},
 	}
 	for _, tc := range cases {

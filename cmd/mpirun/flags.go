@@ -21,11 +21,20 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "npernode", Aliases: []string{"N", "ppn"}, Usage: "ranks per node"},
 		&cli.IntFlag{Name: "cpus-per-rank", Aliases: []string{"cpus-per-proc"}, Usage: "cores each rank takes and is bound to, as --map-by slot:PE=`N`"},
 		&cli.StringFlag{Name: "app", Usage: "appfile: one program per line, `FILE`"},
-		&cli.BoolFlag{Name: "display-map", Usage: "print where each rank runs before starting (on stderr)"},
+		&cli.BoolFlag{Name: "display-map", Aliases: []string{"display-devel-map", "print-rank-map"}, Usage: "print where each rank runs before starting (on stderr)"},
 		&cli.BoolFlag{Name: "display-allocation", Usage: "print the hosts and slots found, and where from (on stderr)"},
 		&cli.StringFlag{Name: "bind-to", Usage: "bind each rank to a `core`, socket or none (default), from its node's own CPUs; core:overload-allowed lets ranks share"},
 		&cli.BoolFlag{Name: "report-bindings", Usage: "print each rank's binding (on stderr)"},
 		&cli.BoolFlag{Name: "allow-run-as-root", Usage: "accepted for Open MPI's command lines; prsh runs as root without it"},
+		// Older or other spellings of Open MPI's, which its users' scripts keep.
+		&cli.BoolFlag{Name: "bynode", Usage: "Open MPI's older --map-by node"},
+		&cli.BoolFlag{Name: "byslot", Usage: "Open MPI's older --map-by slot"},
+		&cli.BoolFlag{Name: "bind-to-core", Usage: "Open MPI's older --bind-to core"},
+		&cli.BoolFlag{Name: "bind-to-socket", Usage: "Open MPI's older --bind-to socket"},
+		&cli.BoolFlag{Name: "nooversubscribe", Usage: "Open MPI's: no more ranks than slots (the default)"},
+		&cli.BoolFlag{Name: "use-hwthread-cpus", Usage: "Open MPI's: a slot per hardware thread where no slots are given (prsh's default)"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "Open MPI's: no effect (prsh prints only errors and warnings)"},
+		&cli.BoolFlag{Name: "noprefix", Usage: "Open MPI's: no effect (prsh has no --prefix)"},
 		&cli.GenericFlag{Name: "mca", Value: &rawList{}, Usage: "Open MPI's MCA parameter `KEY VALUE`, passed to the ranks as OMPI_MCA_KEY=VALUE"},
 		// Not an alias: the flag library sets an alias's value again
 		// from its String, which would join the pairs into one.
@@ -49,6 +58,10 @@ func flags() []cli.Flag {
 		&cli.GenericFlag{Name: "x", Value: &rawList{}, Usage: "export `VAR`, VAR=value or 'GLOB*' to the ranks"},
 		&cli.GenericFlag{Name: "genv", Value: &rawList{}, Usage: "Hydra's `VAR value`: set VAR for the ranks"},
 		&cli.GenericFlag{Name: "genvlist", Value: &rawList{}, Usage: "Hydra's `VAR1,VAR2`: export these"},
+		&cli.GenericFlag{Name: "env", Value: &rawList{}, Usage: "Hydra's `VAR value` before the first program: set VAR for its ranks"},
+		&cli.GenericFlag{Name: "envlist", Value: &rawList{}, Usage: "Hydra's `VAR1,VAR2` before the first program: as -genvlist"},
+		&cli.BoolFlag{Name: "envall", Usage: "Hydra's, before the first program: as -genvall"},
+		&cli.BoolFlag{Name: "envnone", Usage: "Hydra's, before the first program: as -genvnone"},
 		&cli.BoolFlag{Name: "genvall", Usage: "export all of mpirun's environment (but its session's: SSH_*, PWD, …)"},
 		&cli.BoolFlag{Name: "genvnone", Usage: "export none of mpirun's environment but -x and -genv, not even its OMPI_* (exported by default)"},
 		&cli.BoolFlag{Name: "report-launch-times", Usage: "print when each launch phase completed"},
@@ -82,7 +95,7 @@ func rawValues(c *cli.Context, name string) []string {
 
 // pairFlags take two values, as in Hydra's -genv VAR value and Open MPI's
 // --mca KEY VALUE.
-var pairFlags = map[string]bool{"genv": true, "mca": true, "gmca": true}
+var pairFlags = map[string]bool{"genv": true, "env": true, "mca": true, "gmca": true}
 
 // joinPairs rewrites "-genv VAR value" among mpirun's own options (before
 // the command) as "-genv=VAR=value", which the flag library reads as one

@@ -146,18 +146,19 @@ func mpirunInAllocation(t *testing.T, c *testbed.Cluster, alloc []string, args .
 }
 
 // TestMPMD: programs separated by ":" are one world, ranks numbered in
-// order, each with its own -x and --wdir on top of mpirun's.
+// order, each with its own -x, --mca and --wdir on top of mpirun's; a
+// -env before the first program is that program's alone, as in Hydra.
 func TestMPMD(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
 	dir := t.TempDir()
 	show := `echo "$PRSH_RANK/$PRSH_SIZE/$PMI_SIZE $0 app=$OMPI_APPNUM g=$G own=$OWN mca=$OMPI_MCA_p $(pwd)"`
-	res := mpirun(t, c, "-x", "G=1,2", "--mca", "p", "all", "--wdir", "/", "-np", "1", "sh", "-c", show, "A",
+	res := mpirun(t, c, "-x", "G=1,2", "--mca", "p", "all", "-env", "OWN", "a", "--wdir", "/", "-np", "1", "sh", "-c", show, "A",
 		":", "-np", "2", "-x", "OWN=b b", "--wdir", dir, "sh", "-c", show, "B",
 		":", "-n", "1", "-env", "OWN", "c", "--mca", "p", "c", "sh", "-c", show, "C")
 	if res.status != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
 	}
-	wantSet(t, res.stdout, "0/4/4 A app=0 g=1,2 own= mca=all /",
+	wantSet(t, res.stdout, "0/4/4 A app=0 g=1,2 own=a mca=all /",
 		"1/4/4 B app=1 g=1,2 own=b b mca=all "+dir, "2/4/4 B app=1 g=1,2 own=b b mca=all "+dir,
 		"3/4/4 C app=2 g=1,2 own=c mca=c /")
 }
@@ -176,6 +177,7 @@ func TestMPMDMistakes(t *testing.T) {
 		{"no count", []string{"-np", "1", "echo", "A", ":", "echo", "B"}, `^mpirun: program 2 of 2 \(echo B\): no -np: with several programs`},
 		{"unknown option", []string{"-np", "1", "echo", "A", ":", "-np", "1", "--bogus", "echo"}, `^mpirun: program 2 of 2 .*unknown option --bogus`},
 		{"bad count", []string{"-np", "1", "echo", "A", ":", "-np", "two", "echo"}, `^mpirun: program 2 of 2 .*-np "two": want a count`},
+		{"-envall of several", []string{"-envall", "-np", "1", "echo", "A", ":", "-np", "1", "echo"}, `^mpirun: -envall before the first of several programs: Hydra applies it to that program alone, which prsh cannot; give -genvall for every program`},
 		{"bad parameter", []string{"-np", "1", "echo", "A", ":", "-np", "1", "--mca", "btl-tcp", "x", "echo"}, `^mpirun: program 2 of 2 .*--mca "btl-tcp" "x": want --mca KEY VALUE, KEY of letters, digits and '_'`},
 		{"too many ranks", []string{"-np", "1", "echo", "A", ":", "-np", "2", "echo"}, `^mpirun: the -np of the 2 programs add up to 3: -np 3 exceeds the 2 slots available`},
 	}
@@ -203,6 +205,9 @@ func TestPeerSpellings(t *testing.T) {
 		{"-hosts", []string{"-hosts", "node001:2"}, []string{"0 node001", "1 node001"}, ""},
 		{"-f", []string{"-f", hostfile}, []string{"0 node002", "1 node002"}, ""},
 		{"no-ops", []string{"--allow-run-as-root", "--bind-to", "none", "-np", "1"}, []string{"0 node001"}, ""},
+		{"--bynode", []string{"--bynode", "-np", "3"}, []string{"0 node001", "1 node002", "2 node001"}, ""},
+		{"--byslot", []string{"--byslot", "-np", "3"}, []string{"0 node001", "1 node001", "2 node002"}, ""},
+		{"older no-ops", []string{"--nooversubscribe", "--use-hwthread-cpus", "-q", "--noprefix", "-np", "1"}, []string{"0 node001"}, ""},
 		{"bind-to numa", []string{"--bind-to", "numa", "-np", "1"}, []string{"0 node001"},
 			`^mpirun: warning: --bind-to numa: prsh binds to core or socket only; the ranks run unbound$`},
 		{"mca", []string{"--mca", "btl", "tcp,self", "-np", "1"}, []string{"0 node001"}, ""},
@@ -233,6 +238,8 @@ func TestPeerMistakes(t *testing.T) {
 		{[]string{"--bind-to", "cores", "true"}, `^mpirun: --bind-to "cores": want none`},
 		{[]string{"--map-by", "ppr:2:socket", "true"}, `^mpirun: --map-by "ppr:2:socket": only ppr:N:node is supported`},
 		{[]string{"-genvall", "-genvnone", "true"}, `^mpirun: -genvall and -genvnone contradict each other`},
+		{[]string{"--bynode", "--map-by", "slot", "true"}, `^mpirun: --bynode and --map-by slot contradict each other`},
+		{[]string{"--bind-to-socket", "--bind-to", "core", "true"}, `^mpirun: --bind-to-socket and --bind-to core contradict each other`},
 		{[]string{"--mca", "btl.tcp", "x", "true"}, `^mpirun: --mca "btl.tcp" "x": want --mca KEY VALUE, KEY of letters, digits and '_'`},
 		{[]string{"-np", "5", "true"}, `^mpirun: -np 5 exceeds the 1 slot available; use --oversubscribe to allow it \(hosts from .*hostfile\)`},
 	}

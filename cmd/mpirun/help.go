@@ -37,7 +37,8 @@ Where the ranks run:
   --npernode, -N, -ppn N        ranks per node
   --oversubscribe               allow more ranks than slots
   --display-allocation          print the hosts and slots found (on stderr)
-  --display-map                 print which ranks run where (on stderr)
+  --display-map                 print which ranks run where (on stderr); also
+                                --display-devel-map, Hydra's -print-rank-map
 
 The ranks' environment, input and output:
   -x VAR | VAR=value | 'GLOB*'  export to the ranks (by default only OMPI_*)
@@ -47,6 +48,9 @@ The ranks' environment, input and output:
                                 OMPI_MCA_KEY=VALUE (-x and -genv win)
   -genvall | -genvnone          export all of mpirun's environment | none, not
                                 even OMPI_*
+  -env VAR value | -envlist V1,V2 | -envall | -envnone (Hydra's)
+                                for the first program: -env sets VAR for its
+                                ranks alone, the others act as -genv*
   --wdir DIR                    working directory (default: mpirun's, else home)
   --preload-binary, -s          copy the program to each node's TMPDIR, down the
                                 spawn tree, and run that copy (removed at the end)
@@ -100,6 +104,13 @@ Starting the daemons:
 
 Accepted from Open MPI's command line:
   --allow-run-as-root           no effect
+  --bynode | --byslot           --map-by node | slot
+  --bind-to-core | --bind-to-socket
+                                --bind-to core | socket
+  --use-hwthread-cpus           a slot per hardware thread where no slots are
+                                given: prsh's default
+  --nooversubscribe, --noprefix, --quiet, -q
+                                no effect
 
 Other:
   --report-launch-times         when each launch phase completed

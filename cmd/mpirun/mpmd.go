@@ -25,6 +25,14 @@ type appContext struct {
 // programs are the job's app contexts: from --app FILE, else the command
 // line, split at each ":".
 func programs(c *cli.Context) ([]appContext, error) {
+	contexts, err := programsGiven(c)
+	if err == nil {
+		err = firstEnv(c, contexts)
+	}
+	return contexts, err
+}
+
+func programsGiven(c *cli.Context) ([]appContext, error) {
 	path := c.String("app")
 	if path == "" {
 		return appContexts(c.Args().Slice(), c.Int("np"))
