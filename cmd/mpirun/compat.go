@@ -200,7 +200,7 @@ func bindPolicy(c *cli.Context, np int) (binding.Policy, error) {
 
 // olderSpelling is the value of flag, or of the one of olders (Open
 // MPI's older switches, each standing for a value of flag) that is set;
-// two that say different things are an error.
+// two that name different units are an error.
 func olderSpelling(c *cli.Context, flag string, olders map[string]string) (string, error) {
 	value, from := c.String(flag), ""
 	if c.IsSet(flag) {
@@ -210,10 +210,12 @@ func olderSpelling(c *cli.Context, flag string, olders map[string]string) (strin
 		if !c.Bool(older) {
 			continue
 		}
-		if from != "" && !strings.EqualFold(value, olders[older]) {
+		if unit, _, _ := strings.Cut(value, ":"); from != "" && !strings.EqualFold(unit, olders[older]) {
 			return "", fmt.Errorf("--%s and %s contradict each other", older, from)
 		}
-		value, from = olders[older], "--"+older
+		if from == "" { // an agreeing flag keeps its modifiers (core:overload-allowed)
+			value, from = olders[older], "--"+older
+		}
 	}
 	return value, nil
 }

@@ -207,6 +207,7 @@ func TestPeerSpellings(t *testing.T) {
 		{"no-ops", []string{"--allow-run-as-root", "--bind-to", "none", "-np", "1"}, []string{"0 node001"}, ""},
 		{"--bynode", []string{"--bynode", "-np", "3"}, []string{"0 node001", "1 node002", "2 node001"}, ""},
 		{"--byslot", []string{"--byslot", "-np", "3"}, []string{"0 node001", "1 node001", "2 node002"}, ""},
+		{"agreeing spellings", []string{"--bind-to-core", "--bind-to", "core:overload-allowed", "-np", "1"}, []string{"0 node001"}, ""},
 		{"older no-ops", []string{"--nooversubscribe", "--use-hwthread-cpus", "-q", "--noprefix", "-np", "1"}, []string{"0 node001"}, ""},
 		{"bind-to numa", []string{"--bind-to", "numa", "-np", "1"}, []string{"0 node001"},
 			`^mpirun: warning: --bind-to numa: prsh binds to core or socket only; the ranks run unbound$`},
