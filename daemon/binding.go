@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -14,15 +15,20 @@ import (
 // sysCPU is where Linux describes each CPU's core and socket.
 const sysCPU = "/sys/devices/system/cpu"
 
+// sysNode is where Linux lists the CPUs of each NUMA node.
+const sysNode = "/sys/devices/system/node"
+
 // nodeCPUs lists the CPUs this orted may run on (its affinity: the node's,
-// or what a batch system's cpuset left the job), each with its core and
-// socket. A CPU whose topology sysfs does not give counts as a core of
-// its own on socket 0.
+// or what a batch system's cpuset left the job), each with its core,
+// socket, NUMA node and L3 cache. A CPU whose topology sysfs does not
+// give counts as a core of its own on socket 0; without NUMA nodes in
+// sysfs (a kernel without NUMA) every CPU is on node 0.
 func nodeCPUs() ([]binding.CPU, error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil, fmt.Errorf("sched_getaffinity: %w", err)
 	}
+	numa := numaNodes()
 	var cpus []binding.CPU
 	for id := 0; len(cpus) < set.Count(); id++ {
 		if set.IsSet(id) {
@@ -31,18 +37,60 @@ func nodeCPUs() ([]binding.CPU, error) {
 				core = id
 			}
 			socket, _ := topologyID(id, "physical_package_id")
-			cpus = append(cpus, binding.CPU{ID: id, Core: core, Socket: max(socket, 0)})
+			cpus = append(cpus, binding.CPU{ID: id, Core: core, Socket: max(socket, 0), NUMA: numa[id], L3: l3Cache(id)})
 		}
 	}
 	return cpus, nil
 }
 
-func topologyID(cpu int, name string) (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("%s/cpu%d/topology/%s", sysCPU, cpu, name))
+// numaNodes maps each CPU to its NUMA node, from each node's cpulist.
+func numaNodes() map[int]int {
+	node := map[int]int{}
+	dirs, _ := filepath.Glob(sysNode + "/node[0-9]*")
+	for _, dir := range dirs {
+		n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), "node"))
+		b, err2 := os.ReadFile(filepath.Join(dir, "cpulist"))
+		ids, err3 := binding.ParseList(string(b))
+		if err != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		for _, id := range ids {
+			node[id] = n
+		}
+	}
+	return node
+}
+
+// l3Cache is the id of the L3 cache that cpu uses: the cache entry of
+// level 3 in sysfs, by its id, else by the first CPU that shares it; -1
+// when sysfs lists none.
+func l3Cache(cpu int) int {
+	dirs, _ := filepath.Glob(fmt.Sprintf("%s/cpu%d/cache/index[0-9]*", sysCPU, cpu))
+	for _, dir := range dirs {
+		if level, err := readInt(filepath.Join(dir, "level")); err != nil || level != 3 {
+			continue
+		}
+		if id, err := readInt(filepath.Join(dir, "id")); err == nil {
+			return id
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "shared_cpu_list"))
+		if ids, err2 := binding.ParseList(string(b)); err == nil && err2 == nil && len(ids) > 0 {
+			return ids[0]
+		}
+	}
+	return -1
+}
+
+func readInt(path string) (int, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
 	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+func topologyID(cpu int, name string) (int, error) {
+	return readInt(fmt.Sprintf("%s/cpu%d/topology/%s", sysCPU, cpu, name))
 }
 
 // bindRanks decides where each of this node's ranks runs; a rank that

@@ -190,3 +190,50 @@ func TestBindCoresPerRank(t *testing.T) {
 		checkOneLine(t, res.stderr, tc.line)
 	}
 }
+
+// TestBindToEveryUnit: --bind-to hwthread gives each rank one CPU of its
+// own; l3cache, numa and board give it every CPU of the unit that holds
+// its core, as sysfs groups them; the kernel's affinity of each rank is
+// what its --report-bindings line says.
+func TestBindToEveryUnit(t *testing.T) {
+	cores, all := machineCores(t)
+	if cores < 2 {
+		t.Skip("one core: nothing to tell bound from unbound")
+	}
+	c := cluster(t, testbed.Config{Nodes: 1, Slots: 2})
+	for _, tc := range []struct{ unit, line string }{
+		{"hwthread", `a hardware thread of core \d+ of socket \d+ \(cpu (\d+)\)`},
+		{"l3cache", `L3 cache \d+ \(cpus (\S+)\)`},
+		{"numa", `NUMA node \d+ \(cpus (\S+)\)`},
+		{"board", `the board \(cpus (\S+)\)`},
+	} {
+		if tc.unit == "l3cache" {
+			if l3, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index3"); len(l3) == 0 {
+				continue // no L3 cache in sysfs: binding to one fails, by design
+			}
+		}
+		res := mpirun(t, c, "-np", "2", "--bind-to", tc.unit, "--report-bindings", "sh", "-c", showAffinity)
+		if res.status != 0 {
+			t.Fatalf("%s: exit %d; stderr:\n%s", tc.unit, res.status, res.stderr)
+		}
+		line := regexp.MustCompile(`^mpirun: node001: rank (\d) bound to ` + tc.line + `$`)
+		var want []string
+		for _, l := range lines(res.stderr) {
+			m := line.FindStringSubmatch(l)
+			if m == nil {
+				t.Fatalf("%s: stderr line %q is not a binding report", tc.unit, l)
+			}
+			want = append(want, m[1]+" "+m[2])
+		}
+		if len(want) != 2 {
+			t.Fatalf("%s: %d report lines, want 2:\n%s", tc.unit, len(want), res.stderr)
+		}
+		wantSet(t, res.stdout, want...)
+		switch _, cpus0, _ := strings.Cut(want[0], " "); {
+		case tc.unit == "hwthread" && want[0][2:] == want[1][2:]:
+			t.Errorf("hwthread: ranks share cpu %s", cpus0)
+		case tc.unit == "board" && cpus0 != all:
+			t.Errorf("board: rank on %s, want the machine's %s", cpus0, all)
+		}
+	}
+}

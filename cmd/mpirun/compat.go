@@ -60,13 +60,8 @@ func explainFlagError(err error, flags []cli.Flag) error {
 
 // checkPeerFlags checks --bind-to.
 func checkPeerFlags(c *cli.Context) error {
-	if _, err := bindPolicy(c, 1); err != nil {
-		return err
-	}
-	if unit, _, _ := strings.Cut(c.String("bind-to"), ":"); unboundUnits[strings.ToLower(unit)] {
-		warn("--bind-to %s: prsh binds to core or socket only; the ranks run unbound", unit)
-	}
-	return nil
+	_, err := bindPolicy(c, 1)
+	return err
 }
 
 // mcaEnv turns each -gmca and --mca KEY VALUE into OMPI_MCA_KEY=VALUE
@@ -134,8 +129,6 @@ func launcherParam(key string) string {
 	return ""
 }
 
-// unboundUnits are Open MPI's --bind-to units that prsh does not bind to.
-var unboundUnits = map[string]bool{"numa": true, "l3cache": true, "hwthread": true, "board": true}
 
 // bindPolicy reads --bind-to UNIT[:overload-allowed], --map-by socket,
 // the cores per rank (pe) and --report-bindings for a job of np ranks.
@@ -177,18 +170,15 @@ func bindPolicy(c *cli.Context, np int) (binding.Policy, error) {
 		}
 		unit = "core"
 	}
-	switch unit {
-	case "", "none":
+	switch {
+	case unit == "" || unit == "none":
 		return p, nil
-	case "core":
-		p.Unit = binding.Core
-	case "socket", "package":
+	case unit == "package":
 		p.Unit = binding.Socket
+	case slices.Contains(binding.Units, binding.Unit(unit)):
+		p.Unit = binding.Unit(unit)
 	default:
-		if unboundUnits[unit] {
-			return p, nil
-		}
-		return p, fmt.Errorf("--bind-to %q: want none, core or socket (with :overload-allowed to let ranks share a core)", value)
+		return p, fmt.Errorf("--bind-to %q: want none, hwthread, core, l3cache, numa, socket or board (with :overload-allowed to let ranks share)", value)
 	}
 	if c.IsSet("map-by") {
 		p.BySocket = strings.EqualFold(mapping.policy, "socket")

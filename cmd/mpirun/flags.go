@@ -23,7 +23,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "app", Usage: "appfile: one program per line, `FILE`"},
 		&cli.BoolFlag{Name: "display-map", Aliases: []string{"display-devel-map", "print-rank-map"}, Usage: "print where each rank runs before starting (on stderr)"},
 		&cli.BoolFlag{Name: "display-allocation", Usage: "print the hosts and slots found, and where from (on stderr)"},
-		&cli.StringFlag{Name: "bind-to", Usage: "bind each rank to a `core`, socket or none (default), from its node's own CPUs; core:overload-allowed lets ranks share"},
+		&cli.StringFlag{Name: "bind-to", Usage: "bind each rank to a hwthread, `core`, l3cache, numa node, socket, the board or none (default), from its node's own CPUs; UNIT:overload-allowed lets ranks share"},
 		&cli.BoolFlag{Name: "report-bindings", Usage: "print each rank's binding (on stderr)"},
 		&cli.BoolFlag{Name: "allow-run-as-root", Usage: "accepted for Open MPI's command lines; prsh runs as root without it"},
 		// Older or other spellings of Open MPI's, which its users' scripts keep.

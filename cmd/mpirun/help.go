@@ -29,8 +29,9 @@ Where the ranks run:
                                 PE=N: each rank takes N slots and N cores
   --cpus-per-rank, --cpus-per-proc N
                                 as :PE=N (threaded ranks: add -x OMP_NUM_THREADS)
-  --bind-to none|core|socket    bind each rank to a core or socket of its node
-                                (default: none); core:overload-allowed lets
+  --bind-to UNIT                bind each rank to a hwthread, core, l3cache,
+                                numa node, socket or the board of its node
+                                (default: none); UNIT:overload-allowed lets
                                 more ranks than cores share them; core:N is
                                 Hydra's PE=N
   --report-bindings             print each rank's binding (on stderr)

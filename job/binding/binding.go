@@ -16,10 +16,17 @@ import (
 type Unit string
 
 const (
-	None   Unit = ""       // unbound: the rank gets every CPU its daemon has
-	Core   Unit = "core"   // the hardware threads of one core
-	Socket Unit = "socket" // every CPU of one socket (package)
+	None     Unit = ""         // unbound: the rank gets every CPU its daemon has
+	HWThread Unit = "hwthread" // one hardware thread (logical CPU)
+	Core     Unit = "core"     // the hardware threads of one core
+	L3       Unit = "l3cache"  // every CPU that shares one L3 cache
+	NUMA     Unit = "numa"     // every CPU of one NUMA node
+	Socket   Unit = "socket"   // every CPU of one socket (package)
+	Board    Unit = "board"    // every CPU the daemon has, bound explicitly
 )
+
+// Units are the units a rank can be bound to, smallest first.
+var Units = []Unit{HWThread, Core, L3, NUMA, Socket, Board}
 
 // Policy is how a node's ranks are placed on its CPUs. The zero value
 // leaves them unbound.
@@ -40,17 +47,18 @@ type Policy struct {
 }
 
 // CPU is one logical CPU the node lets the job use, with the core and
-// socket it belongs to (sysfs core_id and physical_package_id).
-type CPU struct{ ID, Core, Socket int }
+// socket it belongs to (sysfs core_id and physical_package_id), its NUMA
+// node and its L3 cache (-1: unknown, which fails a binding to it).
+type CPU struct{ ID, Core, Socket, NUMA, L3 int }
 
 // Binding is one local rank's place: its first core (the index among
 // the node's usable cores, in socket order), how many cores it has, its
-// socket, and the CPUs it may run on. CPUs is nil when the rank is
-// unbound.
+// socket, the NUMA node or L3 cache it is bound to (for those units),
+// and the CPUs it may run on. CPUs is nil when the rank is unbound.
 type Binding struct {
-	Unit                Unit
-	Core, Cores, Socket int
-	CPUs                []int
+	Unit                        Unit
+	Core, Cores, Socket, Domain int
+	CPUs                        []int
 }
 
 // socket is one socket's usable cores, each a sorted list of CPU ids.
@@ -60,7 +68,10 @@ type socket struct {
 }
 
 // Bind places ranks local ranks on cpus by p. It fails when a rank would
-// share a core with another and p does not allow overload.
+// share a core (or hardware thread) with another and p does not allow
+// overload. A rank bound to a bigger unit than a core is bound to the
+// one that holds the core it would have been bound to, so that ranks
+// spread over the units as they spread over the cores.
 func Bind(cpus []CPU, ranks int, p Policy) ([]Binding, error) {
 	out := make([]Binding, ranks)
 	if p.Unit == None || ranks == 0 {
@@ -68,14 +79,21 @@ func Bind(cpus []CPU, ranks int, p Policy) ([]Binding, error) {
 	}
 	pe := max(p.PE, 1)
 	switch {
-	case p.Unit != Core && p.Unit != Socket:
-		return nil, fmt.Errorf("cannot bind to %q (want core, socket or none)", p.Unit)
+	case !slices.Contains(Units, p.Unit):
+		return nil, fmt.Errorf("cannot bind to %q (want %s or none)", p.Unit, unitNames())
 	case pe > 1 && p.Unit != Core:
 		return nil, fmt.Errorf("PE=%d binds each rank to %d cores, not to a %s", pe, pe, p.Unit)
 	}
 	sockets := group(cpus)
 	if len(sockets) == 0 {
 		return nil, fmt.Errorf("no CPU to bind to")
+	}
+	if p.Unit == HWThread {
+		return bindThreads(sockets, ranks, p)
+	}
+	domain, err := domainOf(cpus, p.Unit)
+	if err != nil {
+		return nil, err
 	}
 	order := blockOrder(sockets, pe, p.BySocket)
 	if ranks > len(order) && !p.Overload {
@@ -87,12 +105,83 @@ func Bind(cpus []CPU, ranks int, p Policy) ([]Binding, error) {
 		sock := sockets[s]
 		out[i] = Binding{Unit: p.Unit, Core: coreIndex(sockets, s, k), Cores: pe, Socket: sock.id,
 			CPUs: slices.Sorted(slices.Values(slices.Concat(sock.cores[k : k+pe]...)))}
-		if p.Unit == Socket {
-			out[i].Cores = len(sock.cores)
-			out[i].CPUs = slices.Sorted(slices.Values(slices.Concat(sock.cores...)))
+		if p.Unit != Core {
+			out[i].Domain = domain[sock.cores[k][0]]
+			out[i].CPUs = sameDomain(cpus, domain, out[i].Domain)
 		}
 	}
 	return out, nil
+}
+
+// domainOf maps each CPU to the unit of its kind that holds it.
+func domainOf(cpus []CPU, unit Unit) (map[int]int, error) {
+	domain := make(map[int]int, len(cpus))
+	for _, c := range cpus {
+		switch unit {
+		case Socket:
+			domain[c.ID] = c.Socket
+		case NUMA:
+			domain[c.ID] = c.NUMA
+		case L3:
+			if c.L3 < 0 {
+				return nil, fmt.Errorf("cannot bind to an L3 cache: sysfs gives none for cpu %d", c.ID)
+			}
+			domain[c.ID] = c.L3
+		}
+	}
+	return domain, nil
+}
+
+// sameDomain lists, sorted, the CPUs in domain d.
+func sameDomain(cpus []CPU, domain map[int]int, d int) []int {
+	var ids []int
+	for _, c := range cpus {
+		if domain[c.ID] == d {
+			ids = append(ids, c.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// bindThreads binds each rank to one hardware thread: the first thread
+// of each core in the cores' order, then the second thread of each, and
+// so on, so that ranks share a core only once every core has one.
+func bindThreads(sockets []socket, ranks int, p Policy) ([]Binding, error) {
+	order := blockOrder(sockets, 1, p.BySocket)
+	var threads []Binding
+	for t := 0; ; t++ {
+		added := false
+		for _, at := range order {
+			sock := sockets[at[0]]
+			if core := sock.cores[at[1]]; t < len(core) {
+				threads = append(threads, Binding{Unit: HWThread, Core: coreIndex(sockets, at[0], at[1]), Cores: 1,
+					Socket: sock.id, CPUs: []int{core[t]}})
+				added = true
+			}
+		}
+		if !added {
+			break
+		}
+	}
+	if ranks > len(threads) && !p.Overload {
+		return nil, fmt.Errorf("%d ranks but %d hardware threads to bind them to (--bind-to hwthread); --bind-to hwthread:overload-allowed lets them share, --bind-to none leaves them unbound",
+			ranks, len(threads))
+	}
+	out := make([]Binding, ranks)
+	for i := range out {
+		out[i] = threads[i%len(threads)]
+	}
+	return out, nil
+}
+
+// unitNames lists the units for a message: "hwthread, core, …".
+func unitNames() string {
+	names := make([]string, len(Units))
+	for i, u := range Units {
+		names[i] = string(u)
+	}
+	return strings.Join(names, ", ")
 }
 
 // overloadError says that ranks do not fit on the node's cores, and how
@@ -177,14 +266,22 @@ func group(cpus []CPU) []socket {
 }
 
 // String says where the rank runs, for --report-bindings: "core 1 of
-// socket 0 (cpus 2,3)", "cores 2-3 of socket 0 (cpus 2-3)", "socket 1
-// (cpus 4-7)" or "nothing (unbound)".
+// socket 0 (cpus 2,3)", "cores 2-3 of socket 0 (cpus 2-3)", "NUMA node
+// 1 (cpus 4-7)", … or "nothing (unbound)".
 func (b Binding) String() string {
 	switch {
 	case b.Unit == Core && b.Cores > 1:
 		return fmt.Sprintf("cores %d-%d of socket %d (cpus %s)", b.Core, b.Core+b.Cores-1, b.Socket, List(b.CPUs))
 	case b.Unit == Core:
 		return fmt.Sprintf("core %d of socket %d (cpus %s)", b.Core, b.Socket, List(b.CPUs))
+	case b.Unit == HWThread:
+		return fmt.Sprintf("a hardware thread of core %d of socket %d (cpu %s)", b.Core, b.Socket, List(b.CPUs))
+	case b.Unit == L3:
+		return fmt.Sprintf("L3 cache %d (cpus %s)", b.Domain, List(b.CPUs))
+	case b.Unit == NUMA:
+		return fmt.Sprintf("NUMA node %d (cpus %s)", b.Domain, List(b.CPUs))
+	case b.Unit == Board:
+		return fmt.Sprintf("the board (cpus %s)", List(b.CPUs))
 	case b.Unit == Socket:
 		return fmt.Sprintf("socket %d (cpus %s)", b.Socket, List(b.CPUs))
 	}

@@ -13,13 +13,14 @@ func TestPure(t *testing.T) { purity.Check(t, "prsh/job/binding") }
 
 // machine makes sockets × cores × threads CPUs numbered as Linux numbers
 // them on most x86 machines: the first thread of every core first, then
-// the second (cpu 0 and cpu 8 share core 0 of socket 0 on 2×4×2).
+// the second (cpu 0 and cpu 8 share core 0 of socket 0 on 2×4×2). Each
+// socket is a NUMA node whose cores are split between two L3 caches.
 func machine(sockets, cores, threads int) []CPU {
 	var cpus []CPU
 	for th := range threads {
 		for s := range sockets {
 			for c := range cores {
-				cpus = append(cpus, CPU{ID: th*sockets*cores + s*cores + c, Core: c, Socket: s})
+				cpus = append(cpus, CPU{ID: th*sockets*cores + s*cores + c, Core: c, Socket: s, NUMA: s, L3: s*2 + 2*c/cores})
 			}
 		}
 	}
@@ -58,11 +59,21 @@ func TestBind(t *testing.T) {
 			"0: core 0 of socket 0 (cpus 0,2)\n1: core 1 of socket 0 (cpus 1,3)\n2: core 0 of socket 0 (cpus 0,2)"},
 		// A cpuset that left the job 3 CPUs of 2 sockets: socket 1 has
 		// one core, so by socket its turn is skipped once it is full.
-		{"unequal sockets by socket", []CPU{{0, 0, 0}, {1, 1, 0}, {5, 3, 1}}, 3, Policy{Unit: Core, BySocket: true},
+		{"unequal sockets by socket", []CPU{{0, 0, 0, 0, 0}, {1, 1, 0, 0, 0}, {5, 3, 1, 1, 1}}, 3, Policy{Unit: Core, BySocket: true},
 			"0: core 0 of socket 0 (cpus 0)\n1: core 2 of socket 1 (cpus 5)\n2: core 1 of socket 0 (cpus 1)"},
 		// Sockets and cores are ordered by id, whatever order the CPUs come in.
-		{"ids out of order", []CPU{{7, 3, 1}, {2, 1, 0}, {6, 3, 1}, {3, 1, 0}}, 2, Policy{Unit: Core},
+		{"ids out of order", []CPU{{7, 3, 1, 1, 1}, {2, 1, 0, 0, 0}, {6, 3, 1, 1, 1}, {3, 1, 0, 0, 0}}, 2, Policy{Unit: Core},
 			"0: core 0 of socket 0 (cpus 2-3)\n1: core 1 of socket 1 (cpus 6-7)"},
+		{"hwthread, 1×2×2, 4 ranks: every core before a second thread", machine(1, 2, 2), 4, Policy{Unit: HWThread},
+			"0: a hardware thread of core 0 of socket 0 (cpu 0)\n1: a hardware thread of core 1 of socket 0 (cpu 1)\n2: a hardware thread of core 0 of socket 0 (cpu 2)\n3: a hardware thread of core 1 of socket 0 (cpu 3)"},
+		{"hwthread by socket, 2×2×1", machine(2, 2, 1), 2, Policy{Unit: HWThread, BySocket: true},
+			"0: a hardware thread of core 0 of socket 0 (cpu 0)\n1: a hardware thread of core 2 of socket 1 (cpu 2)"},
+		{"l3cache, 1×4×1, 3 ranks", machine(1, 4, 1), 3, Policy{Unit: L3},
+			"0: L3 cache 0 (cpus 0-1)\n1: L3 cache 0 (cpus 0-1)\n2: L3 cache 1 (cpus 2-3)"},
+		{"numa by socket, 2×2×2", machine(2, 2, 2), 3, Policy{Unit: NUMA, BySocket: true},
+			"0: NUMA node 0 (cpus 0-1,4-5)\n1: NUMA node 1 (cpus 2-3,6-7)\n2: NUMA node 0 (cpus 0-1,4-5)"},
+		{"board, 2×2×1", machine(2, 2, 1), 2, Policy{Unit: Board},
+			"0: the board (cpus 0-3)\n1: the board (cpus 0-3)"},
 		{"PE=2, 2×4×1, 3 ranks", machine(2, 4, 1), 3, Policy{Unit: Core, PE: 2},
 			"0: cores 0-1 of socket 0 (cpus 0-1)\n1: cores 2-3 of socket 0 (cpus 2-3)\n2: cores 4-5 of socket 1 (cpus 4-5)"},
 		{"PE=2 by socket, 2×4×1, 3 ranks", machine(2, 4, 1), 3, Policy{Unit: Core, PE: 2, BySocket: true},
@@ -131,6 +142,16 @@ func TestBindOverloaded(t *testing.T) {
 	if _, err := Bind(machine(1, 4, 1), 1, Policy{Unit: Socket, PE: 2}); err == nil {
 		t.Error("PE=2 bound to a socket")
 	}
+	_, err = Bind(machine(1, 2, 2), 5, Policy{Unit: HWThread})
+	if want := "5 ranks but 4 hardware threads to bind them to (--bind-to hwthread)"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("hwthread: error %v, want %q…", err, want)
+	}
+	if _, err := Bind([]CPU{{ID: 0, L3: -1}}, 1, Policy{Unit: L3}); err == nil || !strings.Contains(err.Error(), "sysfs gives none for cpu 0") {
+		t.Errorf("unknown L3: error %v", err)
+	}
+	if _, err := Bind(machine(1, 1, 1), 1, Policy{Unit: "l2cache"}); err == nil || !strings.Contains(err.Error(), "want hwthread, core, l3cache, numa, socket, board or none") {
+		t.Errorf("unknown unit: error %v", err)
+	}
 }
 
 // TestBindPEDisjoint: with PE=N and no overload, every rank gets N whole
@@ -184,6 +205,57 @@ func TestList(t *testing.T) {
 	for _, bad := range []string{"a", "3-1", "-1", "1-"} {
 		if _, err := ParseList(bad); err == nil {
 			t.Errorf("ParseList(%q) took it", bad)
+		}
+	}
+}
+
+// TestBindDomainsHoldTheirCore: bound to a unit bigger than a core, each
+// rank gets the whole unit that holds the core it would get bound to
+// cores, so that ranks spread over the units as over the cores; bound to
+// hardware threads, ranks take distinct threads while there are enough.
+func TestBindDomainsHoldTheirCore(t *testing.T) {
+	for _, m := range [][3]int{{1, 2, 1}, {2, 4, 2}, {4, 6, 1}} {
+		cpus := machine(m[0], m[1], m[2])
+		byID := map[int]CPU{}
+		for _, c := range cpus {
+			byID[c.ID] = c
+		}
+		for _, bySocket := range []bool{false, true} {
+			ranks := m[0] * m[1]
+			cores, err := Bind(cpus, ranks, Policy{Unit: Core, BySocket: bySocket})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range []Unit{L3, NUMA, Socket, Board} {
+				bs, err := Bind(cpus, ranks, Policy{Unit: u, BySocket: bySocket})
+				if err != nil {
+					t.Fatalf("%v %s: %v", m, u, err)
+				}
+				for r, b := range bs {
+					for _, cpu := range cores[r].CPUs {
+						if !slices.Contains(b.CPUs, cpu) {
+							t.Errorf("%v %s by socket %v: rank %d on %s, not holding its core's cpu %d", m, u, bySocket, r, b, cpu)
+						}
+					}
+					for _, cpu := range b.CPUs {
+						c := byID[cpu]
+						if u == NUMA && c.NUMA != b.Domain || u == L3 && c.L3 != b.Domain || u == Socket && c.Socket != b.Socket {
+							t.Errorf("%v %s: rank %d on %s holds cpu %d of another unit", m, u, r, b, cpu)
+						}
+					}
+				}
+			}
+			threads, err := Bind(cpus, len(cpus), Policy{Unit: HWThread, BySocket: bySocket})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[int]bool{}
+			for r, b := range threads {
+				if len(b.CPUs) != 1 || seen[b.CPUs[0]] {
+					t.Errorf("%v hwthread: rank %d on %s", m, r, b)
+				}
+				seen[b.CPUs[0]] = true
+			}
 		}
 	}
 }
