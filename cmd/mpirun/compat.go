@@ -129,7 +129,6 @@ func launcherParam(key string) string {
 	return ""
 }
 
-
 // bindPolicy reads --bind-to UNIT[:overload-allowed], --map-by socket,
 // the cores per rank (pe) and --report-bindings for a job of np ranks.
 // Without --map-by, bound ranks are spread as Open MPI spreads them:
