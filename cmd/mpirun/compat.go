@@ -133,9 +133,8 @@ func launcherParam(key string) string {
 // the cores per rank (pe) and --report-bindings for a job of np ranks.
 // Without --map-by, bound ranks are spread as Open MPI spreads them:
 // over the cores for np ≤ 2, round robin over the sockets otherwise.
-// Open MPI's other units run unbound (checkPeerFlags warns). Ranks of
-// several cores are bound to cores unless --bind-to says otherwise,
-// which is an error.
+// Ranks of several cores are bound to cores; a --bind-to that says
+// otherwise is an error.
 func bindPolicy(c *cli.Context, np int) (binding.Policy, error) {
 	value, err := olderSpelling(c, "bind-to", map[string]string{"bind-to-core": "core", "bind-to-socket": "socket"})
 	if err != nil {
