@@ -30,19 +30,19 @@ func (m MapBy) String() string {
 }
 
 // ParseMapBy parses a --map-by value: "slot" or "node", case-insensitive.
-// "core" means slot because prsh knows no topology, so a slot stands for a
-// core; "" also means slot, the default, so an unset flag needs no special
-// case.
+// "core" and "hwthread" mean slot because mpirun knows no node's topology,
+// so a slot stands for a core or a hardware thread; "" also means slot,
+// the default, so an unset flag needs no special case.
 func ParseMapBy(s string) (MapBy, error) {
 	switch v := strings.ToLower(strings.TrimSpace(s)); {
-	case v == "", v == "slot", v == "core":
+	case v == "", v == "slot", v == "core", v == "hwthread":
 		return MapBySlot, nil
 	case v == "node":
 		return MapByNode, nil
 	case strings.HasPrefix(v, "ppr:"):
 		return 0, fmt.Errorf("--map-by %q: ppr is a count per node, see ParseMapping", s)
 	}
-	return 0, fmt.Errorf("unknown --map-by value %q (want slot, node, core or ppr:N:node)", s)
+	return 0, fmt.Errorf("unknown --map-by value %q (want slot, node, core, hwthread, socket or ppr:N:node)", s)
 }
 
 // ParseMapping parses a --map-by value as ParseMapBy does, and Open MPI's

@@ -15,7 +15,7 @@ func TestParseMapBy(t *testing.T) {
 		in   string
 		want MapBy
 	}{
-		{"slot", MapBySlot}, {"core", MapBySlot}, {"", MapBySlot},
+		{"slot", MapBySlot}, {"core", MapBySlot}, {"hwthread", MapBySlot}, {"", MapBySlot},
 		{"node", MapByNode}, {" NODE ", MapByNode}, {"Slot", MapBySlot},
 	}
 	for _, tt := range tests {
@@ -25,7 +25,7 @@ func TestParseMapBy(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"socket":       `unknown --map-by value "socket" (want slot, node, core or ppr:N:node)`,
+		"socket":       `unknown --map-by value "socket" (want slot, node, core, hwthread, socket or ppr:N:node)`,
 		"nodes":        `unknown --map-by value "nodes"`,
 		"ppr:2:socket": `--map-by "ppr:2:socket": only ppr:N:node is supported`,
 		"ppr:0:node":   `--map-by "ppr:0:node": count must be at least 1`,
