@@ -1,7 +1,7 @@
 // Command prsh-guard is a rank's guard (errmgr/proc): orted starts it
 // once per rank, from beside its own binary, as
 //
-//	prsh-guard __rank-guard COUNT PATH ARGV...
+//	prsh-guard __rank-guard-vN COUNT PATH ARGV...
 //
 // It is orted's own guard code in a binary of its own: small, static, and
 // without the PMIx libraries, it starts in less than half the CPU that a
@@ -12,15 +12,21 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"prsh/errmgr"
 	"prsh/errmgr/proc"
 )
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] != proc.GuardArg {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == proc.GuardArg:
+		proc.RunGuard(os.Args[2:])
+	case len(os.Args) > 1 && strings.HasPrefix(os.Args[1], proc.GuardArgPrefix):
+		self, _ := os.Executable()
+		fmt.Fprintf(os.Stderr, "prsh-guard: %s is of another prsh than the orted that started it: install the same prsh on every node\n", self)
+	default:
 		fmt.Fprintln(os.Stderr, "prsh-guard guards a rank of orted's; orted starts it, not you")
-		os.Exit(errmgr.StatusFailed)
 	}
-	proc.RunGuard(os.Args[2:])
+	os.Exit(errmgr.StatusFailed)
 }

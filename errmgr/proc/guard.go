@@ -19,8 +19,16 @@ import (
 	"prsh/job/binding"
 )
 
-// GuardArg as argv[1] makes orted a rank's guard instead of a daemon.
-const GuardArg = "__rank-guard"
+// GuardArg as argv[1] makes orted, or prsh-guard, a rank's guard. It
+// ends in the version of the guard's interface (its argv, descriptors
+// and environment), raised by any change to them, so that a prsh-guard
+// of another prsh left beside orted refuses to guard (GuardArgPrefix)
+// instead of misreading what it is given.
+const GuardArg = GuardArgPrefix + "-v2"
+
+// GuardArgPrefix begins the GuardArg of every version, and is the whole
+// of it before versions.
+const GuardArgPrefix = "__rank-guard"
 
 // A rank runs under a guard: a small process that starts the rank in a
 // process group of its own (numbered after the guard), reports how the
