@@ -42,7 +42,7 @@ func ParseMapBy(s string) (MapBy, error) {
 	case strings.HasPrefix(v, "ppr:"):
 		return 0, fmt.Errorf("--map-by %q: ppr is a count per node, see ParseMapping", s)
 	}
-	return 0, fmt.Errorf("unknown --map-by value %q (want slot, node, core, hwthread, socket or ppr:N:node)", s)
+	return 0, fmt.Errorf("unknown --map-by value %q (want slot, node, core, hwthread, socket, numa, l3cache or ppr:N:node)", s)
 }
 
 // ParseMapping parses a --map-by value as ParseMapBy does, and Open MPI's

@@ -25,7 +25,7 @@ func TestParseMapBy(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"socket":       `unknown --map-by value "socket" (want slot, node, core, hwthread, socket or ppr:N:node)`,
+		"socket":       `unknown --map-by value "socket" (want slot, node, core, hwthread, socket, numa, l3cache or ppr:N:node)`,
 		"nodes":        `unknown --map-by value "nodes"`,
 		"ppr:2:socket": `--map-by "ppr:2:socket": only ppr:N:node is supported`,
 		"ppr:0:node":   `--map-by "ppr:0:node": count must be at least 1`,

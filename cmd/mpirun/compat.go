@@ -129,7 +129,8 @@ func launcherParam(key string) string {
 	return ""
 }
 
-// bindPolicy reads --bind-to UNIT[:overload-allowed], --map-by socket,
+// bindPolicy reads --bind-to UNIT[:overload-allowed], --map-by
+// socket|numa|l3cache,
 // the cores per rank (pe) and --report-bindings for a job of np ranks.
 // Without --map-by, bound ranks are spread as Open MPI spreads them:
 // over the cores for np ≤ 2, round robin over the sockets otherwise.
@@ -178,10 +179,11 @@ func bindPolicy(c *cli.Context, np int) (binding.Policy, error) {
 	default:
 		return p, fmt.Errorf("--bind-to %q: want none, hwthread, core, l3cache, numa, socket or board (with :overload-allowed to let ranks share)", value)
 	}
-	if c.IsSet("map-by") {
-		p.BySocket = strings.EqualFold(mapping.policy, "socket")
-	} else {
-		p.BySocket = np > 2
+	switch {
+	case c.IsSet("map-by"):
+		p.Spread = spreadUnits[strings.ToLower(mapping.policy)]
+	case np > 2:
+		p.Spread = binding.Socket
 	}
 	return p, nil
 }
@@ -207,6 +209,11 @@ func olderSpelling(c *cli.Context, flag string, olders map[string]string) (strin
 	}
 	return value, nil
 }
+
+// spreadUnits are the --map-by policies that place ranks as slot does
+// over the nodes, and deal each node's ranks round robin over its units
+// of that kind when they are bound.
+var spreadUnits = map[string]binding.Unit{"socket": binding.Socket, "numa": binding.NUMA, "l3cache": binding.L3}
 
 // mapping is --map-by read: the policy, and the cores per rank from its
 // PE=N modifier or --cpus-per-rank, named as the user gave it in peFrom.

@@ -203,7 +203,7 @@ func jobOptions(c *cli.Context, np int) (job.Options, error) {
 		return job.Options{}, err
 	}
 	policy := m.policy
-	if strings.EqualFold(policy, "socket") { // over the nodes by slot; bindPolicy spreads them over the sockets
+	if _, ok := spreadUnits[strings.ToLower(policy)]; ok { // over the nodes by slot; bindPolicy spreads them over the units
 		policy = "slot"
 	}
 	mapByPolicy, ppr, err := job.ParseMapping(policy)

@@ -206,6 +206,8 @@ func TestPeerSpellings(t *testing.T) {
 		{"-f", []string{"-f", hostfile}, []string{"0 node002", "1 node002"}, ""},
 		{"no-ops", []string{"--allow-run-as-root", "--bind-to", "none", "-np", "1"}, []string{"0 node001"}, ""},
 		{"--bynode", []string{"--bynode", "-np", "3"}, []string{"0 node001", "1 node002", "2 node001"}, ""},
+		{"--map-by numa", []string{"--map-by", "numa", "--bind-to", "numa", "-np", "3"}, []string{"0 node001", "1 node001", "2 node002"}, ""},
+		{"--map-by l3cache:PE=1", []string{"--map-by", "l3cache:PE=1", "-np", "2"}, []string{"0 node001", "1 node001"}, ""},
 		{"--byslot", []string{"--byslot", "-np", "3"}, []string{"0 node001", "1 node001", "2 node002"}, ""},
 		{"agreeing spellings", []string{"--bind-to-core", "--bind-to", "core:overload-allowed", "-np", "1"}, []string{"0 node001"}, ""},
 		{"older no-ops", []string{"--nooversubscribe", "--use-hwthread-cpus", "-q", "--noprefix", "-np", "1"}, []string{"0 node001"}, ""},

@@ -22,11 +22,12 @@ Where the ranks run:
                                 lines "host [slots=N] [max_slots=M]" or "host:N"
                                 (default: $MPIRUN_HOSTFILE, else the Slurm, PBS
                                 or LSF allocation, else this host, a slot per CPU)
-  --map-by slot|node|socket|ppr:N:node[:PE=N][:OVERSUBSCRIBE]
+  --map-by slot|node|socket|numa|l3cache|ppr:N:node[:PE=N][:OVERSUBSCRIBE]
                                 fill each node's slots first (default), deal
                                 round robin, fill by slot spreading each node's
-                                ranks over its sockets, or N ranks per node;
-                                PE=N: each rank takes N slots and N cores
+                                bound ranks over its sockets (NUMA nodes, L3
+                                caches), or N ranks per node; PE=N: each rank
+                                takes N slots and N cores
   --cpus-per-rank, --cpus-per-proc N
                                 as :PE=N (threaded ranks: add -x OMP_NUM_THREADS)
   --bind-to UNIT                bind each rank to a hwthread, core, l3cache,

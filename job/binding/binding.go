@@ -32,10 +32,10 @@ var Units = []Unit{HWThread, Core, L3, NUMA, Socket, Board}
 // leaves them unbound.
 type Policy struct {
 	Unit Unit `json:",omitempty"`
-	// BySocket deals the ranks round robin over the sockets (rank i on
-	// socket i mod S); otherwise they fill the cores in order, socket by
-	// socket.
-	BySocket bool `json:",omitempty"`
+	// Spread deals the ranks round robin over the units of this kind
+	// (Socket, NUMA or L3: --map-by socket, numa, l3cache), rank i in
+	// unit i mod U; "" fills the cores in order, socket by socket.
+	Spread Unit `json:",omitempty"`
 	// Overload lets more ranks than cores share them (core:overload-allowed);
 	// otherwise that is an error.
 	Overload bool `json:",omitempty"`
@@ -88,14 +88,18 @@ func Bind(cpus []CPU, ranks int, p Policy) ([]Binding, error) {
 	if len(sockets) == 0 {
 		return nil, fmt.Errorf("no CPU to bind to")
 	}
+	spread, err := spreadKey(sockets, cpus, p.Spread)
+	if err != nil {
+		return nil, err
+	}
 	if p.Unit == HWThread {
-		return bindThreads(sockets, ranks, p)
+		return bindThreads(sockets, ranks, p, spread)
 	}
 	domain, err := domainOf(cpus, p.Unit)
 	if err != nil {
 		return nil, err
 	}
-	order := blockOrder(sockets, pe, p.BySocket)
+	order := blockOrder(sockets, pe, spread)
 	if ranks > len(order) && !p.Overload {
 		return nil, overloadError(sockets, ranks, p)
 	}
@@ -147,8 +151,8 @@ func sameDomain(cpus []CPU, domain map[int]int, d int) []int {
 // bindThreads binds each rank to one hardware thread: the first thread
 // of each core in the cores' order, then the second thread of each, and
 // so on, so that ranks share a core only once every core has one.
-func bindThreads(sockets []socket, ranks int, p Policy) ([]Binding, error) {
-	order := blockOrder(sockets, 1, p.BySocket)
+func bindThreads(sockets []socket, ranks int, p Policy, spread func(s, k int) int) ([]Binding, error) {
+	order := blockOrder(sockets, 1, spread)
 	var threads []Binding
 	for t := 0; ; t++ {
 		added := false
@@ -196,36 +200,63 @@ func overloadError(sockets []socket, ranks int, p Policy) error {
 			ranks, p.PE, cores)
 	}
 	return fmt.Errorf("%d ranks but %d cores to bind them to (--bind-to %s); --bind-to %s:overload-allowed lets them share, --bind-to none leaves them unbound",
-		ranks, len(blockOrder(sockets, 1, false)), p.Unit, p.Unit)
+		ranks, len(blockOrder(sockets, 1, nil)), p.Unit, p.Unit)
 }
 
 // blockOrder lists the blocks of pe cores (socket index, index of the
 // block's first core in it) in the order the ranks take them: socket by
-// socket, or round robin over the sockets, skipping a socket whose
-// blocks are all taken. A socket's cores beyond its last whole block are
-// left out.
-func blockOrder(sockets []socket, pe int, bySocket bool) [][2]int {
-	var order [][2]int
-	if !bySocket {
-		for s, sock := range sockets {
-			for k := 0; k+pe <= len(sock.cores); k += pe {
-				order = append(order, [2]int{s, k})
-			}
-		}
-		return order
-	}
-	for round := 0; ; round++ {
-		added := false
-		for s, sock := range sockets {
-			if k := round * pe; k+pe <= len(sock.cores) {
-				order = append(order, [2]int{s, k})
-				added = true
-			}
-		}
-		if !added {
-			return order
+// socket, or, given spread, round robin over the units that spread puts
+// the blocks in (in the order the units first appear), skipping a unit
+// whose blocks are all taken. A socket's cores beyond its last whole
+// block are left out.
+func blockOrder(sockets []socket, pe int, spread func(s, k int) int) [][2]int {
+	var fill [][2]int
+	for s, sock := range sockets {
+		for k := 0; k+pe <= len(sock.cores); k += pe {
+			fill = append(fill, [2]int{s, k})
 		}
 	}
+	if spread == nil {
+		return fill
+	}
+	var units [][][2]int
+	index := map[int]int{}
+	for _, b := range fill {
+		u := spread(b[0], b[1])
+		i, ok := index[u]
+		if !ok {
+			i, index[u] = len(units), len(units)
+			units = append(units, nil)
+		}
+		units[i] = append(units[i], b)
+	}
+	order := make([][2]int, 0, len(fill))
+	for round := 0; len(order) < len(fill); round++ {
+		for _, blocks := range units {
+			if round < len(blocks) {
+				order = append(order, blocks[round])
+			}
+		}
+	}
+	return order
+}
+
+// spreadKey is the unit of kind spread that holds the core (socket s,
+// core k), for blockOrder; nil when the ranks fill the cores in order.
+func spreadKey(sockets []socket, cpus []CPU, spread Unit) (func(s, k int) int, error) {
+	switch spread {
+	case "":
+		return nil, nil
+	case Socket:
+		return func(s, _ int) int { return s }, nil
+	case NUMA, L3:
+		domain, err := domainOf(cpus, spread)
+		if err != nil {
+			return nil, err
+		}
+		return func(s, k int) int { return domain[sockets[s].cores[k][0]] }, nil
+	}
+	return nil, fmt.Errorf("cannot spread ranks over %q (want socket, numa or l3cache)", spread)
 }
 
 // coreIndex is core k of socket s counted over the whole node.

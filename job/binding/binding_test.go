@@ -47,11 +47,11 @@ func TestBind(t *testing.T) {
 		{"none", machine(2, 4, 2), 2, Policy{}, "0: nothing (unbound)\n1: nothing (unbound)"},
 		{"core, 2×4×2, 3 ranks", machine(2, 4, 2), 3, Policy{Unit: Core},
 			"0: core 0 of socket 0 (cpus 0,8)\n1: core 1 of socket 0 (cpus 1,9)\n2: core 2 of socket 0 (cpus 2,10)"},
-		{"core by socket, 2×4×2, 5 ranks", machine(2, 4, 2), 5, Policy{Unit: Core, BySocket: true},
+		{"core by socket, 2×4×2, 5 ranks", machine(2, 4, 2), 5, Policy{Unit: Core, Spread: Socket},
 			"0: core 0 of socket 0 (cpus 0,8)\n1: core 4 of socket 1 (cpus 4,12)\n2: core 1 of socket 0 (cpus 1,9)\n3: core 5 of socket 1 (cpus 5,13)\n4: core 2 of socket 0 (cpus 2,10)"},
 		{"socket, 2×4×2, 5 ranks by core", machine(2, 4, 2), 5, Policy{Unit: Socket},
 			"0: socket 0 (cpus 0-3,8-11)\n1: socket 0 (cpus 0-3,8-11)\n2: socket 0 (cpus 0-3,8-11)\n3: socket 0 (cpus 0-3,8-11)\n4: socket 1 (cpus 4-7,12-15)"},
-		{"socket by socket, 2×4×2, 3 ranks", machine(2, 4, 2), 3, Policy{Unit: Socket, BySocket: true},
+		{"socket by socket, 2×4×2, 3 ranks", machine(2, 4, 2), 3, Policy{Unit: Socket, Spread: Socket},
 			"0: socket 0 (cpus 0-3,8-11)\n1: socket 1 (cpus 4-7,12-15)\n2: socket 0 (cpus 0-3,8-11)"},
 		{"core, 1×2×1 (this testbed)", machine(1, 2, 1), 2, Policy{Unit: Core},
 			"0: core 0 of socket 0 (cpus 0)\n1: core 1 of socket 0 (cpus 1)"},
@@ -59,24 +59,28 @@ func TestBind(t *testing.T) {
 			"0: core 0 of socket 0 (cpus 0,2)\n1: core 1 of socket 0 (cpus 1,3)\n2: core 0 of socket 0 (cpus 0,2)"},
 		// A cpuset that left the job 3 CPUs of 2 sockets: socket 1 has
 		// one core, so by socket its turn is skipped once it is full.
-		{"unequal sockets by socket", []CPU{{0, 0, 0, 0, 0}, {1, 1, 0, 0, 0}, {5, 3, 1, 1, 1}}, 3, Policy{Unit: Core, BySocket: true},
+		{"unequal sockets by socket", []CPU{{0, 0, 0, 0, 0}, {1, 1, 0, 0, 0}, {5, 3, 1, 1, 1}}, 3, Policy{Unit: Core, Spread: Socket},
 			"0: core 0 of socket 0 (cpus 0)\n1: core 2 of socket 1 (cpus 5)\n2: core 1 of socket 0 (cpus 1)"},
 		// Sockets and cores are ordered by id, whatever order the CPUs come in.
 		{"ids out of order", []CPU{{7, 3, 1, 1, 1}, {2, 1, 0, 0, 0}, {6, 3, 1, 1, 1}, {3, 1, 0, 0, 0}}, 2, Policy{Unit: Core},
 			"0: core 0 of socket 0 (cpus 2-3)\n1: core 1 of socket 1 (cpus 6-7)"},
 		{"hwthread, 1×2×2, 4 ranks: every core before a second thread", machine(1, 2, 2), 4, Policy{Unit: HWThread},
 			"0: a hardware thread of core 0 of socket 0 (cpu 0)\n1: a hardware thread of core 1 of socket 0 (cpu 1)\n2: a hardware thread of core 0 of socket 0 (cpu 2)\n3: a hardware thread of core 1 of socket 0 (cpu 3)"},
-		{"hwthread by socket, 2×2×1", machine(2, 2, 1), 2, Policy{Unit: HWThread, BySocket: true},
+		{"hwthread by socket, 2×2×1", machine(2, 2, 1), 2, Policy{Unit: HWThread, Spread: Socket},
 			"0: a hardware thread of core 0 of socket 0 (cpu 0)\n1: a hardware thread of core 2 of socket 1 (cpu 2)"},
 		{"l3cache, 1×4×1, 3 ranks", machine(1, 4, 1), 3, Policy{Unit: L3},
 			"0: L3 cache 0 (cpus 0-1)\n1: L3 cache 0 (cpus 0-1)\n2: L3 cache 1 (cpus 2-3)"},
-		{"numa by socket, 2×2×2", machine(2, 2, 2), 3, Policy{Unit: NUMA, BySocket: true},
+		{"numa by socket, 2×2×2", machine(2, 2, 2), 3, Policy{Unit: NUMA, Spread: Socket},
 			"0: NUMA node 0 (cpus 0-1,4-5)\n1: NUMA node 1 (cpus 2-3,6-7)\n2: NUMA node 0 (cpus 0-1,4-5)"},
+		{"core spread over L3 caches, 1×4×1", machine(1, 4, 1), 3, Policy{Unit: Core, Spread: L3},
+			"0: core 0 of socket 0 (cpus 0)\n1: core 2 of socket 0 (cpus 2)\n2: core 1 of socket 0 (cpus 1)"},
+		{"core spread over NUMA nodes, 2×2×1", machine(2, 2, 1), 3, Policy{Unit: Core, Spread: NUMA},
+			"0: core 0 of socket 0 (cpus 0)\n1: core 2 of socket 1 (cpus 2)\n2: core 1 of socket 0 (cpus 1)"},
 		{"board, 2×2×1", machine(2, 2, 1), 2, Policy{Unit: Board},
 			"0: the board (cpus 0-3)\n1: the board (cpus 0-3)"},
 		{"PE=2, 2×4×1, 3 ranks", machine(2, 4, 1), 3, Policy{Unit: Core, PE: 2},
 			"0: cores 0-1 of socket 0 (cpus 0-1)\n1: cores 2-3 of socket 0 (cpus 2-3)\n2: cores 4-5 of socket 1 (cpus 4-5)"},
-		{"PE=2 by socket, 2×4×1, 3 ranks", machine(2, 4, 1), 3, Policy{Unit: Core, PE: 2, BySocket: true},
+		{"PE=2 by socket, 2×4×1, 3 ranks", machine(2, 4, 1), 3, Policy{Unit: Core, PE: 2, Spread: Socket},
 			"0: cores 0-1 of socket 0 (cpus 0-1)\n1: cores 4-5 of socket 1 (cpus 4-5)\n2: cores 2-3 of socket 0 (cpus 2-3)"},
 		{"PE=2 with threads, 1×2×2", machine(1, 2, 2), 1, Policy{Unit: Core, PE: 2},
 			"0: cores 0-1 of socket 0 (cpus 0-3)"},
@@ -105,16 +109,16 @@ func TestBind(t *testing.T) {
 func TestBindEveryCoreOnce(t *testing.T) {
 	for _, m := range [][3]int{{1, 1, 1}, {1, 2, 1}, {2, 4, 2}, {4, 6, 1}, {2, 3, 4}} {
 		cpus := machine(m[0], m[1], m[2])
-		for _, bySocket := range []bool{false, true} {
+		for _, spread := range []Unit{"", Socket, NUMA, L3} {
 			for ranks := 1; ranks <= m[0]*m[1]; ranks++ {
-				bs, err := Bind(cpus, ranks, Policy{Unit: Core, BySocket: bySocket})
+				bs, err := Bind(cpus, ranks, Policy{Unit: Core, Spread: spread})
 				if err != nil {
 					t.Fatalf("%v, %d ranks: %v", m, ranks, err)
 				}
 				seen := map[int]bool{}
 				for r, b := range bs {
 					if seen[b.Core] || len(b.CPUs) != m[2] {
-						t.Errorf("%v by socket %v, %d ranks: rank %d on %s", m, bySocket, ranks, r, b)
+						t.Errorf("%v by socket %v, %d ranks: rank %d on %s", m, spread, ranks, r, b)
 					}
 					seen[b.Core] = true
 				}
@@ -149,6 +153,9 @@ func TestBindOverloaded(t *testing.T) {
 	if _, err := Bind([]CPU{{ID: 0, L3: -1}}, 1, Policy{Unit: L3}); err == nil || !strings.Contains(err.Error(), "sysfs gives none for cpu 0") {
 		t.Errorf("unknown L3: error %v", err)
 	}
+	if _, err := Bind(machine(1, 1, 1), 1, Policy{Unit: Core, Spread: Core}); err == nil || !strings.Contains(err.Error(), "cannot spread ranks over \"core\"") {
+		t.Errorf("spread over cores: error %v", err)
+	}
 	if _, err := Bind(machine(1, 1, 1), 1, Policy{Unit: "l2cache"}); err == nil || !strings.Contains(err.Error(), "want hwthread, core, l3cache, numa, socket, board or none") {
 		t.Errorf("unknown unit: error %v", err)
 	}
@@ -162,9 +169,9 @@ func TestBindPEDisjoint(t *testing.T) {
 		cpus := machine(m[0], m[1], m[2])
 		for pe := 1; pe <= m[1]; pe++ {
 			room := m[0] * (m[1] / pe)
-			for _, bySocket := range []bool{false, true} {
+			for _, spread := range []Unit{"", Socket, NUMA, L3} {
 				for ranks := 1; ranks <= room; ranks++ {
-					bs, err := Bind(cpus, ranks, Policy{Unit: Core, PE: pe, BySocket: bySocket})
+					bs, err := Bind(cpus, ranks, Policy{Unit: Core, PE: pe, Spread: spread})
 					if err != nil {
 						t.Fatalf("%v PE=%d, %d ranks: %v", m, pe, ranks, err)
 					}
@@ -181,7 +188,7 @@ func TestBindPEDisjoint(t *testing.T) {
 						}
 					}
 				}
-				if _, err := Bind(cpus, room+1, Policy{Unit: Core, PE: pe, BySocket: bySocket}); err == nil {
+				if _, err := Bind(cpus, room+1, Policy{Unit: Core, PE: pe, Spread: spread}); err == nil {
 					t.Errorf("%v PE=%d: %d ranks fit in room for %d", m, pe, room+1, room)
 				}
 			}
@@ -220,21 +227,21 @@ func TestBindDomainsHoldTheirCore(t *testing.T) {
 		for _, c := range cpus {
 			byID[c.ID] = c
 		}
-		for _, bySocket := range []bool{false, true} {
+		for _, spread := range []Unit{"", Socket, NUMA, L3} {
 			ranks := m[0] * m[1]
-			cores, err := Bind(cpus, ranks, Policy{Unit: Core, BySocket: bySocket})
+			cores, err := Bind(cpus, ranks, Policy{Unit: Core, Spread: spread})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, u := range []Unit{L3, NUMA, Socket, Board} {
-				bs, err := Bind(cpus, ranks, Policy{Unit: u, BySocket: bySocket})
+				bs, err := Bind(cpus, ranks, Policy{Unit: u, Spread: spread})
 				if err != nil {
 					t.Fatalf("%v %s: %v", m, u, err)
 				}
 				for r, b := range bs {
 					for _, cpu := range cores[r].CPUs {
 						if !slices.Contains(b.CPUs, cpu) {
-							t.Errorf("%v %s by socket %v: rank %d on %s, not holding its core's cpu %d", m, u, bySocket, r, b, cpu)
+							t.Errorf("%v %s by socket %v: rank %d on %s, not holding its core's cpu %d", m, u, spread, r, b, cpu)
 						}
 					}
 					for _, cpu := range b.CPUs {
@@ -245,7 +252,7 @@ func TestBindDomainsHoldTheirCore(t *testing.T) {
 					}
 				}
 			}
-			threads, err := Bind(cpus, len(cpus), Policy{Unit: HWThread, BySocket: bySocket})
+			threads, err := Bind(cpus, len(cpus), Policy{Unit: HWThread, Spread: spread})
 			if err != nil {
 				t.Fatal(err)
 			}
