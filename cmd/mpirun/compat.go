@@ -66,9 +66,9 @@ func checkPeerFlags(c *cli.Context) error {
 
 // mcaEnv turns each -gmca and --mca KEY VALUE into OMPI_MCA_KEY=VALUE
 // for the ranks, as Open MPI's mpirun passes its MCA parameters to its
-// ranks (--mca after -gmca, so that it wins).
-// A parameter of Open MPI's own launcher, which prsh replaces, is passed
-// too but does nothing there, so it is warned about with what to use.
+// ranks (--mca after -gmca, so that it wins). A parameter of Open MPI's
+// own launcher, which prsh replaces, is passed too, and warned about
+// with what to use instead.
 func mcaEnv(c *cli.Context) ([]string, error) {
 	var env []string
 	for _, flag := range []string{"-gmca", "--mca"} {
@@ -123,7 +123,7 @@ func launcherParam(key string) string {
 	}
 	for _, prefix := range []string{"plm_", "ras_", "rmaps_", "odls_", "orte_"} {
 		if strings.HasPrefix(key, prefix) {
-			return "it reaches the ranks, where it does nothing"
+			return "prsh does not read it (the ranks still get it)"
 		}
 	}
 	return ""
