@@ -201,6 +201,10 @@ func (d *Daemon) rankEnv(app protocol.Launch, id, local, localSize int) []string
 		"PRSH_NODE=" + d.cfg.Node, set("PRSH_NODE_ID", d.cfg.ID),
 		set("OMPI_COMM_WORLD_RANK", id), set("OMPI_COMM_WORLD_SIZE", size),
 		set("OMPI_COMM_WORLD_LOCAL_RANK", local), set("OMPI_COMM_WORLD_LOCAL_SIZE", localSize),
+		set("OMPI_COMM_WORLD_NODE_RANK", local),
+		// Hydra's names, which MPICH users' wrapper scripts read (to
+		// pick a GPU, say).
+		set("MPI_LOCALRANKID", local), set("MPI_LOCALNRANKS", localSize),
 	}
 }
 

@@ -15,7 +15,7 @@ func TestEnvironmentForwarding(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
 	t.Setenv("HABIT_A", "a,1")
 	t.Setenv("HABIT_B", "b 2")
-	show := `echo "$PMI_RANK/$PMI_SIZE $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE/$OMPI_COMM_WORLD_LOCAL_RANK/$OMPI_COMM_WORLD_LOCAL_SIZE a=$HABIT_A b=$HABIT_B g=$G"`
+	show := `echo "$PMI_RANK/$PMI_SIZE $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE/$OMPI_COMM_WORLD_LOCAL_RANK/$OMPI_COMM_WORLD_LOCAL_SIZE/$OMPI_COMM_WORLD_NODE_RANK $MPI_LOCALRANKID/$MPI_LOCALNRANKS a=$HABIT_A b=$HABIT_B g=$G"`
 	cases := []struct {
 		name   string
 		args   []string
@@ -38,7 +38,7 @@ func TestEnvironmentForwarding(t *testing.T) {
 			if res.status != 0 {
 				t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
 			}
-			wantSet(t, res.stdout, "0/3 0/3/0/2 "+tc.values, "1/3 1/3/1/2 "+tc.values, "2/3 2/3/0/1 "+tc.values)
+			wantSet(t, res.stdout, "0/3 0/3/0/2/0 0/2 "+tc.values, "1/3 1/3/1/2/1 1/2 "+tc.values, "2/3 2/3/0/1/0 0/1 "+tc.values)
 			checkOneLine(t, res.stderr, tc.stderr)
 		})
 	}
