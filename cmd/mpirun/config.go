@@ -227,8 +227,9 @@ type hostSource struct {
 	from  string
 }
 
-// hostList reads -H, else --hostfile, else MPIRUN_HOSTFILE, else the batch
-// system's allocation, else runs on this host with a slot per CPU.
+// hostList reads -H, else --hostfile, else MPIRUN_HOSTFILE or Hydra's
+// HYDRA_HOST_FILE, else the batch system's allocation, else Open MPI's
+// default hostfile, else runs on this host with a slot per CPU.
 // MPIRUN_HOSTFILE comes before the allocation so that a testbed started
 // inside a batch job keeps its own nodes.
 func hostList(c *cli.Context) (hostSource, error) {
@@ -243,7 +244,8 @@ func hostList(c *cli.Context) (hostSource, error) {
 		}
 		return hostSource{hosts, "hosts from -H"}, nil
 	}
-	for _, path := range []string{c.String("hostfile"), os.Getenv("MPIRUN_HOSTFILE")} {
+	// Hydra's users name their hostfile in HYDRA_HOST_FILE.
+	for _, path := range []string{c.String("hostfile"), os.Getenv("MPIRUN_HOSTFILE"), os.Getenv("HYDRA_HOST_FILE")} {
 		if path != "" {
 			hosts, err := job.ReadHostfile(path)
 			return hostSource{hosts, "hosts from " + path}, err
@@ -252,6 +254,12 @@ func hostList(c *cli.Context) (hostSource, error) {
 	alloc, err := job.DetectAllocation(os.Getenv)
 	if err != nil || alloc != nil {
 		return allocationSource(alloc), err
+	}
+	// Open MPI's default hostfile serves, as under Open MPI, only outside
+	// a batch allocation.
+	if path := os.Getenv("OMPI_MCA_orte_default_hostfile"); path != "" && path != "none" {
+		hosts, err := job.ReadHostfile(path)
+		return hostSource{hosts, "hosts from " + path + " (OMPI_MCA_orte_default_hostfile)"}, err
 	}
 	n := runtime.NumCPU()
 	return hostSource{[]job.Host{{Name: "localhost", Slots: n}}, "no hosts given: localhost with " + job.Slots(n)}, nil

@@ -11,7 +11,7 @@ func flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "np", Aliases: []string{"n", "c"}, Usage: "number of ranks (default: one per slot)"},
 		&cli.StringSliceFlag{Name: "host", Aliases: []string{"H", "hosts"}, Usage: "hosts as `a,b:4,node[01-16]`; repeats add slots"},
-		&cli.StringFlag{Name: "hostfile", Aliases: []string{"machinefile", "f"}, Usage: "hostfile with lines `host [slots=N] [max_slots=M]` (default: $MPIRUN_HOSTFILE, else the batch allocation)"},
+		&cli.StringFlag{Name: "hostfile", Aliases: []string{"machinefile", "f"}, Usage: "hostfile with lines `host [slots=N] [max_slots=M]` (default: $MPIRUN_HOSTFILE or $HYDRA_HOST_FILE, else the batch allocation, else $OMPI_MCA_orte_default_hostfile)"},
 		&cli.StringFlag{Name: "spawn-degree", Value: "32", Usage: "δ: how many daemons each daemon spawns; 0 = spawn along the routing tree; auto = the fastest tree for the hints below"},
 		&cli.DurationFlag{Name: "spawn-hop-hint", Value: 300 * time.Millisecond, Usage: "for --spawn-degree auto: a session's time from its start until its orted can spawn"},
 		&cli.DurationFlag{Name: "spawn-cost-hint", Value: 10 * time.Millisecond, Usage: "for --spawn-degree auto: a spawner's time per session before it can open the next"},

@@ -92,6 +92,13 @@ func TestBatchAllocation(t *testing.T) {
 		{"pbs", []string{"PBS_NODEFILE=" + nodefile}, []string{"0 node002", "1 node002", "2 node003"}},
 		{"lsf hostfile", []string{"LSB_DJOB_HOSTFILE=" + nodefile}, []string{"0 node002", "1 node002", "2 node003"}},
 		{"lsf hosts", []string{"LSB_MCPU_HOSTS=node003 2 node001 1"}, []string{"0 node003", "1 node003", "2 node001"}},
+		// Hydra's hostfile variable comes before an allocation, Open MPI's
+		// default hostfile after it.
+		{"hydra host file", []string{"HYDRA_HOST_FILE=" + nodefile, "SLURM_JOB_NODELIST=node001", "SLURM_TASKS_PER_NODE=1"},
+			[]string{"0 node002", "1 node002", "2 node003"}},
+		{"open mpi default hostfile", []string{"OMPI_MCA_orte_default_hostfile=" + nodefile}, []string{"0 node002", "1 node002", "2 node003"}},
+		{"open mpi default hostfile in an allocation", []string{"OMPI_MCA_orte_default_hostfile=" + nodefile, "SLURM_JOB_NODELIST=node001", "SLURM_TASKS_PER_NODE=1"},
+			[]string{"0 node001"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,14 +133,16 @@ func TestBatchAllocation(t *testing.T) {
 }
 
 // mpirunInAllocation runs mpirun on the cluster as inside a batch job
-// whose environment is alloc: without MPIRUN_HOSTFILE, and without any
-// allocation the test itself runs in.
+// whose environment is alloc: without MPIRUN_HOSTFILE (or Hydra's or
+// Open MPI's hostfile variable), and without any allocation the test
+// itself runs in.
 func mpirunInAllocation(t *testing.T, c *testbed.Cluster, alloc []string, args ...string) result {
 	t.Helper()
 	var env []string
 	for _, kv := range append(os.Environ(), c.Env()...) {
 		name, _, _ := strings.Cut(kv, "=")
-		if name != testbed.EnvHostfile && !strings.HasPrefix(name, "SLURM_") && !strings.HasPrefix(name, "PBS_") && !strings.HasPrefix(name, "LSB_") {
+		if name != testbed.EnvHostfile && name != "HYDRA_HOST_FILE" && name != "OMPI_MCA_orte_default_hostfile" &&
+			!strings.HasPrefix(name, "SLURM_") && !strings.HasPrefix(name, "PBS_") && !strings.HasPrefix(name, "LSB_") {
 			env = append(env, kv)
 		}
 	}

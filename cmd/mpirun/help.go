@@ -20,8 +20,10 @@ Where the ranks run:
   -H, --host, -hosts LIST       hosts: a,b:4,node[01-16]; repeats add slots
   --hostfile, --machinefile, -f FILE
                                 lines "host [slots=N] [max_slots=M]" or "host:N"
-                                (default: $MPIRUN_HOSTFILE, else the Slurm, PBS
-                                or LSF allocation, else this host, a slot per CPU)
+                                (default: $MPIRUN_HOSTFILE or $HYDRA_HOST_FILE,
+                                else the Slurm, PBS or LSF allocation, else
+                                $OMPI_MCA_orte_default_hostfile, else this host,
+                                a slot per CPU)
   --map-by slot|node|socket|numa|l3cache|ppr:N:node[:PE=N][:OVERSUBSCRIBE]
                                 fill each node's slots first (default), deal
                                 round robin, fill by slot spreading each node's
