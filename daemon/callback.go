@@ -146,6 +146,9 @@ func ortedArgv(job protocol.JobSpec, parent string, id int, host string) []strin
 	if job.LogLevel != "" {
 		argv = append(argv, "--log-level", job.LogLevel)
 	}
+	if job.PortRange != "" {
+		argv = append(argv, "--port-range", job.PortRange)
+	}
 	return argv
 }
 

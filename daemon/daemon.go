@@ -21,6 +21,7 @@ import (
 	"prsh/daemon/protocol"
 	"prsh/errmgr"
 	"prsh/errmgr/proc"
+	"prsh/internal/tcp"
 	"prsh/iof"
 	"prsh/modex/pmi"
 	"prsh/spawn"
@@ -35,7 +36,8 @@ type Config struct {
 	Node       string // this daemon's node name
 	ParentAddr string // contact address of the spawn parent; "" for mpirun
 	Secret     []byte
-	Bind       string // IP address to listen on and dial from; "" = any
+	Bind       string    // IP address to listen on and dial from; "" = any
+	Ports      tcp.Ports // where to listen (--port-range); zero: any port
 	Log        hclog.Logger
 	Lifeline   io.Reader // orted: its stdin; EOF means the parent is gone
 	// WelcomeTimeout is the job's callback timeout; an orted waits twice
@@ -201,7 +203,7 @@ func (d *Daemon) act(acts []protocol.Action) {
 
 func (d *Daemon) listen() error {
 	host := d.cfg.Bind
-	ln, err := transport.Listen(hostPort(host), d.cfg.Secret, transport.Options{Logger: d.log.Named("transport")})
+	ln, err := transport.Listen(hostPort(host), d.cfg.Secret, transport.Options{Logger: d.log.Named("transport"), Ports: d.cfg.Ports})
 	if err != nil {
 		return fmt.Errorf("%s: cannot listen on %q: %w", d.cfg.Node, host, err)
 	}

@@ -33,6 +33,9 @@ type Options struct {
 	// LocalIP is the address Dial connects from, so that a daemon's
 	// traffic leaves from the address of its node; "" lets the kernel pick.
 	LocalIP string
+	// Ports is where Listen may listen when its address has port 0
+	// (mpirun --port-range); the zero value lets the kernel pick.
+	Ports tcp.Ports
 	// MaxHandshakes bounds the handshakes a listener runs at once; 256
 	// when zero. More connections wait in the kernel's backlog, so a
 	// flood of strangers costs a bounded amount of memory and descriptors.
@@ -170,9 +173,19 @@ type Listener struct {
 	once   sync.Once // closes done
 }
 
-// Listen listens on a TCP address ("127.0.0.1:0", ":0", ...).
+// Listen listens on a TCP address ("127.0.0.1:0", ":0", ...); port 0 is
+// a port of opt.Ports.
 func Listen(addr string, secret []byte, opt Options) (*Listener, error) {
-	ln, err := tcp.Listen("tcp", addr)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	var ln net.Listener
+	if port == "0" {
+		ln, err = tcp.ListenIn("tcp", host, opt.Ports)
+	} else {
+		ln, err = tcp.Listen("tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -102,17 +102,19 @@ func isParamChar(r rune) bool {
 // launcherHints are the parameters of Open MPI's launcher that users
 // set most, and the flag of prsh's that does their work.
 var launcherHints = map[string]string{
-	"plm_rsh_agent":             "use --launch-agent 'CMD %h'",
-	"plm_rsh_args":              "use --launch-agent 'ssh ARGS %h', or --ssh-config",
-	"plm_rsh_num_concurrent":    "use --ssh-max-sessions",
-	"orte_launch_agent":         "use --orted PATH",
-	"rmaps_base_oversubscribe":  "use --oversubscribe",
-	"rmaps_base_mapping_policy": "use --map-by",
-	"hwloc_base_binding_policy": "use --bind-to",
-	"routed":                    "use --routed",
-	"routed_radix":              "use --routed-radix",
-	"orte_tag_output":           "use --tag-output",
-	"orte_timestamp_output":     "use --timestamp-output",
+	"plm_rsh_agent":              "use --launch-agent 'CMD %h'",
+	"plm_rsh_args":               "use --launch-agent 'ssh ARGS %h', or --ssh-config",
+	"plm_rsh_num_concurrent":     "use --ssh-max-sessions",
+	"orte_launch_agent":          "use --orted PATH",
+	"rmaps_base_oversubscribe":   "use --oversubscribe",
+	"rmaps_base_mapping_policy":  "use --map-by",
+	"hwloc_base_binding_policy":  "use --bind-to",
+	"routed":                     "use --routed",
+	"routed_radix":               "use --routed-radix",
+	"orte_tag_output":            "use --tag-output",
+	"orte_timestamp_output":      "use --timestamp-output",
+	"oob_tcp_dynamic_ipv4_ports": "use --port-range",
+	"oob_tcp_static_ipv4_ports":  "use --port-range",
 }
 
 // launcherParam says what to do instead of setting key, a parameter of

@@ -16,6 +16,7 @@ import (
 
 	"prsh/daemon"
 	"prsh/daemon/protocol"
+	"prsh/internal/tcp"
 	"prsh/job"
 	"prsh/modex/pmix/need"
 	"prsh/routed"
@@ -77,6 +78,11 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	if err != nil {
 		return daemon.Config{}, usageError{err}
 	}
+	ports, err := tcp.ParsePorts(c.String("port-range"))
+	if err != nil {
+		return daemon.Config{}, usageError{fmt.Errorf("--port-range: %w", err)}
+	}
+	spec.PortRange = ports.String()
 	if spec.NoPMIx, err = noPMIx(c.String("pmix"), app, log); err != nil {
 		return daemon.Config{}, usageError{err}
 	}
@@ -85,7 +91,7 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	}
 	return daemon.Config{
 		ID: 0, Node: spec.Hosts[0], Secret: secret, Log: log,
-		Bind: bindIP(c, agent, jobMap), Job: spec, Nodes: nodes(jobMap), App: app, Agent: agent,
+		Bind: bindIP(c, agent, jobMap), Ports: ports, Job: spec, Nodes: nodes(jobMap), App: app, Agent: agent,
 		Stdout: os.Stdout, Stderr: stderr, Status: status, ReportTimes: c.Bool("report-launch-times"),
 		Output: outputOptions(c), Stdin: stdinSource(app.StdinRank), Timeout: limit,
 		Remap: remapper(c, placed, daemonIndex, np),

@@ -50,6 +50,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "on-unreachable", Value: "abort", Usage: "when a node cannot be spawned: `abort` the job, or skip it and run on the nodes that came up"},
 		&cli.BoolFlag{Name: "hold-launch", Usage: "start no rank until every daemon has called back, as Open MPI does (default: the launch overlaps the spawn)"},
 		&cli.StringFlag{Name: "pmix", Value: "auto", Usage: "boot each node's PMIx server (Open MPI programs): `auto` = unless every program is found to link no MPI library, on or off"},
+		&cli.StringFlag{Name: "port-range", EnvVars: []string{"MPIEXEC_PORT_RANGE"}, Usage: "listen, in mpirun and every orted, on a port of `LO-HI` (or Hydra's LO:HI), for firewalls that open only those"},
 		&cli.StringFlag{Name: "orted", Usage: "path of the daemon on the nodes, for every job (default: orted beside mpirun, orted-pmix beside it for jobs that may need PMIx)"},
 		&cli.StringFlag{Name: "listen-ip", Usage: "IP address mpirun listens on (default: the one that reaches the first node)"},
 		&cli.BoolFlag{Name: "preload-binary", Aliases: []string{"s"}, Usage: "copy the program down the spawn tree to each node's TMPDIR and run it from there"},

@@ -105,6 +105,9 @@ Starting the daemons:
                                 library and to be no interpreter or script
   --listen-ip IP                mpirun's address (default: the one that
                                 reaches the first node)
+  --port-range LO-HI            mpirun and every orted listen on a port of it,
+                                for firewalls that open only those (default:
+                                $MPIEXEC_PORT_RANGE, else any port)
 
 Accepted from Open MPI's command line:
   --allow-run-as-root           no effect

@@ -30,6 +30,7 @@ import (
 	"prsh/errmgr"
 	"prsh/errmgr/proc"
 	"prsh/internal/profile"
+	"prsh/internal/tcp"
 	"prsh/transport"
 )
 
@@ -55,6 +56,7 @@ func main() {
 	node := flags.String("node", "", "this node's name as the job knows it (required)")
 	bind := flags.String("bind", "", "IP address to listen on (default: the address the node was reached on)")
 	level := flags.String("log-level", "warn", "trace, debug, info, warn, error or off")
+	portRange := flags.String("port-range", "", "listen on a port of LO-HI (default: any)")
 	callback := flags.Duration("callback-timeout", protocol.DefaultCallbackMS*time.Millisecond,
 		"how long to call back the parent and get the job: the job's callback timeout, after which the parent gives up")
 	if err := flags.Parse(os.Args[1:]); err == flag.ErrHelp {
@@ -70,10 +72,15 @@ func main() {
 		fmt.Fprintf(os.Stderr, "orted: --callback-timeout must be positive, not %v\n", *callback)
 		os.Exit(errmgr.StatusFailed)
 	}
+	ports, err := tcp.ParsePorts(*portRange)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "orted: --port-range: %v\n", err)
+		os.Exit(errmgr.StatusFailed)
+	}
 	if *bind == "" {
 		*bind = daemon.NodeIP(*parent)
 	}
-	os.Exit(run(daemon.Config{ID: *id, Node: *node, ParentAddr: *parent, Bind: *bind, WelcomeTimeout: *callback}, *level))
+	os.Exit(run(daemon.Config{ID: *id, Node: *node, ParentAddr: *parent, Bind: *bind, Ports: ports, WelcomeTimeout: *callback}, *level))
 }
 
 // checkVersion refuses to run under a parent of another protocol version,

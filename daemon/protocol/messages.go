@@ -135,6 +135,9 @@ type JobSpec struct {
 	// NoPMIx: the orteds boot no PMIx server, as mpirun found that no
 	// program of the job may use one (--pmix). Its zero value boots it.
 	NoPMIx bool `json:",omitempty"`
+	// PortRange is where each orted listens ("LO-HI", mpirun
+	// --port-range); "" lets the kernel pick.
+	PortRange string `json:",omitempty"`
 	// Stage lists the files --preload-binary (and --preload-libs) copies
 	// down the spawn tree into each node's stage directory before its
 	// ranks start; nil stages nothing.
