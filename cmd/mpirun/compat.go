@@ -132,8 +132,8 @@ func launcherParam(key string) string {
 }
 
 // bindPolicy reads --bind-to UNIT[:overload-allowed], --map-by
-// socket|numa|l3cache,
-// the cores per rank (pe) and --report-bindings for a job of np ranks.
+// socket|numa|l3cache, the cores per rank (PE) and --report-bindings for
+// a job of np ranks.
 // Without --map-by, bound ranks are spread as Open MPI spreads them:
 // over the cores for np ≤ 2, round robin over the sockets otherwise.
 // Ranks of several cores are bound to cores; a --bind-to that says
@@ -220,7 +220,7 @@ var spreadUnits = map[string]binding.Unit{"socket": binding.Socket, "numa": bind
 // mapping is --map-by read: the policy, and the cores per rank from its
 // PE=N modifier or --cpus-per-rank, named as the user gave it in peFrom.
 type mapping struct {
-	policy        string // slot, node, socket, core or ppr:N:node
+	policy        string // slot, node, core, hwthread, socket, numa, l3cache or ppr:N:node
 	pe            int    // 1 unless set
 	peFrom        string
 	oversubscribe bool // the OVERSUBSCRIBE modifier

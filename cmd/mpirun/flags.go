@@ -17,7 +17,7 @@ func flags() []cli.Flag {
 		&cli.DurationFlag{Name: "spawn-cost-hint", Value: 10 * time.Millisecond, Usage: "for --spawn-degree auto: a spawner's time per session before it can open the next"},
 		&cli.StringFlag{Name: "routed", Value: "radix", Usage: "routing topology: radix, binomial or direct"},
 		&cli.IntFlag{Name: "routed-radix", Usage: "radix of the radix topology (default: the spawn degree, or 64)"},
-		&cli.StringFlag{Name: "map-by", Value: "slot", Usage: "place ranks by `slot`, node, socket (by slot, round robin over each node's sockets) or ppr:N:node (N per node); :PE=N gives each rank N slots and binds it to N cores"},
+		&cli.StringFlag{Name: "map-by", Value: "slot", Usage: "place ranks by `slot`, node, socket, numa or l3cache (by slot, bound ranks round robin over each node's units) or ppr:N:node (N per node); :PE=N gives each rank N slots and binds it to N cores"},
 		&cli.IntFlag{Name: "npernode", Aliases: []string{"N", "ppn"}, Usage: "ranks per node"},
 		&cli.IntFlag{Name: "cpus-per-rank", Aliases: []string{"cpus-per-proc"}, Usage: "cores each rank takes and is bound to, as --map-by slot:PE=`N`"},
 		&cli.StringFlag{Name: "app", Usage: "appfile: one program per line, `FILE`"},

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -138,8 +137,10 @@ func parseContext(args []string) (appContext, error) {
 			ctx.argv = args[i:]
 			return ctx, nil
 		}
+		// Counted by the name without its dashes, as set reads it, so that
+		// --env takes two values as -env does.
 		values := 1
-		if slices.Contains([]string{"-env", "-mca", "--mca"}, opt) {
+		if name := strings.TrimLeft(opt, "-"); name == "env" || name == "mca" {
 			values = 2
 		}
 		if i+values >= len(args) {

@@ -1,7 +1,7 @@
 // Command orted is the prsh daemon that runs on every node of a job. It is
 // started by its parent in the spawn tree (mpirun or another orted) with
 //
-//	orted --protocol V --parent tcp://IP:PORT --id N --node NAME --callback-timeout D [--log-level L]
+//	orted --protocol V --parent tcp://IP:PORT --id N --node NAME --callback-timeout D [--log-level L] [--port-range LO-HI]
 //
 // and reads the job's secret as the first line of its standard input, which
 // then stays open: when it closes, the parent is gone and orted ends
