@@ -1,5 +1,6 @@
 # prsh: `make demo` runs a job on an emulated 16-node cluster; `make test`
-# runs the whole test suite (what CI runs).
+# runs the whole test suite (what CI runs); `make bench` builds the lab's
+# bin/bench.
 
 GO      ?= go
 FUZZTIME ?= 200000x
