@@ -1,5 +1,6 @@
 # prsh: `make demo` runs a job on an emulated 16-node cluster; `make test`
-# runs the whole test suite (what CI runs).
+# runs the whole test suite (what CI runs); `make bench` builds the lab's
+# bin/bench.
 
 GO      ?= go
 FUZZTIME ?= 200000x
@@ -19,9 +20,15 @@ bin:
 demo: bin
 	bin/testbed run --nodes 16 $(UTS) -- mpirun --spawn-degree 4 hostname
 
+# The measurement lab (lab/, a module of its own): bin/bench beside the
+# launchers it measures.
+bench: bin
+	cd lab && $(GO) build -o ../bin/ ./cmd/bench
+
 test:
 	$(GO) vet -tags '$(TAGS)' ./...
 	$(GO) test -tags '$(TAGS)' -race -timeout 60m ./...
+	cd lab && $(GO) vet ./... && $(GO) test -race -timeout 30m ./...
 	$(GO) test -run 'Radix' ./topo -topo.fullgrid    # every n ≤ 2000, every δ in 1..64
 	$(GO) test -run 'Launch|Simulate100k' ./daemon/protocol/sim   # the 2000-orted launches and the 100k simulation, too slow under -race
 	$(GO) test -tags '$(TAGS)' -timeout 30m -run 'TestJobsInSequence' ./cmd/mpirun   # 200 jobs one after another (20 under -race)

@@ -5,8 +5,8 @@
 //
 // It is orted's own guard code in a binary of its own: small, static, and
 // without the PMIx libraries, it starts in less than half the CPU that a
-// second start of orted costs (spawn/PERFORMANCE.md). Without it beside
-// orted, orted guards its ranks with itself.
+// second start of orted costs (lab/notebooks/PERFORMANCE.md). Without it
+// beside orted, orted guards its ranks with itself.
 package main
 
 import (

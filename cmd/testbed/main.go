@@ -3,7 +3,6 @@
 //	testbed run --nodes N [flags] -- CMD ARGS...
 //	testbed up  --nodes N --dir DIR [flags]
 //	testbed sim [flags]
-//	testbed bench launch --nodes 16,64 --degrees 2,8,32,flat --runs 3 [--peers] [flags]
 //
 // run starts the cluster, runs CMD against it (MPIRUN_HOSTFILE,
 // MPIRUN_SSH_CONFIG and PRSH_TESTBED_RUN in its environment, the testbed's
@@ -20,9 +19,10 @@
 //
 //	ssh -F DIR/ssh_config node001 hostname
 //
-// bench launch measures launches of /bin/true on a cluster, by our mpirun
-// and by other launchers, through testbed-agent (the low-CPU launch agent
-// beside testbed) or ssh; see its --help.
+// sim runs the daemons' protocol machine on a virtual clock and prints
+// the milestones, or a sweep's table and CSV. Measuring launches on the
+// cluster (bench launch) and drawing the figures is the lab's work:
+// lab/, a module of its own.
 package main
 
 import (
@@ -88,7 +88,7 @@ func newApp(std stdio) *cli.App {
 		ErrWriter:       std.err,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // Main picks the status
-		Commands:        []*cli.Command{runCommand(std), upCommand(std), simCommand(std), benchCommand(std)},
+		Commands:        []*cli.Command{runCommand(std), upCommand(std), simCommand(std)},
 	}
 }
 

@@ -26,8 +26,7 @@ exits complete. A failing node (--fail) ends the run as mpirun would: the
 same lines on stderr, the same exit status.
 
 Lists in --nodes or --spawn-degree make a sweep: a table on stdout, and
---csv and --plot write it as CSV and as a PNG of time against nodes, one
-line per spawn degree.`,
+--csv writes it as CSV (the lab's bench sweep-plot draws it).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "nodes", Aliases: []string{"n"}, Value: "1000", Usage: "number of nodes, or a comma-separated list"},
 			&cli.StringFlag{Name: "spawn-degree", Value: "32", Usage: "δ, \"flat\" (mpirun spawns every orted), \"auto\" (topo.BestDegree for the costs below: hop = ssh latency + start-up + orted CPU), or a comma-separated list"},
@@ -52,7 +51,6 @@ line per spawn degree.`,
 			&cli.StringFlag{Name: "on-unreachable", Value: "abort", Usage: "abort or skip, as mpirun's flag"},
 			&cli.IntFlag{Name: "max-events", Value: 300_000_000, Usage: "stop a run after this many events (0: no bound)"},
 			&cli.StringFlag{Name: "csv", Usage: "write the results as CSV to this file"},
-			&cli.StringFlag{Name: "plot", Usage: "write a PNG of time against nodes, one line per δ, to this file"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the simulator to this file"},
 		},
 		Action: func(c *cli.Context) error { return simAction(c, std) },

@@ -1,14 +1,15 @@
 package main
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"gonum.org/v1/plot/plotter"
 
 	"prsh/daemon/protocol/sim"
 )
@@ -72,12 +73,7 @@ func printRow(w io.Writer, rw row) {
 
 func writeOutputs(c *cli.Context, rows []row) error {
 	if path := c.String("csv"); path != "" {
-		if err := writeCSV(path, rows); err != nil {
-			return err
-		}
-	}
-	if path := c.String("plot"); path != "" {
-		return writePlot(path, rows)
+		return writeCSV(path, rows)
 	}
 	return nil
 }
@@ -101,24 +97,17 @@ func writeCSV(path string, rows []row) error {
 	return writeCSVFile(path, records)
 }
 
-// writePlot draws mpirun's exit time against the number of nodes, one
-// line per spawn degree, as the paper's Figure 2; runs that did not
-// complete are left out.
-func writePlot(path string, rows []row) error {
-	var lines []series
-	index := map[int]int{}
-	for _, rw := range rows {
-		if rw.r.OverBudget || rw.r.MpirunExit < 0 {
-			continue
-		}
-		i, ok := index[rw.degree]
-		if !ok {
-			i = len(lines)
-			index[rw.degree] = i
-			lines = append(lines, series{name: "δ=" + degreeName(rw.degree), color: i})
-		}
-		lines[i].points = append(lines[i].points, plotter.XY{X: float64(rw.nodes), Y: float64(rw.r.MpirunExit) / 1e6})
+// writeCSVFile writes records, the header first.
+func writeCSVFile(path string, records [][]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
 	}
-	// Time on a log scale: a flat launch is a hundred times slower than a tree.
-	return savePlot(path, "simulated mpirun /bin/true", lines, true)
+	w := csv.NewWriter(f)
+	w.WriteAll(records)
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -49,7 +49,7 @@ func newSession(args []string) (*session, error) {
 	}
 	path := os.Getenv(EnvConfig)
 	if path == "" {
-		return nil, fmt.Errorf("%s is not set: run the launcher under testbed run or testbed bench", EnvConfig)
+		return nil, fmt.Errorf("%s is not set: run the launcher under testbed run or the lab's bench launch", EnvConfig)
 	}
 	cfg, err := Read(path)
 	if err != nil {

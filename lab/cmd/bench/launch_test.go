@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,14 +14,11 @@ import (
 
 // buildLaunchers builds mpirun, orted and testbed-agent into a directory
 // put first in PATH, where the bench finds them as it finds them beside
-// bin/testbed.
+// bin/bench.
 func buildLaunchers(t *testing.T) {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+"/", "prsh/cmd/mpirun", "prsh/cmd/orted", "prsh/cmd/testbed-agent")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildProduct(t, dir, "./cmd/mpirun", "./cmd/orted", "./cmd/testbed-agent")
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
@@ -32,7 +28,7 @@ func TestBenchLaunch(t *testing.T) {
 	buildLaunchers(t)
 	dir := t.TempDir()
 	csvPath, pngPath := filepath.Join(dir, "b.csv"), filepath.Join(dir, "b.png")
-	code, out, errOut := runMain(t, "bench", "launch", "--nodes", "1,2", "--degrees", "1,flat,auto", "--runs", "1",
+	code, out, errOut := runMain(t, "launch", "--nodes", "1,2", "--degrees", "1,flat,auto", "--runs", "1",
 		"--peers", "--variant", "again=--log-level warn", "--csv", csvPath, "--plot", pngPath)
 	if code != 0 {
 		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)

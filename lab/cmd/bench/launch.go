@@ -15,14 +15,11 @@ import (
 	"prsh/testbed"
 )
 
-func benchCommand(std stdio) *cli.Command {
+func launchCommand(std stdio) *cli.Command {
 	return &cli.Command{
-		Name:  "bench",
-		Usage: "measure launches on an emulated cluster",
-		Subcommands: []*cli.Command{{
-			Name:  "launch",
-			Usage: "launch /bin/true, one rank per node, with our mpirun for every (nodes, δ), and with other launchers (--peers)",
-			Description: `Starts one cluster of the largest node count and launches /bin/true on its
+		Name:  "launch",
+		Usage: "launch /bin/true, one rank per node, with our mpirun for every (nodes, δ), and with other launchers (--peers)",
+		Description: `Starts one cluster of the largest node count and launches /bin/true on its
 first N nodes, --runs times per point, through testbed-agent (the low-CPU
 launch agent: --ssh-latency and --spawn-cost as sleeps) or, with --native,
 through ssh (mpirun's own client; the peers use OpenSSH's with the cluster's
@@ -38,27 +35,26 @@ a second while it waits, from schedstat, in a job of --idle-nodes whose
 ranks sleep (beside --idle-busy busy loops too), on --model-cores cores
 that every process shares equally (testbed sim --cpu-share fair). δ auto runs mpirun --spawn-degree auto with the
 model's hop and spawn cost as hints.`,
-			Flags: append([]cli.Flag{
-				&cli.StringFlag{Name: "nodes", Aliases: []string{"n"}, Value: "16,64", Usage: "node counts, comma-separated"},
-				&cli.StringFlag{Name: "degrees", Value: "2,8,32,flat", Usage: "spawn degrees δ of our mpirun, comma-separated; flat: mpirun spawns every orted; auto: mpirun --spawn-degree auto"},
-				&cli.IntFlag{Name: "runs", Value: 3, Usage: "launches per point"},
-				&cli.IntFlag{Name: "model-cores", Value: runtime.NumCPU(), Usage: "cores the model shares among every process of a launch (the testbed's machine)"},
-				&cli.BoolFlag{Name: "native", Usage: "launch over ssh instead of testbed-agent"},
-				&cli.BoolFlag{Name: "peers", Usage: "also launch with mpiexec.hydra, mpirun.openmpi, pdsh and clush"},
-				&cli.StringSliceFlag{Name: "peer", Usage: "only this peer: hydra, ompi, pdsh or clush (repeat); implies --peers"},
-				&cli.StringSliceFlag{Name: "mpirun-arg", Usage: "extra argument to our mpirun (repeat), e.g. --mpirun-arg=--callback-timeout=2m (our rows always have --report-launch-times)"},
-				&cli.StringSliceFlag{Name: "variant", Usage: "NAME=ARGS: measure our mpirun with these extra space-separated arguments too, beside the plain one (repeat), e.g. 'before=--orted /tmp/old/orted'"},
-				&cli.StringFlag{Name: "cost-nodes", Value: "16,max", Usage: "sizes of the launches that measure a host's CPU, comma-separated (each at most the largest of --nodes; max: the largest): the model's CPU per host is the line through them in the job's size (on the testbed it grows past 256 nodes, which smaller sizes do not foresee: testbed/CALIBRATION.md)"},
-				&cli.IntFlag{Name: "cost-degree", Value: 8, Usage: "spawn degree of those launches: a tree, as the points' (a flat one's mpirun serves every link for n spawn costs, and a host costs more)"},
-				&cli.IntFlag{Name: "idle-nodes", Value: costNodes, Usage: "nodes of the job whose idle costs are measured (at most the largest of --nodes)"},
-				&cli.IntFlag{Name: "idle-degree", Value: 2, Usage: "spawn degree of the idle job: each daemon's links are pinged, and any tree has about 2 link ends per orted, a flat one 1"},
-				&cli.IntFlag{Name: "idle-busy", Usage: "also measure the idle costs beside this many busy loops, and model their dependence on the runnable processes as the line through both (0: measure once, no dependence; none was found from 5 to 190 runnable)"},
-				&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on one launch after this long"},
-				&cli.StringFlag{Name: "csv", Usage: "write the results as CSV to this file"},
-				&cli.StringFlag{Name: "plot", Usage: "write a PNG of time against nodes, one line per launcher and δ, to this file"},
-			}, clusterFlagsNamed("ssh-latency", "spawn-cost", "uts", "env", "verbose")...),
-			Action: func(c *cli.Context) error { return benchLaunchAction(c, std) },
-		}},
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "nodes", Aliases: []string{"n"}, Value: "16,64", Usage: "node counts, comma-separated"},
+			&cli.StringFlag{Name: "degrees", Value: "2,8,32,flat", Usage: "spawn degrees δ of our mpirun, comma-separated; flat: mpirun spawns every orted; auto: mpirun --spawn-degree auto"},
+			&cli.IntFlag{Name: "runs", Value: 3, Usage: "launches per point"},
+			&cli.IntFlag{Name: "model-cores", Value: runtime.NumCPU(), Usage: "cores the model shares among every process of a launch (the testbed's machine)"},
+			&cli.BoolFlag{Name: "native", Usage: "launch over ssh instead of testbed-agent"},
+			&cli.BoolFlag{Name: "peers", Usage: "also launch with mpiexec.hydra, mpirun.openmpi, pdsh and clush"},
+			&cli.StringSliceFlag{Name: "peer", Usage: "only this peer: hydra, ompi, pdsh or clush (repeat); implies --peers"},
+			&cli.StringSliceFlag{Name: "mpirun-arg", Usage: "extra argument to our mpirun (repeat), e.g. --mpirun-arg=--callback-timeout=2m (our rows always have --report-launch-times)"},
+			&cli.StringSliceFlag{Name: "variant", Usage: "NAME=ARGS: measure our mpirun with these extra space-separated arguments too, beside the plain one (repeat), e.g. 'before=--orted /tmp/old/orted'"},
+			&cli.StringFlag{Name: "cost-nodes", Value: "16,max", Usage: "sizes of the launches that measure a host's CPU, comma-separated (each at most the largest of --nodes; max: the largest): the model's CPU per host is the line through them in the job's size (on the testbed it grows past 256 nodes, which smaller sizes do not foresee: lab/notebooks/CALIBRATION.md)"},
+			&cli.IntFlag{Name: "cost-degree", Value: 8, Usage: "spawn degree of those launches: a tree, as the points' (a flat one's mpirun serves every link for n spawn costs, and a host costs more)"},
+			&cli.IntFlag{Name: "idle-nodes", Value: costNodes, Usage: "nodes of the job whose idle costs are measured (at most the largest of --nodes)"},
+			&cli.IntFlag{Name: "idle-degree", Value: 2, Usage: "spawn degree of the idle job: each daemon's links are pinged, and any tree has about 2 link ends per orted, a flat one 1"},
+			&cli.IntFlag{Name: "idle-busy", Usage: "also measure the idle costs beside this many busy loops, and model their dependence on the runnable processes as the line through both (0: measure once, no dependence; none was found from 5 to 190 runnable)"},
+			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on one launch after this long"},
+			&cli.StringFlag{Name: "csv", Usage: "write the results as CSV to this file"},
+			&cli.StringFlag{Name: "plot", Usage: "write a PNG of time against nodes, one line per launcher and δ, to this file"},
+		}, clusterFlags()...),
+		Action: func(c *cli.Context) error { return benchLaunchAction(c, std) },
 	}
 }
 
@@ -147,7 +143,7 @@ func (b *bench) findLaunchers() error {
 	b.agent = agent
 	mpirun, err := lookPath("mpirun", path)
 	if err != nil {
-		return fmt.Errorf("bench: our mpirun: %w (build it beside testbed: make bin)", err)
+		return fmt.Errorf("bench: our mpirun: %w (build it beside bench: make bench)", err)
 	}
 	b.ours, err = oursLaunchers(mpirun, b.agent, b.c.Bool("native"), b.c.StringSlice("mpirun-arg"), b.c.StringSlice("variant"))
 	if err != nil {
@@ -187,7 +183,7 @@ func (b *bench) agentPath(path string) (string, error) {
 	if !b.c.Bool("native") {
 		p, err := lookPath("testbed-agent", path)
 		if err != nil {
-			return "", fmt.Errorf("bench: testbed-agent: %w (build it beside testbed: make bin)", err)
+			return "", fmt.Errorf("bench: testbed-agent: %w (build it beside bench: make bench)", err)
 		}
 		return p, nil
 	}

@@ -1,0 +1,60 @@
+// Command bench is the measurement lab's: it measures launches on the
+// emulated cluster (package prsh/testbed) and draws the figures of the
+// notebooks in lab/notebooks.
+//
+//	bench launch --nodes 16,64 --degrees 2,8,32,flat --runs 3 [--peers] [flags]
+//	bench sweep-plot --csv sweep.csv --plot sweep.png
+//
+// launch measures launches of /bin/true on a cluster, by our mpirun and by
+// other launchers, through testbed-agent (the low-CPU launch agent) or
+// ssh; see its --help. sweep-plot draws the CSV of a sweep of testbed sim.
+//
+// Build it beside mpirun, orted and testbed-agent (make bench: bin/bench),
+// where launch finds them.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"prsh/testbed"
+)
+
+// exitFailure is the status of a failed measurement or bad usage.
+const exitFailure = 1
+
+func main() {
+	testbed.MaybeRunUTSHelper() // the cluster's nodes with --uts re-run this binary
+	os.Exit(Main(os.Args, os.Stdout, os.Stderr))
+}
+
+// stdio is where the tables and the launches' logs go.
+type stdio struct {
+	out, err io.Writer
+}
+
+// Main runs the command line args (args[0] is the program name) and
+// returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	std := stdio{out: stdout, err: stderr}
+	if err := newApp(std).Run(args); err != nil {
+		fmt.Fprintf(std.err, "bench: %v\n", err)
+		return exitFailure
+	}
+	return 0
+}
+
+func newApp(std stdio) *cli.App {
+	return &cli.App{
+		Name:            "bench",
+		Usage:           "measure launches on an emulated cluster, and draw the figures",
+		Writer:          std.out,
+		ErrWriter:       std.err,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {}, // Main prints the error
+		Commands:        []*cli.Command{launchCommand(std), sweepPlotCommand()},
+	}
+}
