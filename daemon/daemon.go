@@ -166,8 +166,8 @@ func (d *Daemon) loop() int {
 			if s, ok := sig.(syscall.Signal); ok {
 				d.step(protocol.Interrupt{Sig: int(s), Name: status.SignalName(s)})
 			}
-		case status := <-d.exit:
-			return status
+		case code := <-d.exit:
+			return code
 		case <-orphaned:
 			orphaned = nil // handled once
 			d.step(protocol.Orphaned{Why: "its parent's session ended"})
