@@ -158,9 +158,11 @@ func TestStartReportsTheExit(t *testing.T) {
 // started in its group, and the rank's status says the signal.
 func TestSignalReachesTheGroup(t *testing.T) {
 	d := newDaemon(t)
-	mark := filepath.Join(t.TempDir(), "pid")
-	d.node.Start(d.request(nil, `sleep 60 & echo $! > `+mark+`; wait`, "exec sleep 60"))
+	dir := t.TempDir()
+	mark, runs := filepath.Join(dir, "pid"), filepath.Join(dir, "runs")
+	d.node.Start(d.request(nil, `sleep 60 & echo $! > `+mark+`; wait`, `echo $$ > `+runs+`; exec sleep 60`))
 	child := waitPid(t, mark)
+	waitPid(t, runs)
 	if !d.node.Live(0) || !d.node.Live(1) || d.node.Live(2) {
 		t.Fatal("the running ranks are not live, or an unknown one is")
 	}
