@@ -20,10 +20,11 @@ import (
 
 	"prsh/daemon/protocol"
 	"prsh/errmgr"
-	"prsh/errmgr/proc"
+	"prsh/errmgr/status"
 	"prsh/internal/tcp"
 	"prsh/iof"
 	"prsh/modex/pmi"
+	"prsh/ranks"
 	"prsh/spawn"
 	"prsh/spawn/launch"
 	"prsh/stage"
@@ -89,7 +90,8 @@ type Daemon struct {
 	lastLink  protocol.LinkID
 	procs     map[int]launch.Process // children's launch agent processes
 	timers    map[protocol.Timer]*timer
-	ranks     map[int]*rank
+	ranks     map[int]*rank // the local ranks, by id, as the PMI bridge knows them
+	starter   ranks.Starter
 	app       protocol.Launch
 
 	fenceWaiters  []*pmiService       // local ranks in the current fence
@@ -100,8 +102,6 @@ type Daemon struct {
 	pmixBoot      <-chan pmixBoot // the PMIx server booting, until startPMIx takes it
 	pmixWhy       error           // why there is no PMIx server, when there is none
 	pmiPort       *pmi.Port       // PMI_PORT of the local ranks, once open
-	cgroup        *proc.Cgroup    // the job's cgroup on this node, where there can be one
-	cgroupHolds   bool            // a guard has started in the cgroup: the kernel can start processes there
 	staged        *stage.Copy     // orted: this node's copy of the staged files
 
 	sink     iof.Sink
@@ -130,9 +130,10 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		d.log = hclog.NewNullLogger()
 	}
 	d.ctx, d.stop = context.WithCancel(ctx)
+	d.starter = ranks.NewNode(d.log.Named("ranks"), func(ev ranks.Event) { d.post(ev) })
 	defer d.stop()
 	defer d.stopPMIx()
-	defer d.removeCgroup()
+	defer d.starter.Close()
 	defer d.removeStage()
 	if cfg.Lifeline != nil {
 		d.orphaned = make(chan struct{})
@@ -163,15 +164,15 @@ func (d *Daemon) loop() int {
 			d.handle(ev)
 		case sig := <-d.cfg.Signals:
 			if s, ok := sig.(syscall.Signal); ok {
-				d.step(protocol.Interrupt{Sig: int(s), Name: proc.SignalName(s)})
+				d.step(protocol.Interrupt{Sig: int(s), Name: status.SignalName(s)})
 			}
-		case status := <-d.exit:
-			return status
+		case code := <-d.exit:
+			return code
 		case <-orphaned:
 			orphaned = nil // handled once
 			d.step(protocol.Orphaned{Why: "its parent's session ended"})
 		case <-d.ctx.Done():
-			d.signalRanks(syscall.SIGKILL)
+			d.starter.Signal(syscall.SIGKILL)
 			return errmgr.StatusFailed
 		}
 	}

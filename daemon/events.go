@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"prsh/daemon/protocol"
+	"prsh/ranks"
 	"prsh/spawn/launch"
 	"prsh/transport"
 )
@@ -49,11 +50,6 @@ type (
 		link *link
 		err  error
 	}
-	rankReaped struct {
-		rank   *rank
-		status syscall.WaitStatus
-	}
-	pipeClosed   struct{ rank *rank }
 	timerExpired struct {
 		timer protocol.Timer
 		t     *timer
@@ -88,8 +84,8 @@ func (d *Daemon) handle(ev any) {
 			d.log.Debug("output stream broke", "daemon", e.link.peer, "error", e.err)
 		}
 		d.step(protocol.OutputClosed{Link: e.link.id})
-	case rankReaped:
-		d.rankReaped(e.rank, e.status)
+	case ranks.Event:
+		d.rankEvent(e)
 	case fenceWait:
 		d.fenceEntered(e)
 	case ringWait:
@@ -100,10 +96,6 @@ func (d *Daemon) handle(ev any) {
 		d.pmixFenceEntered(e.fence)
 	case pmixDirectModex:
 		d.pmixDirectModex(e)
-	case pipeClosed:
-		if e.rank.openPipes--; e.rank.openPipes == 0 {
-			d.step(protocol.RankDrained{Rank: e.rank.id})
-		}
 	case timerExpired:
 		if d.timers[e.timer] == e.t { // not cancelled or set again since
 			delete(d.timers, e.timer)
@@ -183,7 +175,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 		case protocol.StartRanks:
 			d.startRanks(a.App, a.Ranks)
 		case protocol.SignalRanks:
-			d.signalRanks(syscall.Signal(a.Sig))
+			d.starter.Signal(syscall.Signal(a.Sig))
 		case protocol.SetTimer:
 			d.setTimer(a.Timer, time.Duration(a.MS)*time.Millisecond)
 		case protocol.CancelTimer:

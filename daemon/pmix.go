@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"prsh/daemon/protocol"
-	"prsh/errmgr/proc"
 	"prsh/internal/tcp"
 	"prsh/modex"
 	"prsh/modex/pmix"
+	"prsh/ranks/guard"
 )
 
 // The PMIx server of this daemon's ranks: the reference library runs it
@@ -89,7 +89,7 @@ func (d *Daemon) bootPMIx(job protocol.JobSpec) {
 	boot := make(chan pmixBoot, 1)
 	d.pmixBoot = boot
 	go func() {
-		dir, err := proc.ScratchDir("prsh-pmix-") // a killed orted's is removed by the next
+		dir, err := guard.ScratchDir("prsh-pmix-") // a killed orted's is removed by the next
 		if err != nil {
 			boot <- pmixBoot{err: err}
 			return
@@ -305,7 +305,7 @@ func (d *Daemon) pmixFenceEntered(f pmix.Fence) {
 	}
 	data := []modex.KV{{Key: pmixKey(d.cfg.ID), Value: base64.StdEncoding.EncodeToString(f.Data)}}
 	for _, id := range slices.Sorted(maps.Keys(d.ranks)) {
-		if r := d.ranks[id]; r.reaped || r.guard == nil || r.guard.RankExiting() {
+		if !d.starter.Live(id) {
 			continue
 		}
 		d.step(protocol.FenceEntered{Rank: id, Puts: data})

@@ -1,7 +1,8 @@
 // Package errmgr decides what a failure means for the job: the abort
-// policy and the exit statuses it gives. It is pure; errmgr/proc holds the
-// process side (how a process's end reads to the user and to the shell,
-// and the guard that keeps a rank from outliving its daemon).
+// policy and the exit statuses it gives. It is pure; errmgr/status holds
+// the process side (how a process's end reads to the user and to the
+// shell). The guard that keeps a rank from outliving its daemon is
+// ranks/guard.
 package errmgr
 
 // Exit statuses of mpirun besides the ranks' own.

@@ -21,7 +21,7 @@ import (
 	"sync"
 
 	"prsh/daemon/protocol"
-	"prsh/errmgr/proc"
+	"prsh/ranks/guard"
 )
 
 // Copy is one node's copy of the staged files, written by Receive while
@@ -43,10 +43,10 @@ type Copy struct {
 var errAbandoned = errors.New("the stage copy was abandoned")
 
 // NewCopy makes the node's stage directory (mode 0700) under its TMPDIR,
-// named after the orted (proc.ScratchDir: the next orted on the node
+// named after the orted (guard.ScratchDir: the next orted on the node
 // removes the directory of one that was killed outright).
 func NewCopy(files []protocol.StagedFile) (*Copy, error) {
-	dir, err := proc.ScratchDir("prsh-stage-")
+	dir, err := guard.ScratchDir("prsh-stage-")
 	if err != nil {
 		return nil, fmt.Errorf("cannot make the stage directory: %w", err)
 	}

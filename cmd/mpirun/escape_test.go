@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"prsh/errmgr/proc"
 	"prsh/modex/pmix"
+	"prsh/ranks/guard"
 	"prsh/testbed"
 )
 
@@ -87,7 +87,7 @@ func TestNoEscapeOrtedKilled(t *testing.T) {
 // orted runs its ranks in a cgroup of the job's own, and removes it when
 // the job ends.
 func TestJobCgroup(t *testing.T) {
-	probe, err := proc.NewCgroup()
+	probe, err := guard.NewCgroup()
 	if err != nil {
 		t.Skipf("no job cgroup here: %v", err)
 	}
@@ -120,8 +120,8 @@ func TestGuardOfItsOwn(t *testing.T) {
 	if res.status != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
 	}
-	if got := lines(res.stdout); len(got) != 2 || got[0] != proc.GuardBinary || got[1] != proc.GuardBinary {
-		t.Errorf("the ranks' parents are %q, want two %s", got, proc.GuardBinary)
+	if got := lines(res.stdout); len(got) != 2 || got[0] != guard.GuardBinary || got[1] != guard.GuardBinary {
+		t.Errorf("the ranks' parents are %q, want two %s", got, guard.GuardBinary)
 	}
 }
 

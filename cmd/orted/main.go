@@ -28,9 +28,9 @@ import (
 	"prsh/daemon"
 	"prsh/daemon/protocol"
 	"prsh/errmgr"
-	"prsh/errmgr/proc"
 	"prsh/internal/profile"
 	"prsh/internal/tcp"
+	"prsh/ranks/guard"
 	"prsh/transport"
 )
 
@@ -40,8 +40,8 @@ import (
 // initialisation (its man-page generator) made every start several times
 // slower.
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == proc.GuardArg {
-		proc.RunGuard(os.Args[2:])
+	if len(os.Args) > 1 && os.Args[1] == guard.GuardArg {
+		guard.RunGuard(os.Args[2:])
 	}
 	oneProcessor()
 	checkVersion(os.Args[1:])

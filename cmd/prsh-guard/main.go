@@ -1,4 +1,4 @@
-// Command prsh-guard is a rank's guard (errmgr/proc): orted starts it
+// Command prsh-guard is a rank's guard (ranks/guard): orted starts it
 // once per rank, from beside its own binary, as
 //
 //	prsh-guard __rank-guard-vN COUNT PATH ARGV...
@@ -15,14 +15,14 @@ import (
 	"strings"
 
 	"prsh/errmgr"
-	"prsh/errmgr/proc"
+	"prsh/ranks/guard"
 )
 
 func main() {
 	switch {
-	case len(os.Args) > 1 && os.Args[1] == proc.GuardArg:
-		proc.RunGuard(os.Args[2:])
-	case len(os.Args) > 1 && strings.HasPrefix(os.Args[1], proc.GuardArgPrefix):
+	case len(os.Args) > 1 && os.Args[1] == guard.GuardArg:
+		guard.RunGuard(os.Args[2:])
+	case len(os.Args) > 1 && strings.HasPrefix(os.Args[1], guard.GuardArgPrefix):
 		self, _ := os.Executable()
 		fmt.Fprintf(os.Stderr, "prsh-guard: %s is of another prsh than the orted that started it: install the same prsh on every node\n", self)
 	default:

@@ -1,4 +1,10 @@
-package proc
+// Package guard is a rank's guard: the process that starts the rank and
+// keeps anything it started from outliving the job (a subreaper that
+// kills everything under it at the job's end or its daemon's death), the
+// daemon's handle on it, and the node-local containment beside it: the
+// job's cgroup, and scratch directories that the next daemon sweeps
+// when a daemon was killed outright. cmd/prsh-guard is its binary.
+package guard
 
 import (
 	"fmt"
@@ -16,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"prsh/errmgr"
+	"prsh/errmgr/status"
 	"prsh/job/binding"
 )
 
@@ -263,18 +270,18 @@ func RunGuard(args []string) {
 		os.Exit(errmgr.StatusFailed)
 	}
 	if err := rank.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "orted: cannot run %s: %v\n", args[2], UnwrapExec(err))
-		os.Exit(ExecStatus(err))
+		fmt.Fprintf(os.Stderr, "orted: cannot run %s: %v\n", args[2], status.UnwrapExec(err))
+		os.Exit(status.ExecStatus(err))
 	}
 	for _, f := range rank.ExtraFiles {
 		f.Close()
 	}
 	ignoreSignals()
-	status := os.NewFile(guardStatusFD, "status")
-	fmt.Fprintf(status, "%d\n", rank.Process.Pid)
+	report := os.NewFile(guardStatusFD, "status")
+	fmt.Fprintf(report, "%d\n", rank.Process.Pid)
 	group := os.Getpid()
 	leaveGroup(parent)
-	go reapAll(rank.Process.Pid, status)
+	go reapAll(rank.Process.Pid, report)
 	ended := make(chan struct{})
 	go awaitEnd(ended)
 	if os.Getppid() != parent { // the daemon died before we were watching

@@ -1,4 +1,4 @@
-package proc
+package status
 
 import (
 	"os/exec"

@@ -1,7 +1,7 @@
-// Package proc is the process side of errmgr: how a process's end reads
-// to the user and to the shell, and the guard that keeps a rank from
-// outliving its daemon.
-package proc
+// Package status is the process side of errmgr: how a process's end
+// reads to the user and to the shell. (errmgr itself is pure; this needs
+// the system's wait statuses and errors.)
+package status
 
 import (
 	"errors"

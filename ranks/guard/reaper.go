@@ -1,4 +1,4 @@
-package proc
+package guard
 
 import (
 	"fmt"
@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"prsh/errmgr/status"
 )
 
 // reapAll reaps every child of the guard: the rank, whose end it reports,
 // and whatever the guard inherited as a subreaper. Once no child is left
 // nothing is left under the guard, and the guard exits as the rank did.
-func reapAll(rank int, status *os.File) {
+func reapAll(rank int, report *os.File) {
 	var rankStatus syscall.WaitStatus
 	for {
 		var ws syscall.WaitStatus
@@ -27,11 +29,11 @@ func reapAll(rank int, status *os.File) {
 			if killing.Load() {
 				leaveCgroup()
 			}
-			os.Exit(ExitStatus(rankStatus))
+			os.Exit(status.ExitStatus(rankStatus))
 		case pid == rank:
 			rankStatus = ws
-			fmt.Fprintf(status, "%d\n", uint32(ws))
-			status.Close()
+			fmt.Fprintf(report, "%d\n", uint32(ws))
+			report.Close()
 		}
 	}
 }

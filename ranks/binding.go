@@ -1,4 +1,4 @@
-package daemon
+package ranks
 
 import (
 	"fmt"
@@ -112,9 +112,9 @@ func bindRanks(p binding.Policy, ranks int) ([]binding.Binding, error) {
 }
 
 // bindingLine is the rank's line for --report-bindings.
-func (d *Daemon) bindingLine(r *rank) string {
-	if r.bound.CPUs == nil {
-		return fmt.Sprintf("mpirun: %s: rank %d is not bound\n", d.cfg.Node, r.id)
+func bindingLine(node string, rank int, bound binding.Binding) string {
+	if bound.CPUs == nil {
+		return fmt.Sprintf("mpirun: %s: rank %d is not bound\n", node, rank)
 	}
-	return fmt.Sprintf("mpirun: %s: rank %d bound to %s\n", d.cfg.Node, r.id, r.bound)
+	return fmt.Sprintf("mpirun: %s: rank %d bound to %s\n", node, rank, bound)
 }

@@ -1,0 +1,79 @@
+package ranks
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+
+	"prsh/errmgr/status"
+)
+
+// command builds the rank's process from its program: argv[0] looked up
+// in the daemon's PATH, or relative to the working directory when it has
+// a slash, unless the program's path is given.
+func (p Program) command() (*exec.Cmd, error) {
+	if len(p.Argv) == 0 {
+		return nil, errors.New("no command to run")
+	}
+	dir, err := p.workingDir()
+	if err != nil {
+		return nil, err
+	}
+	path := p.Path
+	if path == "" {
+		if path, err = programPath(p.Argv[0], dir); err != nil {
+			return nil, err
+		}
+	}
+	return &exec.Cmd{Path: path, Args: p.Argv, Dir: dir, Env: p.Env}, nil
+}
+
+// programPath finds argv0 as a shell would: in the PATH, or from the
+// working directory when it has a slash.
+func programPath(argv0, dir string) (string, error) {
+	path := argv0
+	if filepath.Base(path) != path && !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	path, err := exec.LookPath(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot run %s: %w", argv0, status.UnwrapExec(err))
+	}
+	return path, nil
+}
+
+func (p Program) workingDir() (string, error) {
+	if p.Dir != "" {
+		if st, err := os.Stat(p.Dir); err == nil && st.IsDir() {
+			return p.Dir, nil
+		}
+		if p.DirSet {
+			return "", fmt.Errorf("working directory %s does not exist", p.Dir)
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return home, nil
+	}
+	return "/", nil
+}
+
+// rankEnv is what tells the local-th rank of the request who it is.
+func (req Request) rankEnv(local int) []string {
+	set := func(k string, v int) string { return k + "=" + strconv.Itoa(v) }
+	id, localSize := req.Ranks[local].ID, len(req.Ranks)
+	return []string{
+		set("PRSH_RANK", id), set("PRSH_SIZE", req.Size),
+		set("PRSH_LOCAL_RANK", local), set("PRSH_LOCAL_SIZE", localSize),
+		"PRSH_NODE=" + req.Node, set("PRSH_NODE_ID", req.NodeID),
+		set("OMPI_COMM_WORLD_RANK", id), set("OMPI_COMM_WORLD_SIZE", req.Size),
+		set("OMPI_COMM_WORLD_LOCAL_RANK", local), set("OMPI_COMM_WORLD_LOCAL_SIZE", localSize),
+		set("OMPI_COMM_WORLD_NODE_RANK", local),
+		// Hydra's names, which MPICH users' wrapper scripts read (to
+		// pick a GPU, say).
+		set("MPI_LOCALRANKID", local), set("MPI_LOCALNRANKS", localSize),
+		set("OMPI_APPNUM", req.Ranks[local].AppNum),
+	}
+}
