@@ -178,7 +178,7 @@ func TestEarlyPartsAreReplayedAtTheLaunch(t *testing.T) {
 		t.Fatalf("at the launch: %v, want fence 1 up with c1 only", acts)
 	}
 	if open := m.Open(); len(open) != 1 || open[0] != (ID{Op: Ring, Seq: 1}) {
-		t.Fatalf("open: %v, want the ring a non-member opened, waiting for nobody's part", open)
+		t.Fatalf("open: %v, want only the ring, waiting for child 1 (child 2 takes no part)", open)
 	}
 }
 
