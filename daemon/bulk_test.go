@@ -14,6 +14,7 @@ import (
 
 	"prsh/daemon/protocol"
 	"prsh/modex"
+	"prsh/modex/collective"
 	"prsh/transport"
 )
 
@@ -109,22 +110,30 @@ func puts(n int, tag string) []modex.KV {
 	return kvs
 }
 
+func fenceDown(seq int, kvs []modex.KV) protocol.CollectiveDown {
+	return protocol.CollectiveDown{ID: collective.ID{Op: collective.Fence, Seq: seq}, Part: collective.Part{KVs: kvs}}
+}
+
+func allgatherDown(seq int, values []string) protocol.CollectiveDown {
+	return protocol.CollectiveDown{ID: collective.ID{Op: collective.Allgather, Seq: seq}, Part: collective.Part{Ordered: values}}
+}
+
 // A link delivers its messages in the order they were sent, whether each
 // went inline or, being large, by reference with its body on the bulk
-// stream: a big FenceDown still comes before the Teardown behind it, and
+// stream: a big fence result still comes before the Teardown behind it, and
 // a message may exceed the transport's frame limit.
 func TestLinkKeepsOrderAcrossBulk(t *testing.T) {
 	a, b := pair(t, 0, 0)
 	sent := []protocol.Message{
-		protocol.FenceDown{Seq: 1, KVs: puts(100, "small")},
-		protocol.FenceDown{Seq: 2, KVs: puts(4<<20, "big")},
+		fenceDown(1, puts(100, "small")),
+		fenceDown(2, puts(4<<20, "big")),
 		protocol.Teardown{Kill: true},
-		protocol.GatherDown{Seq: 1, Values: []string{strings.Repeat("g", bulkThreshold+1)}},
+		allgatherDown(1, []string{strings.Repeat("g", bulkThreshold+1)}),
 		protocol.Signal{Sig: 10},
-		protocol.FenceDown{Seq: 3, KVs: puts(bulkThreshold, "edge")},
-		protocol.RingDown{Seq: 1},
+		fenceDown(3, puts(bulkThreshold, "edge")),
+		protocol.CollectiveDown{ID: collective.ID{Op: collective.Ring, Seq: 1}},
 		// Beyond the frame limit, which bounds only inline messages.
-		protocol.GatherDown{Seq: 2, Values: slices.Repeat([]string{strings.Repeat("v", 1<<20)}, transport.MaxFrame>>20+1)},
+		allgatherDown(2, slices.Repeat([]string{strings.Repeat("v", 1<<20)}, transport.MaxFrame>>20+1)),
 		protocol.Teardown{},
 	}
 	for _, msg := range sent {
@@ -153,7 +162,7 @@ func TestBulkBothWays(t *testing.T) {
 	msgs := func(tag string) []protocol.Message {
 		var out []protocol.Message
 		for seq := 1; seq <= 4; seq++ {
-			out = append(out, protocol.FenceUp{Seq: seq, KVs: puts(1<<20, tag)}, protocol.Milestone{Kind: seq % 4})
+			out = append(out, protocol.CollectiveUp{ID: collective.ID{Op: collective.Fence, Seq: seq}, Part: collective.Part{KVs: puts(1<<20, tag)}}, protocol.Milestone{Kind: seq % 4})
 		}
 		return out
 	}
@@ -178,11 +187,11 @@ func TestBulkBothWays(t *testing.T) {
 // A message beyond the limit is refused by its sender, which drops the
 // link and says why; a receiver with a lower limit refuses it too.
 func TestBulkLimit(t *testing.T) {
-	big := protocol.FenceDown{Seq: 1, KVs: puts(2<<20, "x")}
+	big := fenceDown(1, puts(2<<20, "x"))
 	t.Run("sender", func(t *testing.T) {
 		a, b := pair(t, 1<<20, 0)
 		a.l.send(big)
-		if _, err := a.next(t); err == nil || !strings.Contains(err.Error(), "FenceDown of ") ||
+		if _, err := a.next(t); err == nil || !strings.Contains(err.Error(), "CollectiveDown of ") ||
 			!strings.Contains(err.Error(), "exceeds the 1048576-byte limit on a message") {
 			t.Fatalf("the sender's link ended with %v, want the message and the limit named", err)
 		}

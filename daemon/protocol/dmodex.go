@@ -15,6 +15,15 @@ func (m *Machine) directModexWanted(e DirectModexWanted) {
 	m.modexRequest(ModexRequest{ID: e.ID, From: m.self, To: m.app.RankNode[e.Rank], Rank: e.Rank})
 }
 
+// replayEarlyModex serves the requests that came before the launch.
+func (m *Machine) replayEarlyModex() {
+	early := m.earlyModex
+	m.earlyModex = nil
+	for _, r := range early {
+		m.modexRequest(r)
+	}
+}
+
 // modexRequest serves a request for one of this daemon's ranks, or
 // passes it on toward the rank's daemon.
 func (m *Machine) modexRequest(r ModexRequest) {

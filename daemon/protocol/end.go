@@ -65,7 +65,6 @@ func (m *Machine) rankExited(e RankExited) {
 	case r.pmi && !r.finalized:
 		m.fail(m.failure(errmgr.StatusFailed, "rank %d exited with status 0 without finalizing MPI (PMI)", e.Rank))
 	}
-	m.checkCollectives()
 	m.checkExited()
 	m.maybeFinish()
 }
@@ -130,7 +129,7 @@ func (m *Machine) dropChild(id int) {
 		m.acks[seq].drop(id)
 		m.checkAck(seq)
 	}
-	m.dropFromCollectives(id)
+	m.collectives(m.coll.ChildFailed(id))
 }
 
 func (m *Machine) reach(kind int) {
@@ -265,6 +264,7 @@ func (m *Machine) teardown(kill bool) {
 		return
 	}
 	m.ending = true
+	m.coll.End()
 	m.endWaiting()
 	m.passTeardown(kill)
 	if kill {

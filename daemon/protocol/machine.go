@@ -7,7 +7,8 @@
 // random numbers here.
 //
 // It composes phase 1 (spawn.Phase1), phase 2 (routed.Allgather), the
-// router and the phase-3 launch broadcast, and owns the milestones, the
+// router, the phase-3 launch broadcast and the PMI collectives
+// (modex/collective), and owns the milestones, the
 // signal acknowledgements, the failure policy and the teardown. The
 // daemon package drives it with sockets, processes and clocks; a
 // simulator drives the very same machine on a virtual clock.
@@ -19,6 +20,7 @@ import (
 
 	"prsh/errmgr"
 	"prsh/modex"
+	"prsh/modex/collective"
 	"prsh/routed"
 	"prsh/spawn"
 	"prsh/topo"
@@ -98,11 +100,8 @@ type Machine struct {
 	signalSeq   int
 	stopPending bool // Ctrl-Z: stop mpirun once the ranks are stopped
 
-	fences     *gather[modex.KV]
-	allgathers *gather[GatherEntry]
-	rings      *gather[RingEntry]
-	carrying   []int      // children whose subtree holds ranks
-	view       modex.View // what the fences committed so far
+	coll *collective.Machine // the PMI collectives (collectives.go)
+	view modex.View          // what the fences committed so far
 
 	// Launch progress (progress.go).
 	lastPending  *Pending // the last Pending this orted sent up
@@ -146,8 +145,6 @@ type rank struct {
 	reaped, drained bool
 	pmi, finalized  bool   // it used PMI; it finalised it
 	pmiErr          string // what was wrong with its PMI input
-	// PMI collectives it entered, by kind.
-	fences, allgathers, rings int
 }
 
 // New builds the machine of one daemon.
@@ -168,10 +165,7 @@ func New(cfg Config) (*Machine, error) {
 		cfg: cfg, self: cfg.ID, job: job, routing: rt, spawnTree: rt.Tree(),
 		links: map[int]LinkID{}, linkPeer: map[LinkID]int{}, dialing: map[int][]Message{},
 		children: map[int]*child{}, ranks: map[int]*rank{}, skipped: map[int]bool{},
-		acks:       map[int]*reduction{},
-		fences:     newGather[modex.KV](func(r *rank) *int { return &r.fences }),
-		allgathers: newGather[GatherEntry](func(r *rank) *int { return &r.allgathers }),
-		rings:      newGather[RingEntry](func(r *rank) *int { return &r.rings }),
+		acks: map[int]*reduction{}, coll: collective.New(cfg.Parent < 0),
 	}
 	if job.SpawnDegree > 0 {
 		m.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
@@ -268,7 +262,7 @@ func (m *Machine) Step(ev Event) []Action {
 	case PMIFinalize:
 		if r, ok := m.ranks[e.Rank]; ok {
 			r.finalized = true
-			m.checkCollectives()
+			m.collectives(m.coll.Finalized(jobGroup, e.Rank))
 		}
 	case DirectModexWanted:
 		m.directModexWanted(e)
@@ -287,11 +281,11 @@ func (m *Machine) Step(ev Event) []Action {
 			r.pmi, r.pmiErr = r.pmi || e.Used, e.Err
 		}
 	case FenceEntered:
-		m.fenceEntered(e.Rank, e.Puts)
-	case RingEntered:
-		m.ringEntered(e)
+		m.enter(e.Rank, collective.Fence, fencePart(e.Puts))
 	case AllgatherEntered:
-		m.allgatherEntered(e.Rank, e.Value)
+		m.enter(e.Rank, collective.Allgather, allgatherPart(e.Rank, e.Value))
+	case RingEntered:
+		m.enter(e.Rank, collective.Ring, ringPart(e))
 	case Aborted:
 		m.aborted(e)
 	case Interrupt:

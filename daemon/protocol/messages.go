@@ -7,7 +7,7 @@ import (
 
 	"prsh/job/binding"
 	"prsh/job/hostrange"
-	"prsh/modex"
+	"prsh/modex/collective"
 	"prsh/routed"
 	"prsh/spawn"
 )
@@ -25,7 +25,7 @@ type Message interface{ message() }
 // run under a parent of another version: a node with another prsh
 // installed fails at its start, by name, instead of mid-launch with a
 // message it cannot decode.
-const Version = 3
+const Version = 4
 
 // kinds is the one table of message kinds: the index is the frame's kind
 // byte. Encoding and decoding follow from it; a new message is one line
@@ -41,15 +41,11 @@ var kinds = [...]Message{
 	8:  Signal{},
 	9:  SignalAck{},
 	10: Skipped{},
-	11: FenceUp{},
-	12: FenceDown{},
-	13: RingUp{},
-	14: RingDown{},
-	15: GatherUp{},
-	16: GatherDown{},
-	17: ModexRequest{},
-	18: ModexReply{},
-	19: Pending{},
+	11: CollectiveUp{},
+	12: CollectiveDown{},
+	13: ModexRequest{},
+	14: ModexReply{},
+	15: Pending{},
 }
 
 var kindOfType = func() map[reflect.Type]byte {
@@ -255,46 +251,19 @@ type Signal struct {
 // subtree.
 type SignalAck struct{ Seq int }
 
-// FenceUp carries a subtree's puts for fence Seq up the spawn tree, once
-// every rank in the subtree entered it.
-type FenceUp struct {
-	Seq int
-	KVs []modex.KV
+// CollectiveUp carries a subtree's part of collective ID (a PMI fence,
+// allgather or ring) up the spawn tree, once every rank in the subtree
+// entered it.
+type CollectiveUp struct {
+	ID   collective.ID
+	Part collective.Part
 }
 
-// FenceDown carries everything fence Seq committed, job-wide, down the
-// spawn tree: the fence is complete.
-type FenceDown struct {
-	Seq int
-	KVs []modex.KV
-}
-
-// RingUp carries a subtree's entries for PMIX_Ring number Seq up the
-// spawn tree, once every rank in the subtree entered it.
-type RingUp struct {
-	Seq     int
-	Entries []RingEntry
-}
-
-// RingDown carries the answers of ring Seq for the ranks below the
-// receiver, down the spawn tree.
-type RingDown struct {
-	Seq     int
-	Entries []RingEntry
-}
-
-// GatherUp carries a subtree's values for allgather number Seq up the
-// spawn tree.
-type GatherUp struct {
-	Seq     int
-	Entries []GatherEntry
-}
-
-// GatherDown carries every rank's value of allgather Seq, in rank order,
-// down the spawn tree.
-type GatherDown struct {
-	Seq    int
-	Values []string
+// CollectiveDown carries collective ID's result down the spawn tree: all
+// of it, or, for a ring, the answers of the ranks below the receiver.
+type CollectiveDown struct {
+	ID   collective.ID
+	Part collective.Part
 }
 
 // ModexRequest asks daemon To for what rank Rank (one of To's) put,
@@ -322,25 +291,21 @@ type Pending struct {
 	Slow    []int
 }
 
-func (Hello) message()        {}
-func (Welcome) message()      {}
-func (Addrs) message()        {}
-func (Launch) message()       {}
-func (Failure) message()      {}
-func (Milestone) message()    {}
-func (Teardown) message()     {}
-func (Signal) message()       {}
-func (SignalAck) message()    {}
-func (Skipped) message()      {}
-func (FenceUp) message()      {}
-func (FenceDown) message()    {}
-func (RingUp) message()       {}
-func (RingDown) message()     {}
-func (GatherUp) message()     {}
-func (GatherDown) message()   {}
-func (ModexRequest) message() {}
-func (ModexReply) message()   {}
-func (Pending) message()      {}
+func (Hello) message()          {}
+func (Welcome) message()        {}
+func (Addrs) message()          {}
+func (Launch) message()         {}
+func (Failure) message()        {}
+func (Milestone) message()      {}
+func (Teardown) message()       {}
+func (Signal) message()         {}
+func (SignalAck) message()      {}
+func (Skipped) message()        {}
+func (CollectiveUp) message()   {}
+func (CollectiveDown) message() {}
+func (ModexRequest) message()   {}
+func (ModexReply) message()     {}
+func (Pending) message()        {}
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.
 const (

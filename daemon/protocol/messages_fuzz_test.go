@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"prsh/modex"
+	"prsh/modex/collective"
 	"prsh/routed"
 )
 
@@ -25,6 +27,8 @@ func FuzzDecodeMessage(f *testing.F) {
 		Signal{Sig: 10, Ack: true, Seq: 2},
 		SignalAck{Seq: 2},
 		Skipped{ID: 4, Msg: "node004: unreachable"},
+		CollectiveUp{ID: collective.ID{Op: collective.Ring, Seq: 1}, Part: collective.Part{Ring: []RingEntry{{Rank: 2, Count: 1, Left: "a", Right: "b"}}}},
+		CollectiveDown{ID: collective.ID{Group: "g", Op: collective.Fence, Seq: 3}, Part: collective.Part{KVs: []modex.KV{{Key: "k", Value: "v"}}}},
 	} {
 		kind, payload, err := Encode(msg)
 		if err != nil {

@@ -300,29 +300,13 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 		if m.isChild(peer) {
 			m.report(msg)
 		}
-	case FenceUp:
+	case CollectiveUp:
 		if m.isChild(peer) {
-			m.fenceUp(peer, msg)
+			m.collectives(m.coll.FromChild(peer, msg.ID, msg.Part))
 		}
-	case FenceDown:
+	case CollectiveDown:
 		if fromParent {
-			m.fenceDown(msg.Seq, msg.KVs)
-		}
-	case GatherUp:
-		if m.isChild(peer) {
-			m.gatherUp(peer, msg)
-		}
-	case GatherDown:
-		if fromParent {
-			m.gatherDown(msg.Seq, msg.Values)
-		}
-	case RingUp:
-		if m.isChild(peer) {
-			m.ringUp(peer, msg)
-		}
-	case RingDown:
-		if fromParent {
-			m.ringDown(msg.Seq, msg.Entries)
+			m.collectives(m.coll.FromParent(msg.ID, msg.Part))
 		}
 	case ModexRequest:
 		m.modexRequest(msg)
@@ -422,7 +406,8 @@ func (m *Machine) maybeStartRanks() {
 	}
 	m.launched = true
 	m.startRanks()
-	m.replayEarly()
+	m.joinCollectives()
+	m.replayEarlyModex()
 }
 
 // stagedHere: this node's copy of the staged files is complete, or

@@ -4,6 +4,9 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"prsh/modex"
+	"prsh/modex/collective"
 )
 
 // formatMS words durations exactly as time.Duration does, for every
@@ -47,6 +50,11 @@ func TestMessageTable(t *testing.T) {
 		Signal{Sig: 19, Ack: true, Seq: 7},
 		SignalAck{Seq: 7},
 		Pending{Missing: 12, Slow: []int{5, 17, 230}},
+		CollectiveUp{ID: collective.ID{Op: collective.Fence, Seq: 2}, Part: collective.Part{KVs: []modex.KV{{Key: "k", Value: "v"}}}},
+		CollectiveUp{ID: collective.ID{Group: "g", Op: collective.Allgather, Seq: 1}, Part: collective.Part{Values: []collective.RankValue{{Rank: 3, Value: ""}}}},
+		CollectiveDown{ID: collective.ID{Op: collective.Allgather, Seq: 1}, Part: collective.Part{Ordered: []string{"a", ""}}},
+		CollectiveDown{ID: collective.ID{Op: collective.Ring, Seq: 1}, Part: collective.Part{Ring: []RingEntry{{Rank: 1, Count: 4, Left: "l", Right: "r"}}}},
+		CollectiveDown{ID: collective.ID{Op: collective.Ring, Seq: 1}},
 	} {
 		kind, payload, err := Encode(msg)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"prsh/modex/collective"
 	"prsh/spawn"
 )
 
@@ -85,7 +86,7 @@ func TestRanksWaitForTheStagedCopy(t *testing.T) {
 	if sends := actionsOf[Send](acts); len(sends) != 1 || sends[0].Link != 2 {
 		t.Fatalf("the Launch was not passed on to node002 at once: %v", acts)
 	}
-	if acts := m.Step(Received{Link: 2, Msg: FenceUp{Seq: 1}}); len(acts) != 0 {
+	if acts := m.Step(Received{Link: 2, Msg: CollectiveUp{ID: collective.ID{Op: collective.Fence, Seq: 1}}}); len(acts) != 0 {
 		t.Fatalf("a child's fence part went on before the local ranks started: %v", acts)
 	}
 	acts = m.Step(Staged{})

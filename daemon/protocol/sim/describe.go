@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"prsh/daemon/protocol"
+	"prsh/modex/collective"
 	"prsh/routed"
 	"prsh/spawn"
 )
@@ -96,18 +97,10 @@ func Message(m protocol.Message) string {
 		return "SignalAck"
 	case protocol.Skipped:
 		return fmt.Sprintf("Skipped d%d", m.ID)
-	case protocol.FenceUp:
-		return fmt.Sprintf("FenceUp %d: %d keys", m.Seq, len(m.KVs))
-	case protocol.FenceDown:
-		return fmt.Sprintf("FenceDown %d: %d keys", m.Seq, len(m.KVs))
-	case protocol.RingUp:
-		return fmt.Sprintf("RingUp %d: %d entries", m.Seq, len(m.Entries))
-	case protocol.RingDown:
-		return fmt.Sprintf("RingDown %d: %d answers", m.Seq, len(m.Entries))
-	case protocol.GatherUp:
-		return fmt.Sprintf("GatherUp %d: %d values", m.Seq, len(m.Entries))
-	case protocol.GatherDown:
-		return fmt.Sprintf("GatherDown %d: %d values", m.Seq, len(m.Values))
+	case protocol.CollectiveUp:
+		return fmt.Sprintf("CollectiveUp %v: %s", m.ID, partUp(m.ID, m.Part))
+	case protocol.CollectiveDown:
+		return fmt.Sprintf("CollectiveDown %v: %s", m.ID, partDown(m.ID, m.Part))
 	case protocol.ModexRequest:
 		return fmt.Sprintf("ModexRequest d%d#%d for rank %d of d%d", m.From, m.ID, m.Rank, m.To)
 	case protocol.ModexReply:
@@ -116,6 +109,27 @@ func Message(m protocol.Message) string {
 		return fmt.Sprintf("Pending %d %v", m.Missing, m.Slow)
 	}
 	return fmt.Sprintf("%T", m)
+}
+
+// partUp and partDown count what a collective's part holds.
+func partUp(id collective.ID, p collective.Part) string {
+	switch id.Op {
+	case collective.Allgather:
+		return fmt.Sprintf("%d values", len(p.Values))
+	case collective.Ring:
+		return fmt.Sprintf("%d entries", len(p.Ring))
+	}
+	return fmt.Sprintf("%d keys", len(p.KVs))
+}
+
+func partDown(id collective.ID, p collective.Part) string {
+	switch id.Op {
+	case collective.Allgather:
+		return fmt.Sprintf("%d values", len(p.Ordered))
+	case collective.Ring:
+		return fmt.Sprintf("%d answers", len(p.Ring))
+	}
+	return fmt.Sprintf("%d keys", len(p.KVs))
 }
 
 func nodeIDs(ns []spawn.Node) string {

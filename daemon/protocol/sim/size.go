@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"prsh/daemon/protocol"
+	"prsh/modex/collective"
 )
 
 // size estimates the bytes msg takes on the wire (its JSON and the frame
@@ -19,12 +20,17 @@ func (s *Sim) size(msg protocol.Message) int {
 		return frame + 400 + s.hostBytes + node*len(m.Nodes)
 	case protocol.Launch:
 		return frame + 200 + s.rankMapBytes(m.RankNode)
-	case protocol.FenceUp:
-		return frame + 20 + 60*len(m.KVs)
-	case protocol.FenceDown:
-		return frame + 20 + 60*len(m.KVs)
-	case protocol.GatherDown:
-		return frame + 20 + 20*len(m.Values)
+	case protocol.CollectiveUp:
+		if m.ID.Op == collective.Fence {
+			return frame + 20 + 60*len(m.Part.KVs)
+		}
+	case protocol.CollectiveDown:
+		switch m.ID.Op {
+		case collective.Fence:
+			return frame + 20 + 60*len(m.Part.KVs)
+		case collective.Allgather:
+			return frame + 20 + 20*len(m.Part.Ordered)
+		}
 	}
 	return frame + 60
 }

@@ -1,9 +1,10 @@
 package protocol
 
-// reduction is one reduce-up over the spawn tree: it is ready once this
-// daemon's own part is in and every participating child's has come. The
-// milestones, the signal acknowledgements and (next) the PMI fence are
-// each one.
+// reduction is one reduce-up over the spawn tree that carries no data:
+// it is ready once this daemon's own part is in and every participating
+// child's has come. The milestones and the signal acknowledgements are
+// each one; the PMI collectives, which carry data, are modex/collective's
+// machine, under the same rule.
 //
 // The rule for a child that fails midway: it is dropped and never waited
 // for. Its failure travels up on its own (the job aborts), or, with

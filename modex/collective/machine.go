@@ -1,0 +1,313 @@
+package collective
+
+import (
+	"maps"
+	"slices"
+)
+
+// Members says who takes part in a group's collectives at one daemon.
+type Members struct {
+	Ranks []int // the daemon's own ranks in the group
+	// Children are the children whose subtree holds a rank of the group:
+	// the only ones whose parts are waited for and that get the result.
+	Children []int
+	// Toward says where a rank of the group lives, seen from here: Here,
+	// the child below which it lives, or Nowhere. Only a scattering
+	// operation (the ring) asks.
+	Toward func(rank int) int
+}
+
+// Places Members.Toward gives besides a child.
+const (
+	Here    = -1
+	Nowhere = -2
+)
+
+// outsider is the members of a group this daemon has not joined: a
+// result that comes down anyway stops here.
+var outsider = Members{Toward: func(int) int { return Nowhere }}
+
+// Action is what the driver must do: SendUp, SendDown or Done.
+type Action interface{ action() }
+
+// SendUp: send this subtree's part of collective ID to the parent.
+type SendUp struct {
+	ID   ID
+	Part Part
+}
+
+// SendDown: send collective ID's result (Child's share of it) to Child.
+type SendDown struct {
+	Child int
+	ID    ID
+	Part  Part
+}
+
+// Done: collective ID is complete; the local ranks in it go on with Part
+// (for a scattering operation, their own answers only).
+type Done struct {
+	ID   ID
+	Part Part
+}
+
+func (SendUp) action()   {}
+func (SendDown) action() {}
+func (Done) action()     {}
+
+// Machine is the collectives at one daemon.
+//
+// The rule for a child that fails midway: it is dropped and never waited
+// for, nor sent to. Its failure travels up on its own (the job aborts),
+// or, with --on-unreachable skip, its children are adopted and take its
+// place among the Members given at the launch.
+type Machine struct {
+	root   bool
+	ended  bool
+	groups map[string]*group
+	open   map[ID]*reduction
+	early  map[string][]childPart // parts of groups not joined yet
+	failed map[int]bool
+}
+
+// group is one group's members here, known from the launch on.
+type group struct {
+	load   func() Members // called once, on first need
+	loaded *Members
+	isRank map[int]bool // Members.Ranks as a set
+	// entered counts the collectives of each Op each local rank entered.
+	entered   map[Op]map[int]int
+	finalized map[int]bool
+}
+
+// reduction is one collective's reduce-up at this daemon.
+type reduction struct {
+	waiting map[int]bool // children whose part has not come
+	part    Part         // merged so far
+}
+
+// childPart is a child's part that came before this daemon joined the
+// group (the launch may reach a child first, along a routing topology
+// other than the spawn tree): it waits until the launch says which
+// children take part.
+type childPart struct {
+	child int
+	id    ID
+	part  Part
+}
+
+// New returns the collectives of a daemon; root: it has no parent, and
+// completes each collective.
+func New(root bool) *Machine {
+	return &Machine{root: root, groups: map[string]*group{}, open: map[ID]*reduction{},
+		early: map[string][]childPart{}, failed: map[int]bool{}}
+}
+
+// Join says who takes part in group's collectives here (at the launch);
+// members is called once, when first needed, so that a job that never
+// uses them pays nothing. The children's parts that came before are
+// taken now.
+func (m *Machine) Join(name string, members func() Members) []Action {
+	if m.groups[name] != nil {
+		return nil
+	}
+	m.groups[name] = &group{load: members, entered: map[Op]map[int]int{}, finalized: map[int]bool{}}
+	early := m.early[name]
+	delete(m.early, name)
+	for _, e := range early {
+		m.take(e.child, e.id, e.part)
+	}
+	return m.checkAll(func(id ID) bool { return id.Group == name })
+}
+
+// Enter: local rank entered its next collective of op in group, with its
+// part. A rank that is not a member here is ignored.
+func (m *Machine) Enter(name string, op Op, rank int, part Part) []Action {
+	g := m.groups[name]
+	if g == nil || !op.valid() || !g.has(rank) {
+		return nil
+	}
+	if g.entered[op] == nil {
+		g.entered[op] = map[int]int{}
+	}
+	g.entered[op][rank]++
+	id := ID{Group: name, Op: op, Seq: g.entered[op][rank]}
+	m.at(id).part.merge(part)
+	return m.check(id)
+}
+
+// FromChild: child sent its subtree's part of collective id. A part that
+// is not expected (a second one, from a child that does not take part or
+// was dropped) is ignored.
+func (m *Machine) FromChild(child int, id ID, part Part) []Action {
+	if !id.Op.valid() {
+		return nil
+	}
+	if m.groups[id.Group] == nil {
+		m.early[id.Group] = append(m.early[id.Group], childPart{child, id, part})
+		return nil
+	}
+	if !m.take(child, id, part) {
+		return nil
+	}
+	return m.check(id)
+}
+
+// FromParent: the parent sent collective id's result down.
+func (m *Machine) FromParent(id ID, result Part) []Action {
+	if !id.Op.valid() {
+		return nil
+	}
+	return m.down(id, result)
+}
+
+// Finalized: local rank is done with group's collectives (it finalised
+// PMI): none of them waits for it any more. A rank that ended without
+// finalising holds them for ever: the job is failing, and the ranks
+// waiting must not go on as if it had taken part.
+func (m *Machine) Finalized(name string, rank int) []Action {
+	g := m.groups[name]
+	if g == nil {
+		return nil
+	}
+	g.finalized[rank] = true
+	return m.checkAll(func(id ID) bool { return id.Group == name })
+}
+
+// ChildFailed drops a child from every collective, open or to come.
+func (m *Machine) ChildFailed(child int) []Action {
+	m.failed[child] = true
+	for _, r := range m.open {
+		delete(r.waiting, child)
+	}
+	return m.checkAll(func(ID) bool { return true })
+}
+
+// End: the job ends. No collective completes here any more; results that
+// come from the parent still pass.
+func (m *Machine) End() { m.ended = true }
+
+// Open lists the collectives waiting for a part here, in order.
+func (m *Machine) Open() []ID {
+	return slices.SortedFunc(maps.Keys(m.open), compareIDs)
+}
+
+func compareIDs(a, b ID) int {
+	switch {
+	case a.Group != b.Group:
+		if a.Group < b.Group {
+			return -1
+		}
+		return 1
+	case a.Op != b.Op:
+		return int(a.Op - b.Op)
+	}
+	return a.Seq - b.Seq
+}
+
+func (g *group) members() *Members {
+	if g.loaded == nil {
+		mem := g.load()
+		mem.Children = slices.Sorted(slices.Values(mem.Children))
+		g.loaded = &mem
+		g.isRank = make(map[int]bool, len(mem.Ranks))
+		for _, r := range mem.Ranks {
+			g.isRank[r] = true
+		}
+	}
+	return g.loaded
+}
+
+func (g *group) has(rank int) bool {
+	g.members()
+	return g.isRank[rank]
+}
+
+// at is collective id's reduction, opened on first use.
+func (m *Machine) at(id ID) *reduction {
+	r, ok := m.open[id]
+	if !ok {
+		r = &reduction{waiting: map[int]bool{}}
+		for _, c := range m.groups[id.Group].members().Children {
+			if !m.failed[c] {
+				r.waiting[c] = true
+			}
+		}
+		m.open[id] = r
+	}
+	return r
+}
+
+// take adds a child's part, if it is still expected.
+func (m *Machine) take(child int, id ID, part Part) bool {
+	r := m.at(id)
+	if !r.waiting[child] {
+		return false
+	}
+	delete(r.waiting, child)
+	r.part.merge(part)
+	return true
+}
+
+// checkAll checks, in order, every open collective that which selects.
+func (m *Machine) checkAll(which func(ID) bool) []Action {
+	var acts []Action
+	for _, id := range m.Open() {
+		if which(id) {
+			acts = append(acts, m.check(id)...)
+		}
+	}
+	return acts
+}
+
+// check completes collective id here once every part is in: it goes up,
+// or, at the root, its result comes down.
+func (m *Machine) check(id ID) []Action {
+	r := m.open[id]
+	if r == nil || m.ended || len(r.waiting) > 0 || !m.ranksIn(id) {
+		return nil
+	}
+	delete(m.open, id)
+	if !m.root {
+		return []Action{SendUp{id, r.part}}
+	}
+	return m.down(id, operations[id.Op].result(r.part))
+}
+
+// ranksIn says whether every local rank of the group entered collective
+// id or finalised.
+func (m *Machine) ranksIn(id ID) bool {
+	g := m.groups[id.Group]
+	for _, rank := range g.members().Ranks {
+		if g.entered[id.Op][rank] < id.Seq && !g.finalized[rank] {
+			return false
+		}
+	}
+	return true
+}
+
+// down passes a result on to the live children that take part and hands
+// it to the local ranks.
+func (m *Machine) down(id ID, result Part) []Action {
+	mem := &outsider
+	if g := m.groups[id.Group]; g != nil {
+		mem = g.members()
+	}
+	var shares map[int]Part
+	if operations[id.Op].scatters {
+		shares = result.split(mem.Toward)
+	}
+	var acts []Action
+	for _, c := range mem.Children {
+		share, ok := result, true
+		if shares != nil {
+			share, ok = shares[c]
+		}
+		if ok && !m.failed[c] {
+			acts = append(acts, SendDown{c, id, share})
+		}
+	}
+	if shares != nil {
+		result = shares[Here]
+	}
+	return append(acts, Done{id, result})
+}
