@@ -121,6 +121,17 @@ func (l *link) bulkStream() (net.Conn, error) {
 	return l.bulkRead, nil
 }
 
+// nameOf names a message in an error a user may read: a collective by
+// its operation ("FenceUp"), as the wire named it before the collectives
+// shared one message pair.
 func nameOf(msg protocol.Message) string {
+	switch m := msg.(type) {
+	case protocol.CollectiveUp:
+		return upper(m.ID.Op.String()) + "Up"
+	case protocol.CollectiveDown:
+		return upper(m.ID.Op.String()) + "Down"
+	}
 	return strings.TrimPrefix(fmt.Sprintf("%T", msg), "protocol.")
 }
+
+func upper(s string) string { return strings.ToUpper(s[:1]) + s[1:] }

@@ -191,7 +191,7 @@ func TestBulkLimit(t *testing.T) {
 	t.Run("sender", func(t *testing.T) {
 		a, b := pair(t, 1<<20, 0)
 		a.l.send(big)
-		if _, err := a.next(t); err == nil || !strings.Contains(err.Error(), "CollectiveDown of ") ||
+		if _, err := a.next(t); err == nil || !strings.Contains(err.Error(), "FenceDown of ") ||
 			!strings.Contains(err.Error(), "exceeds the 1048576-byte limit on a message") {
 			t.Fatalf("the sender's link ended with %v, want the message and the limit named", err)
 		}

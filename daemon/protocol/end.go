@@ -294,7 +294,7 @@ func (m *Machine) passTeardown(kill bool) {
 
 // stopDaemon ends child c's session; a child that may not be able to end
 // by itself (silent, or it never called back) is killed unless it may
-// hold ranks: then their guards kill it (see errmgr/proc), and a kill of
+// hold ranks: then their guards kill it (see ranks/guard), and a kill of
 // its session's process group would take the guards before they act.
 func (m *Machine) stopDaemon(c *child) {
 	hung := c.silent || !c.connected
