@@ -345,7 +345,9 @@ func TestUsageErrors(t *testing.T) {
 		{"no command", func(r *Request) { r.Args = nil }, "no command given"},
 		{"-np 0", func(r *Request) { r.NP, r.NPSet = 0, true }, "-np must be at least 1, not 0"},
 		{"too many ranks", func(r *Request) { r.NP, r.NPSet = 9, true }, "hosts from -H"},
-		{"ppr and npernode", func(r *Request) { r.Placement.MapBy, r.Placement.MapBySet, r.Placement.NPerNode = "ppr:2:node", true, 3 },
+		{"ppr and npernode", func(r *Request) {
+			r.Placement.MapBy, r.Placement.MapBySet, r.Placement.NPerNode = "ppr:2:node", true, 3
+		},
 			"--map-by ppr:2:node and -npernode 3 disagree"},
 		{"PE=0", func(r *Request) { r.Placement.MapBy, r.Placement.MapBySet = "slot:PE=0", true },
 			`--map-by "slot:PE=0": PE=0: want a count of cores of at least 1`},
@@ -392,7 +394,9 @@ func TestUsageErrors(t *testing.T) {
 		{"empty after colon", func(r *Request) { r.Args, r.NP, r.NPSet = []string{"a", ":"}, 1, true },
 			"program 2 of 2 (): no command after ':' number 1"},
 		{"app and command", func(r *Request) { r.Appfile = "f" }, "--app f and a command (true): give one or the other"},
-		{"-mca after ':'", func(r *Request) { r.Args, r.NP, r.NPSet = []string{"a", ":", "-np", "1", "-mca", "a.b", "1", "b"}, 1, true },
+		{"-mca after ':'", func(r *Request) {
+			r.Args, r.NP, r.NPSet = []string{"a", ":", "-np", "1", "-mca", "a.b", "1", "b"}, 1, true
+		},
 			`program 2 of 2 (-np 1 -mca a.b 1 b): -mca "a.b" "1": want -mca KEY VALUE, KEY of letters, digits and '_'`},
 		{"unknown after ':'", func(r *Request) { r.Args, r.NP, r.NPSet = []string{"a", ":", "--host", "x", "b"}, 1, true },
 			"program 2 of 2 (--host x b): unknown option --host (after ':' a program takes -np N, -x VAR[=value], -env VAR value, --mca KEY VALUE and --wdir DIR)"},
