@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"prsh/job/compat"
 )
 
 // TestHelpNamesEveryFlag: the hand-written help mentions every flag by
@@ -44,8 +46,8 @@ func TestJoinPairs(t *testing.T) {
 func TestPeerFlagsAreMissing(t *testing.T) {
 	for _, f := range flags() {
 		for _, name := range f.Names() {
-			if hint, ok := peerFlags[name]; ok {
-				t.Errorf("%q is a flag, yet peerFlags says: %s", name, hint)
+			if hint, ok := compat.PeerFlags[name]; ok {
+				t.Errorf("%q is a flag, yet compat.PeerFlags says: %s", name, hint)
 			}
 		}
 	}

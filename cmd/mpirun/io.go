@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/urfave/cli/v2"
@@ -24,21 +23,6 @@ func outputOptions(c *cli.Context) iof.Options {
 	}
 }
 
-// stdinRank parses --stdin: a rank, "all" or "none".
-func stdinRank(value string, size int) (int, error) {
-	switch value {
-	case "all":
-		return protocol.StdinAll, nil
-	case "none":
-		return protocol.StdinNone, nil
-	}
-	r, err := strconv.Atoi(value)
-	if err != nil || r < 0 || r >= size {
-		return 0, fmt.Errorf("--stdin %q: want a rank from 0 to %d, all or none", value, size-1)
-	}
-	return r, nil
-}
-
 // stdinSource is what mpirun forwards: nothing when no rank takes it, or
 // when mpirun runs in the background of a terminal, where reading would
 // stop it with SIGTTIN and steal the shell's typeahead.
@@ -52,22 +36,6 @@ func stdinSource(target int) io.Reader {
 func inBackground() bool {
 	fg, err := unix.IoctlGetInt(int(os.Stdin.Fd()), unix.TIOCGPGRP)
 	return err == nil && fg != unix.Getpgrp()
-}
-
-// timeout parses --timeout: seconds as a plain number, like Open MPI, or
-// a Go duration such as 90s or 2h.
-func timeout(value string) (time.Duration, error) {
-	if value == "" {
-		return 0, nil
-	}
-	if s, err := strconv.ParseFloat(value, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(value)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("--timeout %q: want seconds or a duration such as 90s", value)
-	}
-	return d, nil
 }
 
 // forwardedSignals are the signals mpirun passes on to every rank, on top

@@ -19,11 +19,16 @@ import (
 
 	"prsh/daemon"
 	"prsh/internal/profile"
+	"prsh/job/plan"
 	"prsh/stage"
 )
 
 // statusUsage is the exit status for bad flags or input.
 const statusUsage = 2
+
+// pmixSuffix names orted-pmix beside orted; the end-to-end tests build
+// and recognise it.
+const pmixSuffix = plan.PMIxSuffix
 
 func main() {
 	start := time.Now()
@@ -101,9 +106,6 @@ type exitStatus int
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 func run(c *cli.Context, start time.Time) error {
-	if c.NArg() == 0 && c.String("app") == "" {
-		return usageError{errors.New("no command given")}
-	}
 	cfg, err := configure(c)
 	var unstageable stage.PlanError
 	if errors.As(err, &unstageable) {

@@ -1,4 +1,4 @@
-package main
+package plan
 
 import (
 	"errors"
@@ -7,111 +7,109 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/urfave/cli/v2"
-
 	"prsh/daemon/protocol"
+	"prsh/job/compat"
 )
 
-// appContext is one program of the command line: mpirun -np 2 a : -np 4 b
+// program is one program of the command line: mpirun -np 2 a : -np 4 b
 // has two (MPMD), all ranks of one world, numbered in order.
-type appContext struct {
+type program struct {
 	np   int      // 0 = not given
 	argv []string // the program and its arguments
 	env  []string // its own -x and -env, on top of mpirun's -x
 	wdir string   // its own --wdir; "" = mpirun's
 }
 
-// programs are the job's app contexts: from --app FILE, else the command
+// programs are the job's programs: from the appfile, else the command
 // line, split at each ":".
-func programs(c *cli.Context) ([]appContext, error) {
-	contexts, err := programsGiven(c)
+func programs(req Request, here Here) ([]program, error) {
+	progs, err := programsGiven(req, here.Dir)
 	if err == nil {
-		err = firstEnv(c, contexts)
+		err = firstEnv(req.Environment, progs)
 	}
-	return contexts, err
+	return progs, err
 }
 
-func programsGiven(c *cli.Context) ([]appContext, error) {
-	path := c.String("app")
-	if path == "" {
-		return appContexts(c.Args().Slice(), c.Int("np"))
+func programsGiven(req Request, dir string) ([]program, error) {
+	if req.Appfile == "" {
+		return commandPrograms(req.Args, req.NP, dir)
 	}
-	if c.NArg() > 0 {
-		return nil, fmt.Errorf("--app %s and a command (%s): give one or the other", path, c.Args().First())
+	if len(req.Args) > 0 {
+		return nil, fmt.Errorf("--app %s and a command (%s): give one or the other", req.Appfile, req.Args[0])
 	}
-	return appfileContexts(path)
+	return appfilePrograms(req.Appfile, dir)
 }
 
-// appContexts splits the command at each ":" argument. The first program
-// takes mpirun's own -np (np); each further one starts with its own
-// options.
-func appContexts(args []string, np int) ([]appContext, error) {
+// commandPrograms splits the command at each ":" argument. The first
+// program takes mpirun's own -np (np); each further one starts with its
+// own options.
+func commandPrograms(args []string, np int, dir string) ([]program, error) {
 	groups := splitAtColons(args)
-	contexts := make([]appContext, len(groups))
+	progs := make([]program, len(groups))
 	for i, group := range groups {
 		var err error
 		if i == 0 {
-			contexts[0] = appContext{np: np, argv: group}
+			progs[0] = program{np: np, argv: group}
 		} else {
-			contexts[i], err = parseContext(group)
+			progs[i], err = parseProgram(group, dir)
 		}
 		if err == nil {
-			err = checkContext(contexts, i)
+			err = checkProgram(progs, i)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("program %d of %d (%s): %w", i+1, len(groups), strings.Join(group, " "), err)
 		}
 	}
-	return contexts, nil
+	return progs, nil
 }
 
-// checkContext checks program i of contexts. With several programs, each
+// checkProgram checks program i of progs. With several programs, each
 // needs its count: Open MPI would give each one every slot, which only
 // oversubscribes.
-func checkContext(contexts []appContext, i int) error {
+func checkProgram(progs []program, i int) error {
 	switch {
-	case len(contexts[i].argv) == 0 && i == 0 && len(contexts) > 1:
+	case len(progs[i].argv) == 0 && i == 0 && len(progs) > 1:
 		return errors.New("no command before the first ':'")
-	case len(contexts[i].argv) == 0 && i > 0:
+	case len(progs[i].argv) == 0 && i > 0:
 		return fmt.Errorf("no command after ':' number %d", i)
-	case len(contexts[i].argv) == 0:
+	case len(progs[i].argv) == 0:
 		return errors.New("no command")
-	case len(contexts) > 1 && contexts[i].np == 0:
+	case len(progs) > 1 && progs[i].np == 0:
 		return errors.New("no -np: with several programs each needs its own -np")
 	}
 	return nil
 }
 
-// appfileContexts reads Open MPI's appfile (--app FILE): one program per
+// appfilePrograms reads Open MPI's appfile (--app FILE): one program per
 // line with the options a program takes after ':', '#' comments. Words
 // are split at spaces; there is no quoting.
-func appfileContexts(path string) ([]appContext, error) {
+func appfilePrograms(path, dir string) ([]program, error) {
 	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--app: %w", err)
 	}
-	var contexts []appContext
+	var progs []program
 	var lines []int
 	for n, line := range strings.Split(string(text), "\n") {
 		line, _, _ = strings.Cut(line, "#")
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		ctx, err := parseContext(strings.Fields(line))
+		prog, err := parseProgram(strings.Fields(line), dir)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, n+1, err)
 		}
-		contexts, lines = append(contexts, ctx), append(lines, n+1)
+		progs, lines = append(progs, prog), append(lines, n+1)
 	}
-	if len(contexts) == 0 {
+	if len(progs) == 0 {
 		return nil, fmt.Errorf("--app %s: no program in it", path)
 	}
-	for i := range contexts {
-		if err := checkContext(contexts, i); err != nil {
+	for i := range progs {
+		if err := checkProgram(progs, i); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, lines[i], err)
 		}
 	}
-	return contexts, nil
+	return progs, nil
 }
 
 // splitAtColons splits args at each argument that is exactly ":".
@@ -127,15 +125,16 @@ func splitAtColons(args []string) [][]string {
 	return groups
 }
 
-// parseContext reads the options of a program after a ":", the ones Open
-// MPI and Hydra allow there, up to its command.
-func parseContext(args []string) (appContext, error) {
-	var ctx appContext
+// parseProgram reads the options of a program after a ":", the ones Open
+// MPI and Hydra allow there, up to its command; a relative --wdir is
+// taken from dir.
+func parseProgram(args []string, dir string) (program, error) {
+	var prog program
 	for i := 0; i < len(args); i++ {
 		opt := args[i]
 		if !strings.HasPrefix(opt, "-") {
-			ctx.argv = args[i:]
-			return ctx, nil
+			prog.argv = args[i:]
+			return prog, nil
 		}
 		// Counted by the name without its dashes, as set reads it, so that
 		// --env takes two values as -env does.
@@ -144,37 +143,37 @@ func parseContext(args []string) (appContext, error) {
 			values = 2
 		}
 		if i+values >= len(args) {
-			return ctx, fmt.Errorf("%s needs %d value(s)", opt, values)
+			return prog, fmt.Errorf("%s needs %d value(s)", opt, values)
 		}
-		if err := ctx.set(opt, args[i+1:i+1+values]); err != nil {
-			return ctx, err
+		if err := prog.set(opt, args[i+1:i+1+values], dir); err != nil {
+			return prog, err
 		}
 		i += values
 	}
-	return ctx, nil
+	return prog, nil
 }
 
 // set applies one option of a program.
-func (ctx *appContext) set(opt string, values []string) error {
+func (prog *program) set(opt string, values []string, dir string) error {
 	switch strings.TrimLeft(opt, "-") {
 	case "np", "n":
 		n, err := strconv.Atoi(values[0])
 		if err != nil || n < 1 {
 			return fmt.Errorf("%s %q: want a count of at least 1", opt, values[0])
 		}
-		ctx.np = n
+		prog.np = n
 	case "x":
-		ctx.env = append(ctx.env, values[0])
+		prog.env = append(prog.env, values[0])
 	case "env":
-		ctx.env = append(ctx.env, values[0]+"="+values[1])
+		prog.env = append(prog.env, values[0]+"="+values[1])
 	case "mca":
-		v, err := mcaVar(opt, values[0], values[1])
+		v, err := compat.MCAVar(opt, values[0], values[1])
 		if err != nil {
 			return err
 		}
-		ctx.env = append(ctx.env, v)
+		prog.env = append(prog.env, v)
 	case "wdir", "wd":
-		ctx.wdir = absPath(values[0])
+		prog.wdir = absPath(values[0], dir)
 	default:
 		return fmt.Errorf("unknown option %s (after ':' a program takes -np N, -x VAR[=value], -env VAR value, --mca KEY VALUE and --wdir DIR)", opt)
 	}
@@ -183,10 +182,10 @@ func (ctx *appContext) set(opt string, values []string) error {
 
 // totalRanks is the -np of the whole job: 0 (one rank per slot) for one
 // program without -np.
-func totalRanks(contexts []appContext) int {
+func totalRanks(progs []program) int {
 	total := 0
-	for _, ctx := range contexts {
-		total += ctx.np
+	for _, prog := range progs {
+		total += prog.np
 	}
 	return total
 }
@@ -194,20 +193,20 @@ func totalRanks(contexts []appContext) int {
 // moreApps turns the programs after the first into the Launch's More,
 // each with mpirun's environment (env) under its own and mpirun's
 // working directory (wdir, wdirSet) unless it has its own.
-func moreApps(contexts []appContext, env []string, wdir string, wdirSet bool) ([]protocol.App, error) {
+func moreApps(progs []program, env []string, wdir string, wdirSet bool, e environ) ([]protocol.App, error) {
 	var more []protocol.App
-	first := contexts[0].np
-	for i, ctx := range contexts[1:] {
-		own, err := exports(ctx.env)
+	first := progs[0].np
+	for i, prog := range progs[1:] {
+		own, err := e.exports(prog.env)
 		if err != nil {
 			return nil, fmt.Errorf("program %d: %w", i+2, err)
 		}
-		app := protocol.App{First: first, Argv: ctx.argv, Env: append(append([]string(nil), env...), own...), Wdir: wdir, WdirSet: wdirSet}
-		if ctx.wdir != "" {
-			app.Wdir, app.WdirSet = ctx.wdir, true
+		app := protocol.App{First: first, Argv: prog.argv, Env: append(append([]string(nil), env...), own...), Wdir: wdir, WdirSet: wdirSet}
+		if prog.wdir != "" {
+			app.Wdir, app.WdirSet = prog.wdir, true
 		}
 		more = append(more, app)
-		first += ctx.np
+		first += prog.np
 	}
 	return more, nil
 }

@@ -1,17 +1,16 @@
-package main
+package plan
 
 import (
-	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/urfave/cli/v2"
-
 	"prsh/daemon"
+	"prsh/job/compat"
 )
 
 // The ranks' environment is their node's (what ssh gives orted) plus, as
@@ -21,66 +20,56 @@ import (
 // -genv. Hydra's -envall, -envnone and -envlist, which apply to the
 // program they precede, are the same for a job of one program (firstEnv).
 
+// environ is mpirun's environment, and where warnings about it go.
+type environ struct {
+	vars   []string // as os.Environ
+	stderr io.Writer
+}
+
 // jobEnv is what every rank gets on top of its node's environment.
 // Later entries win, so --mca overrides what is forwarded, and -x and
 // -genv override both.
-func jobEnv(c *cli.Context) ([]string, error) {
-	all, none := c.Bool("genvall") || c.Bool("envall"), c.Bool("genvnone") || c.Bool("envnone")
-	if all && none {
-		return nil, errors.New("-genvall and -genvnone contradict each other")
+func (e environ) jobEnv(req Environment) ([]string, error) {
+	policy, err := compat.ForwardPolicy(req.Genvall || req.Envall, req.Genvnone || req.Envnone)
+	if err != nil {
+		return nil, err
 	}
 	var env []string
-	switch {
-	case all:
-		env = forwardableEnv()
-	case !none:
-		env = ompiEnv()
+	switch policy {
+	case compat.ForwardAll:
+		env = e.forwardable()
+	case compat.ForwardOMPI:
+		env = e.ompi()
 	}
-	mca, err := mcaEnv(c)
+	mca, warnings, err := compat.MCAEnv(req.GMCA, req.MCA)
+	for _, w := range warnings {
+		e.warn("%s", w)
+	}
 	if err != nil {
 		return nil, err
 	}
 	env = append(env, mca...)
-	names := rawValues(c, "x")
-	for _, list := range slices.Concat(rawValues(c, "genvlist"), rawValues(c, "envlist")) {
-		names = append(names, strings.Split(list, ",")...)
-	}
-	exported, err := exports(names)
+	names := append(slices.Clone(req.X), compat.ListedNames(slices.Concat(req.Genvlist, req.Envlist))...)
+	exported, err := e.exports(names)
 	if err != nil {
 		return nil, err
 	}
 	env = append(env, exported...)
-	for _, kv := range rawValues(c, "genv") {
-		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
-			return nil, fmt.Errorf("-genv %q: want -genv VAR value", kv)
-		}
-		env = append(env, kv)
-	}
-	return env, nil
+	set, err := compat.Settings("genv", req.Genv)
+	return append(env, set...), err
 }
 
 // firstEnv puts Hydra's -env VAR value, given before the first program,
 // in that program's own environment, as Hydra does. Its -envall,
 // -envnone and -envlist cannot be told from their -g forms (jobEnv) but
 // in a job of several programs, where they are refused.
-func firstEnv(c *cli.Context, contexts []appContext) error {
-	var own []string
-	for _, kv := range rawValues(c, "env") {
-		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
-			return fmt.Errorf("-env %q: want -env VAR value", kv)
-		}
-		own = append(own, kv)
+func firstEnv(req Environment, progs []program) error {
+	own, err := compat.Settings("env", req.Env)
+	if err != nil {
+		return err
 	}
-	contexts[0].env = append(own, contexts[0].env...)
-	if len(contexts) == 1 {
-		return nil
-	}
-	for _, flag := range []string{"envall", "envnone", "envlist"} {
-		if c.IsSet(flag) {
-			return fmt.Errorf("-%s before the first of several programs: Hydra applies it to that program alone, which prsh cannot; give -g%s for every program", flag, flag)
-		}
-	}
-	return nil
+	progs[0].env = append(slices.Clone(own), progs[0].env...)
+	return compat.FirstProgramOnly(req.FirstProgramFlags, len(progs))
 }
 
 // notForwarded are variables of mpirun's environment that -genvall leaves
@@ -107,14 +96,13 @@ var ompiJobVars = []string{
 	"OMPI_MCA_orte_num_restarts", "OMPI_MCA_orte_do_not_barrier",
 }
 
-// forwardableEnv is mpirun's environment for -genvall, sorted: not its
+// forwardable is mpirun's environment for -genvall, sorted: not its
 // session's, nor another job's, nor what the orteds set for Open MPI.
-func forwardableEnv() []string {
+func (e environ) forwardable() []string {
 	skip := slices.Concat(notForwarded, ompiJobVars, daemon.OpenMPIVars())
 	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if !matchesAny(name, skip) {
+	for _, kv := range e.vars {
+		if name, _, _ := cutVar(kv); !matchesAny(name, skip) {
 			env = append(env, kv)
 		}
 	}
@@ -122,13 +110,13 @@ func forwardableEnv() []string {
 	return env
 }
 
-// ompiEnv is mpirun's OMPI_* variables that -genvall would forward,
-// which Open MPI's mpirun forwards by default (mpirun(1), "Exported
+// ompi is mpirun's OMPI_* variables that -genvall would forward, which
+// Open MPI's mpirun forwards by default (mpirun(1), "Exported
 // Environment Variables"): OMPI_MCA_btl_tcp_if_include set where mpirun
 // runs reaches an Open MPI rank under prsh too.
-func ompiEnv() []string {
+func (e environ) ompi() []string {
 	var env []string
-	for _, kv := range forwardableEnv() {
+	for _, kv := range e.forwardable() {
 		if strings.HasPrefix(kv, "OMPI_") {
 			env = append(env, kv)
 		}
@@ -149,7 +137,7 @@ func matchesAny(name string, patterns []string) bool {
 // environment) and -x 'GLOB' (every variable whose name matches, as PRRTE
 // allows: -x 'OMP_*'). A name that matches nothing gets a warning: the
 // user expected it to reach the ranks.
-func exports(vars []string) ([]string, error) {
+func (e environ) exports(vars []string) ([]string, error) {
 	var env []string
 	for _, v := range vars {
 		name, value, hasValue := strings.Cut(v, "=")
@@ -163,12 +151,12 @@ func exports(vars []string) ([]string, error) {
 		case hasValue:
 			env = append(env, name+"="+value)
 		case strings.ContainsAny(name, "*?["):
-			env = append(env, matching(name)...)
+			env = append(env, e.matching(name)...)
 		default:
-			if value, ok := os.LookupEnv(name); ok {
+			if value, ok := e.lookup(name); ok {
 				env = append(env, name+"="+value)
 			} else {
-				warn("-x %s: not set in mpirun's environment, so not exported", name)
+				e.warn("-x %s: not set in mpirun's environment, so not exported", name)
 			}
 		}
 	}
@@ -176,22 +164,54 @@ func exports(vars []string) ([]string, error) {
 }
 
 // matching returns mpirun's variables whose names match glob, sorted.
-func matching(glob string) []string {
+func (e environ) matching(glob string) []string {
 	var env []string
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); matchesAny(name, []string{glob}) {
+	for _, kv := range e.vars {
+		if name, _, _ := cutVar(kv); matchesAny(name, []string{glob}) {
 			env = append(env, kv)
 		}
 	}
 	if len(env) == 0 {
-		warn("-x %s: no variable of mpirun's environment matches", glob)
+		e.warn("-x %s: no variable of mpirun's environment matches", glob)
 	}
 	sort.Strings(env)
 	return env
 }
 
-// warn tells the user, on one line of stderr, about something mpirun did
+// lookup is name's value: the first, as os.LookupEnv.
+func (e environ) lookup(name string) (string, bool) {
+	for _, kv := range e.vars {
+		if n, v, _ := cutVar(kv); n == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func (e environ) getenv(name string) string {
+	v, _ := e.lookup(name)
+	return v
+}
+
+// cutVar splits NAME=value.
+func cutVar(kv string) (name, value string, ok bool) { return strings.Cut(kv, "=") }
+
+// warn tells the user, on one line, about something mpirun did
 // differently from what they may have meant.
-func warn(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "mpirun: warning: "+format+"\n", args...)
+func (e environ) warn(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "mpirun: warning: "+format+"\n", args...)
+}
+
+// absPath is p from dir, as filepath.Abs gives it from the working
+// directory; p itself when dir is unknown.
+func absPath(p, dir string) string {
+	switch {
+	case p == "":
+		return ""
+	case filepath.IsAbs(p):
+		return filepath.Clean(p)
+	case dir == "":
+		return p
+	}
+	return filepath.Join(dir, p)
 }

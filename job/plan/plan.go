@@ -1,0 +1,170 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"prsh/daemon"
+	"prsh/daemon/protocol"
+	"prsh/internal/tcp"
+	"prsh/job"
+	"prsh/spawn"
+)
+
+// UsageError is an error in what the user asked for: mpirun says so and
+// points to --help.
+type UsageError struct{ Err error }
+
+func (u UsageError) Error() string { return u.Err.Error() }
+func (u UsageError) Unwrap() error { return u.Err }
+
+func usage(err error) error { return UsageError{err} }
+
+// Make plans the job req asks for, run from here: mpirun's daemon
+// configuration, without what mpirun's own process provides (the
+// secret, its standard streams, signals and clock). Errors in req are
+// UsageErrors; a program that cannot be staged is a stage.PlanError.
+// Warnings and the --display-* reports go to here.Stderr as they arise.
+func Make(req Request, here Here) (daemon.Config, error) {
+	if len(req.Args) == 0 && req.Appfile == "" {
+		return daemon.Config{}, usage(errors.New("no command given"))
+	}
+	if _, err := bindPolicy(req.Placement, 1); err != nil {
+		return daemon.Config{}, usage(err)
+	}
+	progs, err := programs(req, here)
+	if err != nil {
+		return daemon.Config{}, usage(err)
+	}
+	np := totalRanks(progs)
+	placed, err := jobMap(req, here, np, len(progs))
+	if err != nil {
+		return daemon.Config{}, err
+	}
+	if req.DisplayMap {
+		displayMap(here.Stderr, placed, progs)
+	}
+	m, daemonIndex, err := localFirst(placed, here.Hostname)
+	if err != nil {
+		return daemon.Config{}, usage(err)
+	}
+	spec, err := jobSpec(req, here, m)
+	if err != nil {
+		return daemon.Config{}, err
+	}
+	if req.SpawnDegree == "auto" {
+		here.Log.Info("spawn degree auto", "chose", spec.SpawnDegree, "nodes", len(m.Nodes),
+			"hop", req.SpawnHopHint, "cost", req.SpawnCostHint)
+	}
+	launcher, err := agent(req, m, spec, here.Hostname, here.Log)
+	if err != nil {
+		return daemon.Config{}, err
+	}
+	app, err := application(req, here, m, progs)
+	if err != nil {
+		return daemon.Config{}, usage(err)
+	}
+	if spec.Stage, err = stagePlan(req, spec.Hosts[0], app); err != nil {
+		return daemon.Config{}, err
+	}
+	limit, err := timeout(req.Timeout)
+	if err != nil {
+		return daemon.Config{}, usage(err)
+	}
+	ports, err := tcp.ParsePorts(req.PortRange)
+	if err != nil {
+		return daemon.Config{}, usage(fmt.Errorf("--port-range: %w", err))
+	}
+	spec.PortRange = ports.String()
+	if spec.NoPMIx, err = noPMIx(req.PMIx, app, here.Log); err != nil {
+		return daemon.Config{}, usage(err)
+	}
+	if !spec.NoPMIx && req.Orted == "" {
+		spec.OrtedPath = withPMIx(spec.OrtedPath)
+	}
+	return daemon.Config{
+		ID: 0, Node: spec.Hosts[0], Log: here.Log,
+		Bind: listenIP(req.ListenIP, launcher, m, here.Hostname), Ports: ports,
+		Job: spec, Nodes: nodes(m), App: app, Agent: launcher, Timeout: limit,
+		Remap: remapper(req, placed, daemonIndex, np),
+	}, nil
+}
+
+// jobMap places np ranks, the sum of the -np of several programs, on
+// the hosts the user named or the batch system granted.
+func jobMap(req Request, here Here, np, programs int) (*job.Map, error) {
+	src, err := hostList(req, here)
+	if err != nil {
+		return nil, usage(err)
+	}
+	here.Log.Debug("hosts", "from", src.from, "nodes", len(src.hosts))
+	if req.DisplayAllocation {
+		displayAllocation(here.Stderr, src)
+	}
+	m, err := placeRanks(req, src, np, programs)
+	if err != nil {
+		return nil, usage(err)
+	}
+	return m, nil
+}
+
+func nodes(m *job.Map) []spawn.Node {
+	out := make([]spawn.Node, len(m.Nodes))
+	for i, h := range m.Nodes {
+		out[i] = spawn.Node{ID: i + 1, Host: h.Name}
+	}
+	return out
+}
+
+// application is the launch message: the programs, their environment and
+// where every rank runs.
+func application(req Request, here Here, m *job.Map, progs []program) (protocol.Launch, error) {
+	e := here.environ()
+	env, err := e.jobEnv(req.Environment)
+	if err != nil {
+		return protocol.Launch{}, err
+	}
+	first, err := e.exports(progs[0].env)
+	if err != nil {
+		return protocol.Launch{}, err
+	}
+	target, err := stdinRank(req.Stdin, m.Size())
+	if err != nil {
+		return protocol.Launch{}, err
+	}
+	app := protocol.Launch{
+		Argv: progs[0].argv, Env: append(env, first...), RankNode: make([]int, m.Size()),
+		StdinRank: target, MergeStderr: req.MergeStderr,
+	}
+	for r, node := range m.RankNode {
+		app.RankNode[r] = node + 1
+	}
+	if req.Wdir != "" {
+		app.Wdir, app.WdirSet = absPath(req.Wdir, here.Dir), true
+	} else {
+		app.Wdir = here.Dir
+	}
+	if app.More, err = moreApps(progs, env, app.Wdir, app.WdirSet, e); err != nil {
+		return protocol.Launch{}, err
+	}
+	if app.Bind, err = bindPolicy(req.Placement, m.Size()); err != nil {
+		return protocol.Launch{}, err
+	}
+	return app, nil
+}
+
+// stdinRank parses --stdin: a rank, "all" or "none".
+func stdinRank(value string, size int) (int, error) {
+	switch value {
+	case "all":
+		return protocol.StdinAll, nil
+	case "none":
+		return protocol.StdinNone, nil
+	}
+	r, err := strconv.Atoi(value)
+	if err != nil || r < 0 || r >= size {
+		return 0, fmt.Errorf("--stdin %q: want a rank from 0 to %d, all or none", value, size-1)
+	}
+	return r, nil
+}
