@@ -143,7 +143,7 @@ func ortedPath(orted string, here Here) (string, error) {
 
 // PMIxSuffix names the daemon built with the PMIx server: orted-pmix,
 // beside orted. orted itself is a static Go program without it, which
-// starts in less CPU (spawn/PERFORMANCE.md); a job that may need PMIx
+// starts in less CPU (lab/notebooks/PERFORMANCE.md); a job that may need PMIx
 // runs orted-pmix where it is installed, and orted (whose ranks then
 // fail naming the cause if they are Open MPI's) where it is not.
 const PMIxSuffix = "-pmix"
