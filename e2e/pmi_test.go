@@ -114,7 +114,7 @@ func TestPMI2World(t *testing.T) {
 }
 
 // mappingNodes expands a PMI_process_mapping for size ranks the way the
-// clients do (pmi-wire.md §5): blocks of (first node, nodes, ranks per
+// clients do (modex/pmi/WIRE.md §5): blocks of (first node, nodes, ranks per
 // node), in order, starting over at the first block when they run out.
 func mappingNodes(t *testing.T, mapping string, size int) []int {
 	t.Helper()
@@ -261,7 +261,7 @@ func TestPMIFenceRankKilled(t *testing.T) {
 // or finalizing while the others wait in the fence. The fence must not
 // complete without it (the others would go on with a job missing a rank):
 // the job ends with 255 and one line naming the rank, as for an exit
-// without MPI_Finalize (pmi-wire.md §8, item 6).
+// without MPI_Finalize (modex/pmi/WIRE.md §8, item 6).
 func TestPMIFenceRankExits(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2})
 	for _, flavour := range pmiFenceFlavours(t) {
