@@ -27,7 +27,7 @@ import (
 // mpirun, the orteds and the ranks (the testbed's own ssh servers run in
 // the benchmark process and are not counted).
 //
-//	go test -run '^$' -bench Launch -benchtime 5x ./cmd/mpirun
+//	go test -run '^$' -bench Launch -benchtime 5x ./e2e
 func BenchmarkLaunch(b *testing.B) {
 	nodes := 256
 	c, err := testbed.Start(testbed.Config{Nodes: nodes, SSHLatency: 20 * time.Millisecond})
@@ -65,8 +65,8 @@ func childCPU() time.Duration {
 // and orted of each dir instead of this build's, in turn for every rank
 // count, so that a shared machine's load falls on all alike.
 //
-//	go test -run '^$' -bench Output -benchtime 3x ./cmd/mpirun
-//	make bin && PRSH_BENCH_BINS=this=$PWD/bin,main=/tmp/main go test -run '^$' -bench Output -benchtime 1x ./cmd/mpirun
+//	go test -run '^$' -bench Output -benchtime 3x ./e2e
+//	make bin && PRSH_BENCH_BINS=this=$PWD/bin,main=/tmp/main go test -run '^$' -bench Output -benchtime 1x ./e2e
 func BenchmarkOutput(b *testing.B) {
 	c, err := testbed.Start(testbed.Config{Nodes: 14, Slots: 5})
 	if err != nil {
@@ -130,7 +130,7 @@ func benchBuilds(b *testing.B) []benchBuild {
 // shared file is in the page cache, so this measures what staging costs,
 // not the shared file system's contention that it removes.
 //
-//	go test -tags pmix -run '^$' -bench Staging -benchtime 3x ./cmd/mpirun
+//	go test -tags pmix -run '^$' -bench Staging -benchtime 3x ./e2e
 func BenchmarkStaging(b *testing.B) {
 	const nodes, size = 64, 64 << 20
 	prog := filepath.Join(b.TempDir(), "big")
@@ -216,7 +216,7 @@ const pmiRounds = "10"
 // Hydra and are reported for us alone, beside our put+fence (the
 // comparison of Figure 9 of Chakraborty et al.).
 //
-//	go test -run '^$' -bench PMI -benchtime 1x -timeout 3h ./cmd/mpirun
+//	go test -run '^$' -bench PMI -benchtime 1x -timeout 3h ./e2e
 func BenchmarkPMI(b *testing.B) {
 	prog := benchProgram(b, "pmibench")
 	c, hydra := hydraCluster(b, 64)
@@ -244,7 +244,7 @@ func BenchmarkPMI(b *testing.B) {
 // median of 5 jobs) under our mpirun and under mpiexec.hydra, and the
 // whole job as mpirun or mpiexec.hydra saw it.
 //
-//	go test -run '^$' -bench MPIInit -benchtime 1x ./cmd/mpirun
+//	go test -run '^$' -bench MPIInit -benchtime 1x ./e2e
 func BenchmarkMPIInit(b *testing.B) {
 	prog := benchProgram(b, "initbench")
 	c, hydra := hydraCluster(b, 32)
@@ -301,7 +301,7 @@ var openMPIBenchPrograms = sync.OnceValues(func() (string, error) {
 // ssh_config, and its orteds spawn each other along ORTE's default tree.
 // Nodes have their own hostnames (UTS), which Open MPI needs.
 //
-//	go test -tags pmix -run '^$' -bench OpenMPIInit -benchtime 1x ./cmd/mpirun
+//	go test -tags pmix -run '^$' -bench OpenMPIInit -benchtime 1x ./e2e
 func BenchmarkOpenMPIInit(b *testing.B) {
 	if !pmix.Available {
 		b.Skip("built without PMIx: go test -tags pmix (needs libpmix-dev)")
@@ -452,7 +452,7 @@ var (
 // this machine the launch overloads the CPU, which must make it slow,
 // never failed:
 //
-//	go test -tags pmix -run '^$' -bench OpenSSHLaunch -benchtime 3x ./cmd/mpirun
+//	go test -tags pmix -run '^$' -bench OpenSSHLaunch -benchtime 3x ./e2e
 func BenchmarkOpenSSHLaunch(b *testing.B) {
 	b.Setenv("HOME", b.TempDir()) // no user keys, config or known_hosts
 	b.Setenv("SSH_AUTH_SOCK", "")
