@@ -52,6 +52,30 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// waitFor polls until s shows up in b.
+func (b *lockedBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(b.String(), s); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("mpirun did not print %q; stderr:\n%s", s, b)
+		}
+	}
+}
+
+// startMpirun starts mpirun against the cluster without waiting.
+func startMpirun(t *testing.T, c *testbed.Cluster, args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "mpirun"), args...)
+	cmd.Env = append(os.Environ(), c.Env()...)
+	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, stdout, stderr
+}
+
 // started runs mpirun in the background and waits until every rank has
 // written a line to a marker file.
 func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec.Cmd, *lockedBuffer, string) {
@@ -89,16 +113,6 @@ func startedTo(t *testing.T, c *testbed.Cluster, stdout *os.File, ranks int, arg
 	}
 }
 
-// waitFor polls until s shows up in b.
-func (b *lockedBuffer) waitFor(t *testing.T, s string) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(b.String(), s); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("mpirun did not print %q; stderr:\n%s", s, b)
-		}
-	}
-}
-
 // countMarks counts the ranks that left their mark; a rank writing its
 // mark through a ".tmp" file has not finished yet.
 func countMarks(dir string) int {
@@ -124,20 +138,6 @@ func waitExit(t *testing.T, cmd *exec.Cmd) int {
 		t.Fatal("mpirun did not exit")
 		return -1
 	}
-}
-
-// startMpirun starts mpirun against the cluster without waiting.
-func startMpirun(t *testing.T, c *testbed.Cluster, args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "mpirun"), args...)
-	cmd.Env = append(os.Environ(), c.Env()...)
-	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-	return cmd, stdout, stderr
 }
 
 // ortedOf finds the pid of the orted running on a node.

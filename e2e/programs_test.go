@@ -14,26 +14,6 @@ import (
 	"prsh/modex/pmix"
 )
 
-// mpichPrograms compiles the MPI programs of testdata/mpi with MPICH's
-// compiler, once. mpicc.mpich by name: with Open MPI installed too, mpicc
-// is Open MPI's.
-var mpichPrograms = sync.OnceValues(func() (string, error) {
-	cc, err := exec.LookPath("mpicc.mpich")
-	if err != nil {
-		return "", errMissing
-	}
-	dir := filepath.Join(bin, "mpich")
-	return dir, compileC(dir, "testdata/mpi/*.c", cc, []string{"-O2"}, nil)
-})
-
-// mpich returns the path of a compiled MPICH test program. Without MPICH
-// (.ci/run installs it) the test is skipped; a program that does not
-// compile fails it.
-func mpich(t *testing.T, name string) string {
-	t.Helper()
-	return testProgram(t, mpichPrograms, "MPICH is not installed (apt-get install mpich libmpich-dev)", name)
-}
-
 // errMissing says a compiler or library the C test programs need is not
 // installed.
 var errMissing = errors.New("not installed")
@@ -68,6 +48,26 @@ func compileC(dir, pattern, cc string, pre, post []string) error {
 		}
 	}
 	return nil
+}
+
+// mpichPrograms compiles the MPI programs of testdata/mpi with MPICH's
+// compiler, once. mpicc.mpich by name: with Open MPI installed too, mpicc
+// is Open MPI's.
+var mpichPrograms = sync.OnceValues(func() (string, error) {
+	cc, err := exec.LookPath("mpicc.mpich")
+	if err != nil {
+		return "", errMissing
+	}
+	dir := filepath.Join(bin, "mpich")
+	return dir, compileC(dir, "testdata/mpi/*.c", cc, []string{"-O2"}, nil)
+})
+
+// mpich returns the path of a compiled MPICH test program. Without MPICH
+// (.ci/run installs it) the test is skipped; a program that does not
+// compile fails it.
+func mpich(t *testing.T, name string) string {
+	t.Helper()
+	return testProgram(t, mpichPrograms, "MPICH is not installed (apt-get install mpich libmpich-dev)", name)
 }
 
 // openMPIPrograms compiles the MPI programs of testdata/mpi with Open

@@ -23,120 +23,6 @@ import (
 	tbnodes "prsh/testbed/nodes"
 )
 
-// TestMaxStartupsRetried: every node's sshd is at its MaxStartups when a
-// flat launch connects to all of them at once; they drop mpirun's
-// connections until their startups end, and mpirun's retries then
-// launch the job. The same through OpenSSH's client (--launch-agent),
-// which exits 255 with kex_exchange_identification on each drop.
-func TestMaxStartupsRetried(t *testing.T) {
-	for _, agent := range []string{"native", "openssh"} {
-		t.Run(agent, func(t *testing.T) {
-			const n = 8
-			faults := map[string]testbed.Fault{}
-			for i := 1; i <= n; i++ {
-				faults[tbnodes.Name(i, n)] = testbed.Fault{MaxStartups: 1}
-			}
-			c := cluster(t, testbed.Config{Nodes: n, Faults: faults})
-			args := []string{"--spawn-degree", itoa(n)}
-			if agent == "openssh" {
-				args = append(args, "--launch-agent", "ssh -F "+c.SSHConfigPath()+" %h")
-			}
-			holders := holdStartups(t, c)
-			cmd, stdout, stderr := startMpirun(t, c, append(args, "sh", "-c", `echo "$PRSH_TESTBED_NODE"`)...)
-			for _, node := range c.Nodes() {
-				waitDropped(t, c, node.Name, stderr)
-			}
-			for _, h := range holders {
-				h.Close()
-			}
-			if status := waitExit(t, cmd); status != 0 {
-				t.Fatalf("exit %d; stderr:\n%s", status, stderr)
-			}
-			checkOneLine(t, stderr.String(), "") // the tries are no failure
-			var want []string
-			for _, node := range c.Nodes() {
-				want = append(want, node.Name)
-			}
-			wantSet(t, stdout.String(), want...)
-			if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
-				t.Fatalf("left running: %+v", left)
-			}
-		})
-	}
-}
-
-// TestMaxStartupsNeverClears: node005 stays at its MaxStartups; its parent
-// orted gives up after its tries, and the job ends naming node005 and the
-// likely cause, with nothing left running.
-func TestMaxStartupsNeverClears(t *testing.T) {
-	c := cluster(t, testbed.Config{Nodes: 7, Faults: map[string]testbed.Fault{"node005": {MaxStartups: 1}}})
-	h, err := c.HoldStartup("node005")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	res := mpirun(t, c, "--spawn-degree", "2", "sleep", "60")
-	if res.status != 255 {
-		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
-	}
-	checkOneLine(t, res.stderr, `^mpirun: node005: ssh: connection dropped during the handshake 5 times \(the node's sshd may be limiting concurrent logins: MaxStartups\)`)
-	if got := c.Dropped("node005"); got != 5 {
-		t.Errorf("node005 dropped %d connections, want 5", got)
-	}
-}
-
-// holdStartups takes every node's startups (MaxStartups 1).
-func holdStartups(t *testing.T, c *testbed.Cluster) []io.Closer {
-	t.Helper()
-	var out []io.Closer
-	for _, node := range c.Nodes() {
-		h, err := c.HoldStartup(node.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { h.Close() })
-		out = append(out, h)
-	}
-	return out
-}
-
-// waitDropped waits until the node has dropped a connection.
-func waitDropped(t *testing.T, c *testbed.Cluster, node string, stderr *lockedBuffer) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); c.Dropped(node) == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s dropped no connection; mpirun's stderr:\n%s", node, stderr)
-		}
-	}
-}
-
-// TestAuthenticationFails: a key the nodes do not accept ends the job with
-// one line naming the node and the cause.
-func TestAuthenticationFails(t *testing.T) {
-	c := cluster(t, testbed.Config{Nodes: 3})
-	dir := t.TempDir()
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stranger := filepath.Join(dir, "id_stranger")
-	os.WriteFile(stranger, pem.EncodeToMemory(block), 0o600)
-	cfg, _ := os.ReadFile(c.SSHConfigPath())
-	mine := strings.ReplaceAll(string(cfg), filepath.Join(c.Dir(), "id_ed25519"), stranger)
-	if mine == string(cfg) {
-		t.Fatal("the testbed's ssh_config names no IdentityFile to replace")
-	}
-	cfgPath := filepath.Join(dir, "ssh_config")
-	os.WriteFile(cfgPath, []byte(mine), 0o600)
-	t.Setenv("SSH_AUTH_SOCK", "")
-	res := mpirun(t, c, "--ssh-config", cfgPath, "/bin/true")
-	if res.status != 255 {
-		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
-	}
-	checkOneLine(t, res.stderr, `^mpirun: node00[1-3]: ssh: authentication failed for `)
-}
-
 // TestOpenSSH launches through the real OpenSSH server with mpirun's native
 // ssh client: three aliases of one private sshd and a spawn degree of 1, so
 // mpirun starts the first orted and the orteds start the other two, through
@@ -371,4 +257,118 @@ func TestSystemSSHConfig(t *testing.T) {
 			t.Errorf("%d ssh sessions opened", c.Sessions()-sessions)
 		}
 	}
+}
+
+// TestMaxStartupsRetried: every node's sshd is at its MaxStartups when a
+// flat launch connects to all of them at once; they drop mpirun's
+// connections until their startups end, and mpirun's retries then
+// launch the job. The same through OpenSSH's client (--launch-agent),
+// which exits 255 with kex_exchange_identification on each drop.
+func TestMaxStartupsRetried(t *testing.T) {
+	for _, agent := range []string{"native", "openssh"} {
+		t.Run(agent, func(t *testing.T) {
+			const n = 8
+			faults := map[string]testbed.Fault{}
+			for i := 1; i <= n; i++ {
+				faults[tbnodes.Name(i, n)] = testbed.Fault{MaxStartups: 1}
+			}
+			c := cluster(t, testbed.Config{Nodes: n, Faults: faults})
+			args := []string{"--spawn-degree", itoa(n)}
+			if agent == "openssh" {
+				args = append(args, "--launch-agent", "ssh -F "+c.SSHConfigPath()+" %h")
+			}
+			holders := holdStartups(t, c)
+			cmd, stdout, stderr := startMpirun(t, c, append(args, "sh", "-c", `echo "$PRSH_TESTBED_NODE"`)...)
+			for _, node := range c.Nodes() {
+				waitDropped(t, c, node.Name, stderr)
+			}
+			for _, h := range holders {
+				h.Close()
+			}
+			if status := waitExit(t, cmd); status != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", status, stderr)
+			}
+			checkOneLine(t, stderr.String(), "") // the tries are no failure
+			var want []string
+			for _, node := range c.Nodes() {
+				want = append(want, node.Name)
+			}
+			wantSet(t, stdout.String(), want...)
+			if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+				t.Fatalf("left running: %+v", left)
+			}
+		})
+	}
+}
+
+// TestMaxStartupsNeverClears: node005 stays at its MaxStartups; its parent
+// orted gives up after its tries, and the job ends naming node005 and the
+// likely cause, with nothing left running.
+func TestMaxStartupsNeverClears(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 7, Faults: map[string]testbed.Fault{"node005": {MaxStartups: 1}}})
+	h, err := c.HoldStartup("node005")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	res := mpirun(t, c, "--spawn-degree", "2", "sleep", "60")
+	if res.status != 255 {
+		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: node005: ssh: connection dropped during the handshake 5 times \(the node's sshd may be limiting concurrent logins: MaxStartups\)`)
+	if got := c.Dropped("node005"); got != 5 {
+		t.Errorf("node005 dropped %d connections, want 5", got)
+	}
+}
+
+// holdStartups takes every node's startups (MaxStartups 1).
+func holdStartups(t *testing.T, c *testbed.Cluster) []io.Closer {
+	t.Helper()
+	var out []io.Closer
+	for _, node := range c.Nodes() {
+		h, err := c.HoldStartup(node.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		out = append(out, h)
+	}
+	return out
+}
+
+// waitDropped waits until the node has dropped a connection.
+func waitDropped(t *testing.T, c *testbed.Cluster, node string, stderr *lockedBuffer) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); c.Dropped(node) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s dropped no connection; mpirun's stderr:\n%s", node, stderr)
+		}
+	}
+}
+
+// TestAuthenticationFails: a key the nodes do not accept ends the job with
+// one line naming the node and the cause.
+func TestAuthenticationFails(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	dir := t.TempDir()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger := filepath.Join(dir, "id_stranger")
+	os.WriteFile(stranger, pem.EncodeToMemory(block), 0o600)
+	cfg, _ := os.ReadFile(c.SSHConfigPath())
+	mine := strings.ReplaceAll(string(cfg), filepath.Join(c.Dir(), "id_ed25519"), stranger)
+	if mine == string(cfg) {
+		t.Fatal("the testbed's ssh_config names no IdentityFile to replace")
+	}
+	cfgPath := filepath.Join(dir, "ssh_config")
+	os.WriteFile(cfgPath, []byte(mine), 0o600)
+	t.Setenv("SSH_AUTH_SOCK", "")
+	res := mpirun(t, c, "--ssh-config", cfgPath, "/bin/true")
+	if res.status != 255 {
+		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: node00[1-3]: ssh: authentication failed for `)
 }
