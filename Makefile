@@ -1,6 +1,7 @@
-# prsh: `make demo` runs a job on an emulated 16-node cluster; `make test`
-# runs the whole test suite (what CI runs); `make bench` builds the lab's
-# bin/bench.
+# prsh: `make demo` runs a job on an emulated 16-node cluster; `make check`
+# is the quick loop (vet and every test but the end-to-end package e2e);
+# `make test` runs the whole test suite (what CI runs); `make bench` builds
+# the lab's bin/bench.
 
 GO      ?= go
 FUZZTIME ?= 200000x
@@ -9,7 +10,7 @@ UTS     := $(if $(filter 0,$(shell id -u)),--uts,)
 # PMIx library (apt-get install libpmix-dev).
 TAGS    ?= $(shell pkg-config --exists pmix 2>/dev/null && echo pmix)
 
-.PHONY: bin demo test fuzz bench clean
+.PHONY: bin demo check test fuzz bench clean
 
 # orted is a static Go program; orted-pmix is orted with the PMIx server
 # (cgo), which mpirun starts only for jobs that may need it.
@@ -25,13 +26,18 @@ demo: bin
 bench: bin
 	cd lab && $(GO) build -o ../bin/ ./cmd/bench
 
+check:
+	$(GO) vet -tags '$(TAGS)' ./...
+	$(GO) test -tags '$(TAGS)' -race $$($(GO) list ./... | grep -v -e '^prsh/e2e$$' -e '^prsh/daemon/protocol/sim$$')
+	$(GO) test -short ./daemon/protocol/sim   # each simulated launch is one goroutine: -race would find nothing and take 3 times as long
+
 test:
 	$(GO) vet -tags '$(TAGS)' ./...
 	$(GO) test -tags '$(TAGS)' -race -timeout 60m ./...
 	cd lab && $(GO) vet ./... && $(GO) test -race -timeout 30m ./...
 	$(GO) test -run 'Radix' ./topo -topo.fullgrid    # every n ≤ 2000, every δ in 1..64
 	$(GO) test -run 'Launch|Simulate100k' ./daemon/protocol/sim   # the 2000-orted launches and the 100k simulation, too slow under -race
-	$(GO) test -tags '$(TAGS)' -timeout 30m -run 'TestJobsInSequence' ./cmd/mpirun   # 200 jobs one after another (20 under -race)
+	$(GO) test -tags '$(TAGS)' -timeout 30m -run 'TestJobsInSequence' ./e2e   # 200 jobs one after another (20 under -race)
 	$(MAKE) fuzz
 
 # Every fuzzer runs briefly on top of its seed corpus in testdata/fuzz. The

@@ -13,5 +13,5 @@
 // The PMI-1 and PMI-2 wire servers that each orted runs for its local ranks
 // are the driver part beside it, in modex/pmi: they turn the clients' bytes
 // into calls on a Backend that the daemon implements with these pieces
-// (see ../shared/docs/pmi-wire.md).
+// (see pmi/WIRE.md).
 package modex

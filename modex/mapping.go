@@ -9,7 +9,7 @@ import (
 // client can take. It reads the value into a buffer of its effective value
 // length, 674 bytes with the 256/64/1024 maxima our servers announce, and
 // the terminating NUL needs one of them. A longer value crashed the client
-// (a failed copy, then a double free): see pmi-wire.md §5.
+// (a failed copy, then a double free): see pmi/WIRE.md §5.
 const MaxMappingLen = 673
 
 // block is one (start,count,ppn) triple: count nodes numbered start,
@@ -29,7 +29,7 @@ type block struct{ start, count, ppn int }
 //
 // It returns "" for no ranks, and when the mapping would be longer than
 // MaxMappingLen. The servers then report the key as absent, and MPICH
-// behaves as follows (pmi-wire.md §5): a PMI-1 client falls back to a
+// behaves as follows (pmi/WIRE.md §5): a PMI-1 client falls back to a
 // hostname exchange (every rank puts hostname[<rank>], one extra barrier,
 // then gets) and works; a PMI-2 client has no fallback, and MPI_Init fails
 // with "PMI_process_mapping attribute not found" when there are two ranks

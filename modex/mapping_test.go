@@ -33,6 +33,8 @@ func byNode(n, hosts int) []int {
 	return ids
 }
 
+// TestProcessMapping: the cases marked "traces.txt §N" are what Hydra
+// sent in the captures of pmi/testdata/traces.txt.
 func TestProcessMapping(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -43,8 +45,8 @@ func TestProcessMapping(t *testing.T) {
 		{"one rank", []int{1}, "(vector,(0,1,1))"},
 		{"one host, 4 ranks", bySlot(4, 4), "(vector,(0,1,4))"},
 		{"ranks on mpirun's own node", []int{0, 0}, "(vector,(0,1,2))"},
-		{"by slot 2+2, n=4 (pmi-traces §3)", bySlot(4, 2, 2), "(vector,(0,2,2))"},
-		{"by slot 1+1, n=2 (pmi-traces §2)", bySlot(2, 1, 1), "(vector,(0,2,1))"},
+		{"by slot 2+2, n=4 (traces.txt §3)", bySlot(4, 2, 2), "(vector,(0,2,2))"},
+		{"by slot 1+1, n=2 (traces.txt §2)", bySlot(2, 1, 1), "(vector,(0,2,1))"},
 		{"by slot 2+2, n=8 wraps", bySlot(8, 2, 2), "(vector,(0,2,2))"},
 		{"by slot 2+2, n=5 ends inside a block", bySlot(5, 2, 2), "(vector,(0,2,2))"},
 		{"by slot 3+1", bySlot(4, 3, 1), "(vector,(0,1,3),(1,1,1))"},

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +19,11 @@ import (
 	"prsh/modex/pmix"
 	"prsh/testbed"
 )
+
+// This file is the part of e2e/main_test.go, e2e/helpers_test.go and
+// e2e/programs_test.go that the end-to-end tests still in this package
+// (env_test.go, flags_test.go) need; they and it go to e2e/ once the
+// refactoring of this package's tests settles.
 
 // bin holds mpirun and orted, built once for the end-to-end tests.
 var bin string
@@ -105,16 +114,6 @@ func mpirun(t *testing.T, c *testbed.Cluster, args ...string) result {
 	return mpirunFrom(t, bin, c, args...)
 }
 
-// plainBin builds mpirun and orted without the race detector, for tests
-// that measure them.
-var plainBin = sync.OnceValues(func() (string, error) {
-	if !raceEnabled {
-		return bin, nil
-	}
-	dir := filepath.Join(bin, "plain")
-	return dir, build(dir, false, pmix.Available)
-})
-
 // mpirunFrom runs the mpirun found in dir.
 func mpirunFrom(t *testing.T, dir string, c *testbed.Cluster, args ...string) result {
 	t.Helper()
@@ -157,27 +156,119 @@ func lines(s string) []string {
 
 func itoa(i int) string { return fmt.Sprint(i) }
 
-func rankOf(line string) int {
-	var r int
-	fmt.Sscan(line, &r)
-	return r
+// checkOneLine checks that stderr is exactly one line matching pattern, or
+// empty when pattern is "".
+func checkOneLine(t *testing.T, stderr, pattern string) {
+	t.Helper()
+	got := lines(stderr)
+	if pattern == "" {
+		if len(got) != 0 {
+			t.Errorf("stderr not empty:\n%s", stderr)
+		}
+		return
+	}
+	if len(got) != 1 || !regexp.MustCompile(pattern).MatchString(got[0]) {
+		t.Errorf("stderr:\n%s\nwant one line matching %s", stderr, pattern)
+	}
 }
 
-// lockedBuffer is written by exec's copying goroutines while the test
-// reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// wantSet checks the lines of text, in any order.
+func wantSet(t *testing.T, text string, want ...string) {
+	t.Helper()
+	got := map[string]int{}
+	for _, l := range lines(text) {
+		got[l]++
+	}
+	for _, w := range want {
+		if got[w] != 1 {
+			t.Errorf("line %q seen %d times in:\n%s", w, got[w], text)
+		}
+		delete(got, w)
+	}
+	for l := range got {
+		t.Errorf("unexpected line %q", l)
+	}
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
+// errMissing says a compiler or library the C test programs need is not
+// installed.
+var errMissing = errors.New("not installed")
+
+// testProgram returns the path of program name from a set compiled by
+// programs: skipped (saying why) when what it needs is missing, failed
+// when it does not compile.
+func testProgram(t testing.TB, programs func() (string, error), why, name string) string {
+	t.Helper()
+	dir, err := programs()
+	if err == errMissing {
+		t.Skip(why)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, name)
 }
 
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+// compileC builds each C source matching pattern into dir with cc: pre,
+// then -o and the source, then post (the libraries).
+func compileC(dir, pattern, cc string, pre, post []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	sources, _ := filepath.Glob(pattern)
+	for _, src := range sources {
+		out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".c"))
+		args := append(append(slices.Clone(pre), "-o", out, src), post...)
+		if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v\n%s", src, err, b)
+		}
+	}
+	return nil
+}
+
+// checkLines checks that text holds exactly the wanted lines, in any order.
+func checkLines(t *testing.T, text string, want []string) {
+	t.Helper()
+	got := lines(text)
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("output:\n%s\nwant (in any order):\n%s", text, strings.Join(want, "\n"))
+	}
+}
+
+// openMPIPrograms compiles the MPI programs of e2e/testdata/mpi with Open
+// MPI's compiler, and the PMIx programs of e2e/testdata/pmix against the PMIx
+// client library, once.
+var openMPIPrograms = sync.OnceValues(func() (string, error) {
+	cc, err := exec.LookPath("mpicc.openmpi")
+	if err != nil {
+		return "", errMissing
+	}
+	dir := filepath.Join(bin, "openmpi")
+	if err := compileC(dir, "../../e2e/testdata/mpi/*.c", cc, []string{"-O2"}, nil); err != nil {
+		return "", err
+	}
+	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "pmix").Output()
+	if err != nil {
+		return "", errMissing
+	}
+	f := strings.Fields(string(flags))
+	return dir, compileC(dir, "../../e2e/testdata/pmix/*.c", "cc", append([]string{"-O2", "-Wall"}, f...), f)
+})
+
+// openMPI returns the path of a compiled Open MPI (or PMIx) test program,
+// skipping the test when Open MPI or PMIx is not installed (.ci/run
+// installs them) or the testbed cannot give each node its own hostname:
+// Open MPI names its shared-memory segments after the host, so emulated
+// nodes that share one would share segments too.
+func openMPI(t *testing.T, name string) string {
+	t.Helper()
+	if !pmix.Available {
+		t.Skip("built without PMIx (TestOpenMPIWithoutPMIx covers this build)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("Open MPI on the testbed needs a hostname per node (UTS namespaces: root)")
+	}
+	return testProgram(t, openMPIPrograms, "Open MPI or PMIx is not installed (apt-get install openmpi-bin libopenmpi-dev libpmix-dev)", name)
 }

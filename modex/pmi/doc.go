@@ -1,8 +1,8 @@
 // Package pmi serves the PMI wire protocols that MPICH-family MPI libraries
 // use to start up: PMI-1 ("simple", one text line per message) and PMI-2
 // (length-prefixed frames), as the real MPICH 4.0.2 and Slurm libpmi2
-// clients speak them (../../shared/docs/pmi-wire.md has every detail and
-// the evidence behind it).
+// clients speak them (WIRE.md has every detail and the evidence behind
+// it).
 //
 // Serve answers one rank's connection — the socket the rank found in
 // PMI_FD — and turns what needs the rest of the job into calls on a

@@ -19,7 +19,7 @@ const (
 // mappingKey is answered by the server itself; no client ever puts it.
 const mappingKey = "PMI_process_mapping"
 
-// pmi1Handlers are the PMI-1 commands (pmi-wire.md §4.3). The PMI-2
+// pmi1Handlers are the PMI-1 commands (WIRE.md §4.3). The PMI-2
 // client's opening init line comes here too.
 var pmi1Handlers = map[string]handler{
 	"init":              (*session).init1,

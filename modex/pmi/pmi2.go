@@ -10,7 +10,7 @@ import (
 // maxValue2 is the longest value a PMI-2 client parses (after unescaping).
 const maxValue2 = 1024
 
-// pmi2Handlers are the PMI-2 commands (pmi-wire.md §6.4), Slurm's ring
+// pmi2Handlers are the PMI-2 commands (WIRE.md §6.4), Slurm's ring
 // and our allgather (EXTENSIONS.md).
 var pmi2Handlers = map[string]handler{
 	"fullinit":         (*session).fullinit2,

@@ -23,7 +23,7 @@ import (
 
 // These tests start real MPI programs on this machine, each with PMI_FD
 // set to its end of a socketpair that Serve answers, over a memJob that
-// plays the daemons (pmi-wire.md §13). Debian's MPICH speaks PMI-1;
+// plays the daemons (WIRE.md §13). Debian's MPICH speaks PMI-1;
 // Slurm's libpmi2 speaks PMI-2 (exact frames) and has PMIX_Ring.
 
 // TestMPICHHello runs an MPICH program (init, barrier, allreduce,
@@ -219,7 +219,7 @@ func startRank(t *testing.T, ctx context.Context, argv []string, r, n int, out *
 }
 
 // withoutPMI drops inherited PMI settings; PMI_VERSION in particular
-// would change what MPICH asks for (pmi-wire.md §1).
+// would change what MPICH asks for (WIRE.md §1).
 func withoutPMI(env []string) []string {
 	var keep []string
 	for _, kv := range env {

@@ -17,7 +17,7 @@ import (
 )
 
 // Scripts in testdata/*.script replay the client side of real traffic
-// (../../shared/docs/pmi-traces.txt and pmi-wire.md) against Serve, one
+// (testdata/traces.txt and WIRE.md) against Serve, one
 // connection per rank, all ranks at once over a shared memJob, and check
 // every reply byte for byte. Each line is one step:
 //

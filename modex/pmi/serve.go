@@ -45,7 +45,7 @@ type session struct {
 
 // Serve answers one rank's PMI requests on conn until the rank finalizes,
 // aborts, closes the connection or ctx ends. PMI-1 and PMI-2 are told
-// apart message by message (pmi-wire.md §1), so both protocols work on the
+// apart message by message (WIRE.md §1), so both protocols work on the
 // same socket. Serve owns conn and closes it when it returns.
 //
 // It returns nil after finalize, and also when the client closed without

@@ -109,7 +109,7 @@ func (cv *conv) finalize1() {
 }
 
 // TestNodeAttrWaitsForPut: a getnodeattr with wait=TRUE that comes before
-// the node root's put is answered by that put (pmi-wire.md §6.4).
+// the node root's put is answered by that put (WIRE.md §6.4).
 func TestNodeAttrWaitsForPut(t *testing.T) {
 	job := newMemJob(JobInfo{Size: 2, KVSName: "kvs_t", ProcessMapping: "(vector,(0,1,2))"}, nil)
 	root, other := startConv(t, job, 0), startConv(t, job, 1)

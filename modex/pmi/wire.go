@@ -18,7 +18,7 @@ const (
 	maxFrame      = 64 << 10 // PMI-2 frame body, junk included
 	maxSpawnLines = 4096     // lines in one mcmd=spawn block
 	frameHeader   = 6        // PMI-2 length field
-	junkLen       = 6        // MPICH 4.0.2's surplus frame bytes (pmi-wire.md §6.2)
+	junkLen       = 6        // MPICH 4.0.2's surplus frame bytes (WIRE.md §6.2)
 	maxBody2      = 999999   // longest reply body the 6-digit length field can announce
 )
 

@@ -4,7 +4,7 @@
 // extensions of the seed papers — PMIX_Allgather, PMIX_Iallgather and
 // PMIX_KVS_Ifence with PMIX_Wait (Chakraborty et al.), and Slurm's
 // PMIX_Ring (Moody). The wire is in ../EXTENSIONS.md and
-// shared/docs/pmi-wire.md; it needs no cgo and no MPI library.
+// ../WIRE.md; it needs no cgo and no MPI library.
 //
 //	c, err := client.Init() // errors.Is(err, client.ErrNotLaunched) without mpirun
 //	req, _ := c.Iallgather(myAddress)

@@ -1,8 +1,9 @@
-package main
+package e2e
 
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -375,5 +376,108 @@ func TestLocalhostInHostList(t *testing.T) {
 	res := mpirun(t, c, "-H", "localhost,node001,"+self, "true")
 	if res.status != 2 || !strings.Contains(res.stderr, "are both this host") {
 		t.Errorf("this host named twice: exit %d, want 2; stderr:\n%s", res.status, res.stderr)
+	}
+}
+
+// TestHostfileRanges: a hostfile names hosts with Slurm-style ranges as
+// -H does: each host of a range gets the line's slots, hosts keep the
+// order of their first mention, and a host named again adds slots.
+func TestHostfileRanges(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	ranges := writeHostfile(t, "node[001-003] slots=2\n")
+	repeats := writeHostfile(t, "# a list in brackets, a repeat\nnode[001-002] slots=2\nnode[003,001]\n")
+	checkPlacements(t, c, []placement{
+		{"range with slots", []string{"--hostfile", ranges},
+			[]string{"0 node001", "1 node001", "2 node002", "3 node002", "4 node003", "5 node003"}, ""},
+		{"list and repeat", []string{"--hostfile", repeats},
+			[]string{"0 node001", "1 node001", "2 node001", "3 node002", "4 node002", "5 node003"}, ""},
+	})
+}
+
+// TestHostRangeBound: a range that expands past hostrange.MaxHosts, or
+// ranges that do so together, stop mpirun with one line and exit 2, from
+// -H and from a hostfile (naming its line), before any node is reached.
+func TestHostRangeBound(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	hostfile := writeHostfile(t, "node001\nnode[1-999999] slots=2\n")
+	cases := []struct {
+		name string
+		args []string
+		line string
+	}{
+		{"-H", []string{"-H", "node[1-999999]"},
+			`^mpirun: host list entry "node\[1-999999\]": .*range "1-999999" expands to more than 262144 hosts \(see mpirun --help\)$`},
+		{"-H in all", []string{"-H", "a[1-200000],b[1-200000]"},
+			`^mpirun: host list entry "b\[1-200000\]": more than 262144 hosts in all \(see mpirun --help\)$`},
+		{"hostfile", []string{"--hostfile", hostfile},
+			`^mpirun: ` + regexp.QuoteMeta(hostfile) + `:2: "node\[1-999999\]": range "1-999999" expands to more than 262144 hosts \(see mpirun --help\)$`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mpirun(t, c, append(tc.args, "true")...)
+			if res.status != statusUsage {
+				t.Errorf("exit %d, want %d", res.status, statusUsage)
+			}
+			checkOneLine(t, res.stderr, tc.line)
+			if n := c.Sessions(); n != 0 {
+				t.Errorf("%d ssh sessions before the error", n)
+			}
+		})
+	}
+}
+
+func writeHostfile(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestBadInput: every mistake gets one clear line and a non-zero exit,
+// never a panic, a hang or a half-launched job.
+func TestBadInput(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dir := t.TempDir()
+	badHostfile := filepath.Join(dir, "hosts")
+	os.WriteFile(badHostfile, []byte("node001 slots=2\nnode002 slots=two\n"), 0o644)
+	notExecutable := filepath.Join(dir, "script")
+	os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644)
+	cases := []struct {
+		name   string
+		args   []string
+		status int
+		line   string
+	}{
+		{"hostfile syntax error", []string{"--hostfile", badHostfile, "/bin/true"}, 2, `^mpirun: .*hosts:2: .*two`},
+		{"missing hostfile", []string{"--hostfile", filepath.Join(dir, "none"), "/bin/true"}, 2, `^mpirun: .*no such file`},
+		{"empty host list", []string{"-H", "", "/bin/true"}, 2, `^mpirun: .*empty host list`},
+		{"np zero", []string{"-np", "0", "/bin/true"}, 2, `^mpirun: -np must be at least 1, not 0`},
+		{"np negative", []string{"-np", "-3", "/bin/true"}, 2, `^mpirun: -np must be at least 1, not -3`},
+		{"negative spawn degree", []string{"--spawn-degree", "-1", "/bin/true"}, 2, `^mpirun: --spawn-degree must be 0 or more, or auto, not -1`},
+		{"spawn degree not a number", []string{"--spawn-degree", "fast", "/bin/true"}, 2, `^mpirun: --spawn-degree must be 0 or more, or auto, not fast`},
+		{"auto without a hop", []string{"--spawn-degree", "auto", "--spawn-hop-hint", "0s", "/bin/true"}, 2, `^mpirun: --spawn-hop-hint must be positive`},
+		{"unknown routed", []string{"--routed", "mesh", "/bin/true"}, 2, `^mpirun: unknown routing topology "mesh" \(choose one of radix, binomial, direct\)`},
+		{"unknown flag", []string{"--no-such-flag", "/bin/true"}, 2, `^mpirun: .*no-such-flag`},
+		{"no command", []string{}, 2, `^mpirun: no command given`},
+		{"bad --stdin", []string{"--stdin", "7", "/bin/true"}, 2, `^mpirun: --stdin "7": want a rank from 0 to 1, all or none`},
+		{"bad --timeout", []string{"--timeout", "soon", "/bin/true"}, 2, `^mpirun: --timeout "soon"`},
+		{"zero connect timeout", []string{"--ssh-connect-timeout", "0s", "/bin/true"}, 2, `^mpirun: --ssh-connect-timeout must be positive, not 0s`},
+		{"negative callback timeout", []string{"--callback-timeout", "-1s", "/bin/true"}, 2, `^mpirun: --callback-timeout must be positive, not -1s`},
+		{"negative kill grace", []string{"--kill-grace", "-2s", "/bin/true"}, 2, `^mpirun: --kill-grace must be 0 or more, not -2s`},
+		{"no ssh sessions", []string{"--ssh-max-sessions", "0", "/bin/true"}, 2, `^mpirun: --ssh-max-sessions must be at least 1, not 0`},
+		{"executable missing", []string{"/no/such/program"}, 127, `^mpirun: node00[12]: rank [01]: cannot run /no/such/program: no such file or directory$`},
+		{"not executable", []string{notExecutable}, 126, `^mpirun: node00[12]: rank [01]: cannot run .*/script: permission denied$`},
+		{"working directory missing", []string{"--wdir", "/no/such/dir", "/bin/true"}, 255, `^mpirun: node00[12]: rank [01]: working directory /no/such/dir does not exist$`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mpirun(t, c, tc.args...)
+			if res.status != tc.status {
+				t.Errorf("exit %d, want %d; stderr:\n%s", res.status, tc.status, res.stderr)
+			}
+			checkOneLine(t, res.stderr, tc.line)
+		})
 	}
 }

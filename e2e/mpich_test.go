@@ -1,76 +1,11 @@
-package main
+package e2e
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"slices"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
 
 	"prsh/testbed"
 )
-
-// mpichPrograms compiles the MPI programs of testdata/mpi with MPICH's
-// compiler, once. mpicc.mpich by name: with Open MPI installed too, mpicc
-// is Open MPI's.
-var mpichPrograms = sync.OnceValues(func() (string, error) {
-	cc, err := exec.LookPath("mpicc.mpich")
-	if err != nil {
-		return "", errMissing
-	}
-	dir := filepath.Join(bin, "mpich")
-	return dir, compileC(dir, "testdata/mpi/*.c", cc, []string{"-O2"}, nil)
-})
-
-// mpich returns the path of a compiled MPICH test program. Without MPICH
-// (.ci/run installs it) the test is skipped; a program that does not
-// compile fails it.
-func mpich(t *testing.T, name string) string {
-	t.Helper()
-	return testProgram(t, mpichPrograms, "MPICH is not installed (apt-get install mpich libmpich-dev)", name)
-}
-
-// errMissing says a compiler or library the C test programs need is not
-// installed.
-var errMissing = errors.New("not installed")
-
-// testProgram returns the path of program name from a set compiled by
-// programs: skipped (saying why) when what it needs is missing, failed
-// when it does not compile.
-func testProgram(t testing.TB, programs func() (string, error), why, name string) string {
-	t.Helper()
-	dir, err := programs()
-	if err == errMissing {
-		t.Skip(why)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, name)
-}
-
-// compileC builds each C source matching pattern into dir with cc: pre,
-// then -o and the source, then post (the libraries).
-func compileC(dir, pattern, cc string, pre, post []string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	sources, _ := filepath.Glob(pattern)
-	for _, src := range sources {
-		out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".c"))
-		args := append(append(slices.Clone(pre), "-o", out, src), post...)
-		if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %v\n%s", src, err, b)
-		}
-	}
-	return nil
-}
 
 // TestMPICHWorld: an MPICH program sees one world of every rank, by slot
 // and by node, on one node and on many: the job map, PMI_process_mapping
@@ -152,28 +87,57 @@ func TestMPICHFailures(t *testing.T) {
 	checkMpirunLine(t, res.stderr, `^mpirun: node002: rank 1 exited with status 0 without finalizing MPI \(PMI\)$`)
 }
 
-// checkLines checks that text holds exactly the wanted lines, in any order.
-func checkLines(t *testing.T, text string, want []string) {
-	t.Helper()
-	got := lines(text)
-	sort.Strings(got)
-	sort.Strings(want)
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("output:\n%s\nwant (in any order):\n%s", text, strings.Join(want, "\n"))
-	}
+// withoutPMIFD runs a program the way a tool or a wrapper may: without
+// the inherited PMI socket, so that its PMI client has only PMI_PORT and
+// PMI_ID to find its orted by.
+func withoutPMIFD(program string) []string {
+	return []string{"sh", "-c", "unset PMI_FD; exec 3>&-; exec " + program}
 }
 
-// checkMpirunLine checks that mpirun itself wrote exactly one line, which
-// matches pattern; the ranks may write their own.
-func checkMpirunLine(t *testing.T, stderr, pattern string) {
-	t.Helper()
-	var ours []string
-	for _, l := range lines(stderr) {
-		if strings.HasPrefix(l, "mpirun:") {
-			ours = append(ours, l)
+// TestMPICHOverPMIPort: MPICH ranks whose PMI client reaches its orted
+// over PMI_PORT run as one world, by slot and by node; MPI_Abort and an
+// exit without MPI_Finalize on that connection end the job as they do on
+// the inherited socket, since it counts as the rank's PMI connection.
+func TestMPICHOverPMIPort(t *testing.T) {
+	hello, abort, nofinalize := mpich(t, "hello"), mpich(t, "abort"), mpich(t, "nofinalize")
+	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2})
+	for _, mapBy := range []string{"slot", "node"} {
+		t.Run("hello by "+mapBy, func(t *testing.T) {
+			res := mpirun(t, c, append([]string{"-np", "8", "--map-by", mapBy}, withoutPMIFD(hello)...)...)
+			if res.status != 0 || res.stderr != "" {
+				t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+			}
+			var want []string
+			for r := range 8 {
+				want = append(want, fmt.Sprintf("rank %d of 8 sum 28", r))
+			}
+			checkLines(t, res.stdout, want)
+		})
+	}
+	t.Run("abort", func(t *testing.T) {
+		res := mpirun(t, c, append([]string{"-np", "4", "--map-by", "node"}, withoutPMIFD(abort)...)...)
+		if res.status != 7 {
+			t.Errorf("MPI_Abort(7): exit %d, want 7; stderr:\n%s", res.status, res.stderr)
 		}
+		checkMpirunLine(t, res.stderr, `^mpirun: node003: rank 2 called MPI_Abort with status 7`)
+	})
+	t.Run("no finalize", func(t *testing.T) {
+		res := mpirun(t, c, append([]string{"-np", "4", "--map-by", "node"}, withoutPMIFD(nofinalize)...)...)
+		if res.status != 255 {
+			t.Errorf("exit without finalize: exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+		}
+		checkMpirunLine(t, res.stderr, `^mpirun: node002: rank 1 exited with status 0 without finalizing MPI \(PMI\)$`)
+	})
+}
+
+// TestMPICHPrefersPMIFD: with both set, MPICH's client uses PMI_FD: a
+// PMI_PORT where nothing listens does not stop it.
+func TestMPICHPrefersPMIFD(t *testing.T) {
+	hello := mpich(t, "hello")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	res := mpirun(t, c, "-np", "4", "env", "PMI_PORT=127.0.0.1:1", hello)
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
 	}
-	if len(ours) != 1 || !regexp.MustCompile(pattern).MatchString(ours[0]) {
-		t.Errorf("mpirun's lines: %q, want one matching %s; stderr:\n%s", ours, pattern, stderr)
-	}
+	checkLines(t, res.stdout, []string{"rank 0 of 4 sum 6", "rank 1 of 4 sum 6", "rank 2 of 4 sum 6", "rank 3 of 4 sum 6"})
 }

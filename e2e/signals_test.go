@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"fmt"
@@ -12,80 +12,6 @@ import (
 
 	"prsh/testbed"
 )
-
-// started runs mpirun in the background and waits until every rank has
-// written a line to a marker file.
-func started(t *testing.T, c *testbed.Cluster, ranks int, args ...string) (*exec.Cmd, *lockedBuffer, string) {
-	t.Helper()
-	return startedTo(t, c, nil, ranks, args...)
-}
-
-// startedTo is started with mpirun's stdout going to stdout.
-func startedTo(t *testing.T, c *testbed.Cluster, stdout *os.File, ranks int, args ...string) (*exec.Cmd, *lockedBuffer, string) {
-	t.Helper()
-	marks := filepath.Join(t.TempDir(), "marks")
-	if err := os.Mkdir(marks, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "mpirun"), append([]string{"-x", "MARKS"}, args...)...)
-	cmd.Env = append(os.Environ(), append(c.Env(), "MARKS="+marks)...)
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	if stdout != nil {
-		cmd.Stdout = stdout
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if n := countMarks(marks); n == ranks {
-			return cmd, stderr, marks
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d ranks started; stderr:\n%s", countMarks(marks), ranks, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// waitFor polls until s shows up in b.
-func (b *lockedBuffer) waitFor(t *testing.T, s string) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(b.String(), s); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("mpirun did not print %q; stderr:\n%s", s, b)
-		}
-	}
-}
-
-// countMarks counts the ranks that left their mark; a rank writing its
-// mark through a ".tmp" file has not finished yet.
-func countMarks(dir string) int {
-	entries, _ := os.ReadDir(dir)
-	n := 0
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".tmp") {
-			n++
-		}
-	}
-	return n
-}
-
-// waitExit waits for mpirun to end and returns its exit status.
-func waitExit(t *testing.T, cmd *exec.Cmd) int {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-		return cmd.ProcessState.ExitCode()
-	case <-time.After(time.Minute):
-		t.Fatal("mpirun did not exit")
-		return -1
-	}
-}
 
 // TestInterrupt: Ctrl-C during a run stops every rank and every orted, and
 // mpirun exits 130 saying why.
@@ -234,5 +160,22 @@ func TestBackgroundDoesNotReadStdin(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
+	}
+}
+
+// TestSecondInterrupt: a second Ctrl-C does not wait for the grace period
+// of ranks that ignore SIGTERM. The grace is set far beyond waitExit's
+// patience, so only the second interrupt can end the job in time.
+func TestSecondInterrupt(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	cmd, stderr, _ := started(t, c, 3, "--stdin", "none", "--kill-grace", "1h", "sh", "-c", `trap "" TERM INT; touch "$MARKS/$PRSH_RANK"; while :; do sleep 1; done`)
+	cmd.Process.Signal(syscall.SIGINT)
+	stderr.waitFor(t, "caught SIGINT") // not one signal for two
+	cmd.Process.Signal(syscall.SIGINT)
+	if status := waitExit(t, cmd); status != 130 {
+		t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)
+	}
+	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
+		t.Fatalf("left running: %+v", left)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"fmt"
@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
 	"prsh/testbed"
 )
 

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,16 +102,6 @@ func (j *secJob) daemons(t *testing.T, c *testbed.Cluster) map[int]string {
 		}
 	}
 	return out
-}
-
-// isOrted tells an orted daemon (or orted-pmix) from the shell that
-// started it and from the rank guards, which may run its binary too.
-func isOrted(argv []string) bool {
-	if len(argv) < 2 {
-		return false
-	}
-	name := filepath.Base(argv[0])
-	return (name == "orted" || name == "orted"+pmixSuffix) && slices.Contains(argv, "--parent")
 }
 
 // listeningAddrs lists the TCP addresses pid listens on: the sockets among
@@ -415,4 +404,28 @@ func TestSecurityNoSecretInProcs(t *testing.T) {
 		t.Errorf("mpirun's trace log holds 64 hex digits, maybe the secret: %s", h)
 	}
 	t.Logf("checked %d processes (%d orteds, %d rank processes) and %d lines of trace log", len(procs), orteds, ranks, len(lines(j.stderr.String())))
+}
+
+// TestPMIIDNotLogged: the ids ranks present on PMI_PORT appear nowhere in
+// mpirun's trace log, which carries the orteds' logs too.
+func TestPMIIDNotLogged(t *testing.T) {
+	hello := mpich(t, "hello")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	wrapper := "echo PMI_ID=$PMI_ID; unset PMI_FD; exec 3>&-; exec " + hello
+	res := mpirun(t, c, "-np", "4", "--log-level", "trace", "sh", "-c", wrapper)
+	if res.status != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	var ids int
+	for _, l := range lines(res.stdout) {
+		if id, ok := strings.CutPrefix(l, "PMI_ID="); ok {
+			ids++
+			if id == "" || strings.Contains(res.stderr, id) {
+				t.Errorf("PMI_ID %q is empty or in the log:\n%s", id, res.stderr)
+			}
+		}
+	}
+	if ids != 4 || !strings.Contains(res.stderr, "PMI_PORT") {
+		t.Fatalf("%d ids, want 4; or the log does not show the ranks on PMI_PORT:\n%s", ids, res.stderr)
+	}
 }

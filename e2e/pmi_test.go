@@ -1,11 +1,13 @@
-package main
+package e2e
 
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -112,7 +114,7 @@ func TestPMI2World(t *testing.T) {
 }
 
 // mappingNodes expands a PMI_process_mapping for size ranks the way the
-// clients do (pmi-wire.md §5): blocks of (first node, nodes, ranks per
+// clients do (modex/pmi/WIRE.md §5): blocks of (first node, nodes, ranks per
 // node), in order, starting over at the first block when they run out.
 func mappingNodes(t *testing.T, mapping string, size int) []int {
 	t.Helper()
@@ -259,7 +261,7 @@ func TestPMIFenceRankKilled(t *testing.T) {
 // or finalizing while the others wait in the fence. The fence must not
 // complete without it (the others would go on with a job missing a rank):
 // the job ends with 255 and one line naming the rank, as for an exit
-// without MPI_Finalize (pmi-wire.md §8, item 6).
+// without MPI_Finalize (modex/pmi/WIRE.md §8, item 6).
 func TestPMIFenceRankExits(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2})
 	for _, flavour := range pmiFenceFlavours(t) {
@@ -330,4 +332,104 @@ func pmiFenceFlavours(t *testing.T) []pmiFlavour {
 		t.Log("Slurm's libpmi2 is not installed: PMI-1 only")
 	}
 	return flavours
+}
+
+// TestPMIXRing: PMIX_Ring through Slurm's libpmi2 client, computed as a
+// gather up the daemon tree and a scatter down it: every rank gets its
+// position and its two neighbours' values, wrapping round, whatever the
+// placement and the tree.
+func TestPMIXRing(t *testing.T) {
+	prog := pmi2(t, "ring")
+	c := cluster(t, testbed.Config{Nodes: 5, Slots: 2})
+	for _, args := range [][]string{
+		{"-np", "9", "--map-by", "node", "--spawn-degree", "2"},
+		{"-np", "10", "--routed", "direct"},
+		{"-np", "1"},
+	} {
+		res := mpirun(t, c, append(args, prog)...)
+		if res.status != 0 || res.stderr != "" {
+			t.Fatalf("%v: exit %d, stderr:\n%s", args, res.status, res.stderr)
+		}
+		var np int
+		fmt.Sscan(args[1], &np)
+		var want []string
+		for r := range np {
+			want = append(want, fmt.Sprintf("rank %d ring %d of %d left v%d right v%d", r, r, np, (r+np-1)%np, (r+1)%np))
+		}
+		checkLines(t, res.stdout, want)
+	}
+}
+
+// TestBigFence: one PMI fence carries 32 ranks' 64 KiB of puts each: a
+// 2 MiB FenceDown, and FenceUps of 512 KiB and more, all far over the
+// 64 KiB that goes inline, so every daemon passes them on its links' bulk
+// streams. Every rank then checks every value (32² × 64 gets: they, not
+// the fence, take most of the time, hence no more ranks).
+func TestBigFence(t *testing.T) {
+	prog := filepath.Join(t.TempDir(), "bigfence")
+	if out, err := exec.Command("go", "build", "-o", prog, "./testdata/bigfence").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	const ranks, keys = 32, 64
+	c := cluster(t, testbed.Config{Nodes: 4, Slots: 8})
+	res := mpirun(t, c, "-np", itoa(ranks), "--spawn-degree", "2", prog, itoa(keys))
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	var want []string
+	for r := range ranks {
+		want = append(want, fmt.Sprintf("rank %d of %d: %d values ok", r, ranks, ranks*keys))
+	}
+	checkLines(t, res.stdout, want)
+}
+
+// TestGoClient: a Go program that uses every call of the Go PMI client
+// (modex/pmi/client/example: put, fence, get, allgather, iallgather and
+// ifence with wait, ring, finalize, abort) under the real mpirun and
+// orteds: the collectives run over the daemon tree, whatever the
+// placement and the tree, and each rank prints what it checked.
+func TestGoClient(t *testing.T) {
+	prog := filepath.Join(t.TempDir(), "goclient")
+	args := []string{"build", "-o", prog}
+	if raceEnabled { // the client's own races fail the test too (GORACE log_path)
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, "prsh/modex/pmi/client/example")...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2})
+	for _, args := range [][]string{
+		{"-np", "8", "--spawn-degree", "2"},
+		{"-np", "7", "--map-by", "node", "--routed", "binomial"},
+		{"-np", "5", "--routed", "direct"},
+		{"-np", "1"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			res := mpirun(t, c, append(args, prog)...)
+			if res.status != 0 || res.stderr != "" {
+				t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+			}
+			var np int
+			fmt.Sscan(args[1], &np)
+			var want []string
+			for r := range np {
+				want = append(want, fmt.Sprintf("rank %d of %d: kvs ok, allgather ok, iallgather ok, ifence ok, "+
+					"ring %d of %d left v%d right v%d, finalize ok", r, np, r, np, (r+np-1)%np, (r+1)%np))
+			}
+			checkLines(t, res.stdout, want)
+		})
+	}
+	t.Run("abort", func(t *testing.T) {
+		res := mpirun(t, c, "-np", "6", "--map-by", "node", prog, "abort")
+		t.Logf("stderr:\n%s", res.stderr)
+		if res.status != 3 {
+			t.Errorf("exit %d, want 3; stderr:\n%s", res.status, res.stderr)
+		}
+		if !regexp.MustCompile(`(?m)^mpirun: node00\d: rank 5 called MPI_Abort with status 3`).MatchString(res.stderr) {
+			t.Errorf("no abort line for rank 5 in stderr:\n%s", res.stderr)
+		}
+		if res.stdout != "" {
+			t.Errorf("stdout after an abort:\n%s", res.stdout)
+		}
+	})
 }
