@@ -26,11 +26,11 @@ const AliveLine = "orted: alive\n"
 // decides, stretching the timeout while its children keep calling back;
 // this bound is for a parent that hangs without closing the session.
 func (d *Daemon) welcomeTimeout() time.Duration {
-	if d.cfg.WelcomeTimeout > 0 {
-		return 2 * d.cfg.WelcomeTimeout
-	}
-	return 2 * protocol.DefaultCallbackMS * time.Millisecond
+	return 2 * ms(d.cfg.Timeouts.CallbackMS)
 }
+
+// ms turns one of the bounds, kept in milliseconds, into a Duration.
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // callBack connects a new orted to its spawn parent, announces its id and
 // contact address, opens its output stream and waits for the Welcome.
@@ -119,7 +119,9 @@ func readWelcome(ctrl io.Reader) (protocol.Welcome, error) {
 }
 
 func (d *Daemon) transportOptions() transport.Options {
-	return transport.Options{LocalIP: d.cfg.Bind, Logger: d.log.Named("transport")}
+	t := d.cfg.Timeouts
+	return transport.Options{LocalIP: d.cfg.Bind, Ports: d.cfg.Ports, Logger: d.log.Named("transport"),
+		KeepAlive: ms(t.KeepAliveMS), Silence: ms(t.SilenceMS), HandshakeTimeout: ms(t.HandshakeMS)}
 }
 
 // agentFor builds the launch agent an orted uses for its own children.
@@ -140,9 +142,11 @@ func agentFor(job protocol.JobSpec, log hclog.Logger) (launch.Agent, error) {
 // whose parent listens at parent. The secret is not in it: it goes on the
 // child's stdin.
 func ortedArgv(job protocol.JobSpec, parent string, id int, host string) []string {
-	callback := time.Duration(job.CallbackTimeoutMS()) * time.Millisecond
 	argv := []string{job.OrtedPath, "--protocol", strconv.Itoa(protocol.Version), "--parent", parent,
-		"--id", strconv.Itoa(id), "--node", host, "--callback-timeout", callback.String()}
+		"--id", strconv.Itoa(id), "--node", host}
+	if bounds := job.Timeouts.String(); bounds != "" {
+		argv = append(argv, "--timeouts", bounds)
+	}
 	if job.LogLevel != "" {
 		argv = append(argv, "--log-level", job.LogLevel)
 	}

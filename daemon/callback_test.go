@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"prsh/daemon/protocol"
+	"prsh/internal/timeouts"
 	"prsh/transport"
 )
 
@@ -51,7 +52,7 @@ func TestOrphanedWhileCallingBack(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), "node001: its parent's session ended") {
 					t.Fatalf("Run returned %v, want the lifeline named", err)
 				}
-			case <-time.After(protocol.DefaultCallbackMS*time.Millisecond + 10*time.Second):
+			case <-time.After(ms(timeouts.Default().CallbackMS) + 10*time.Second):
 				t.Fatal("the orphaned orted kept calling back")
 			}
 		})
@@ -79,7 +80,7 @@ func TestWelcomeTimeoutFollowsJob(t *testing.T) {
 	}
 	_, err = Run(context.Background(), Config{
 		ID: 1, Node: "node001", ParentAddr: silentParent(t, secret), Secret: secret,
-		Bind: "127.0.0.1", WelcomeTimeout: 300 * time.Millisecond,
+		Bind: "127.0.0.1", Timeouts: timeouts.Timeouts{CallbackMS: 300},
 	})
 	want := "node001: waiting for the job from parent: no job within twice the callback timeout (600ms)"
 	if err == nil || err.Error() != want {
@@ -87,15 +88,26 @@ func TestWelcomeTimeoutFollowsJob(t *testing.T) {
 	}
 }
 
-// A parent tells each child orted the job's callback timeout in its argv:
-// the timeout is no secret, and the orted needs it before its Welcome.
-func TestOrtedArgvCarriesCallbackTimeout(t *testing.T) {
-	for ms, want := range map[int64]string{0: "30s", 1500: "1.5s", 90_000: "1m30s"} {
-		job := protocol.JobSpec{OrtedPath: "/opt/orted", CallbackMS: ms}
+// A parent tells each child orted the job's bounds that are not the
+// defaults (the callback timeout, say) in its argv: they are no secret,
+// and the orted needs them before its Welcome.
+func TestOrtedArgvCarriesTimeouts(t *testing.T) {
+	for _, tt := range []struct {
+		bounds timeouts.Timeouts
+		want   string // "" = no --timeouts
+	}{
+		{timeouts.Default(), ""},
+		{timeouts.Timeouts{CallbackMS: 1500}.WithDefaults(), "callback=1.5s"},
+		{timeouts.Timeouts{CallbackMS: 90_000, SilenceMS: 3000, GuardStoppedMS: 5000}.WithDefaults(), "silence=3s,callback=1m30s,guard-stopped=5s"},
+	} {
+		job := protocol.JobSpec{OrtedPath: "/opt/orted", Timeouts: tt.bounds}
 		argv := ortedArgv(job, "tcp://10.0.0.1:4000", 3, "node003")
-		i := slices.Index(argv, "--callback-timeout")
-		if i < 0 || i+1 == len(argv) || argv[i+1] != want {
-			t.Errorf("CallbackMS %d: argv %q, want --callback-timeout %s", ms, argv, want)
+		i := slices.Index(argv, "--timeouts")
+		switch {
+		case tt.want == "" && i >= 0:
+			t.Errorf("default bounds: argv %q, want no --timeouts", argv)
+		case tt.want != "" && (i < 0 || i+1 == len(argv) || argv[i+1] != tt.want):
+			t.Errorf("argv %q, want --timeouts %s", argv, tt.want)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"prsh/errmgr"
 	"prsh/errmgr/status"
 	"prsh/internal/tcp"
+	"prsh/internal/timeouts"
 	"prsh/iof"
 	"prsh/modex/pmi"
 	"prsh/ranks"
@@ -41,9 +42,11 @@ type Config struct {
 	Ports      tcp.Ports // where to listen (--port-range); zero: any port
 	Log        hclog.Logger
 	Lifeline   io.Reader // orted: its stdin; EOF means the parent is gone
-	// WelcomeTimeout is the job's callback timeout; an orted waits twice
-	// that for its Welcome, from its start. 0 means the default.
-	WelcomeTimeout time.Duration
+	// Timeouts are the job's bounds on a stall: an orted's come on its
+	// command line, as it needs them before the job's Welcome (its
+	// links' silence, its callback); mpirun's are its Job's. A zero field
+	// is its default.
+	Timeouts timeouts.Timeouts
 
 	// mpirun only.
 	Job    protocol.JobSpec
@@ -129,6 +132,10 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if d.log == nil {
 		d.log = hclog.NewNullLogger()
 	}
+	if d.isRoot() {
+		d.cfg.Timeouts = cfg.Job.Timeouts
+	}
+	d.cfg.Timeouts = d.cfg.Timeouts.WithDefaults()
 	d.ctx, d.stop = context.WithCancel(ctx)
 	d.starter = ranks.NewNode(d.log.Named("ranks"), func(ev ranks.Event) { d.post(ev) })
 	defer d.stop()
@@ -204,7 +211,7 @@ func (d *Daemon) act(acts []protocol.Action) {
 
 func (d *Daemon) listen() error {
 	host := d.cfg.Bind
-	ln, err := transport.Listen(hostPort(host), d.cfg.Secret, transport.Options{Logger: d.log.Named("transport"), Ports: d.cfg.Ports})
+	ln, err := transport.Listen(hostPort(host), d.cfg.Secret, d.transportOptions())
 	if err != nil {
 		return fmt.Errorf("%s: cannot listen on %q: %w", d.cfg.Node, host, err)
 	}

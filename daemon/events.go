@@ -229,7 +229,7 @@ func (d *Daemon) showWaiting(line string) {
 // span: the bound is on a stalled end, not a long one, so a slow machine
 // or reader that still takes the ranks' output is waited for.
 func (d *Daemon) stillDraining(t protocol.Timer) bool {
-	span := time.Duration(protocol.DrainMS) * time.Millisecond
+	span := ms(d.cfg.Timeouts.DrainMS)
 	idle := d.terminal.Idle()
 	if idle >= span {
 		return false

@@ -390,7 +390,7 @@ func pmixKey(node int) string { return "\x00pmix/" + strconv.Itoa(node) }
 // library before it exited.
 func (d *Daemon) syncPMIx() {
 	if d.pmix != nil {
-		d.pmix.server.Sync(pmiDrain)
+		d.pmix.server.Sync(ms(d.cfg.Timeouts.PMIDrainMS))
 	}
 }
 

@@ -88,11 +88,6 @@ func (d *Daemon) rankEvent(ev ranks.Event) {
 	}
 }
 
-// pmiDrain bounds how long a reaped rank's PMI server may take to read
-// what the rank wrote before it ended. Something the rank left behind
-// may hold its socket open: the server is then stopped.
-const pmiDrain = 2 * time.Second
-
 // awaitPMI waits until the server of the rank's PMI connection has read
 // everything, so that the machine learns how the rank used PMI
 // (finalised or not, bad input) before it learns that the rank ended.
@@ -105,22 +100,24 @@ func (d *Daemon) awaitPMI(r *rank) {
 		return
 	}
 	if r.pmi.speaker() != viaPort {
-		drainPMI(r, r.pmiDone)
+		d.drainPMI(r, r.pmiDone)
 	}
 	switch r.pmi.seal() {
 	case viaPort:
-		drainPMI(r, r.portDone)
+		d.drainPMI(r, r.portDone)
 	case nobody:
 		r.pmi.stop()
 	}
 	d.forgetPMIPortID(r)
 }
 
-// drainPMI waits for a server to return, at most pmiDrain. A server
+// drainPMI waits for a server to return, at most the job's PMI drain
+// bound: something the rank left behind may hold its socket open, and
+// the server is then stopped. A server
 // waiting in a collective for the dead rank has nothing left to read: it
 // is stopped at once.
-func drainPMI(r *rank, done <-chan struct{}) {
-	wait := pmiDrain
+func (d *Daemon) drainPMI(r *rank, done <-chan struct{}) {
+	wait := ms(d.cfg.Timeouts.PMIDrainMS)
 	if r.pmi.waiting.Load() {
 		wait = 0
 	}

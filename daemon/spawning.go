@@ -14,10 +14,6 @@ import (
 	"prsh/transport"
 )
 
-// helloTimeout bounds how long an accepted connection may take to say who
-// it is.
-const helloTimeout = 10 * time.Second
-
 // spawn starts a child's orted through the launch agent. The sessions
 // start in the order they are asked for (launch.InTurn), the tree's.
 func (d *Daemon) spawn(n spawn.Node) {
@@ -45,7 +41,7 @@ func (d *Daemon) acceptLoop() {
 
 // greet reads an accepted connection's Hello and hands it to the loop.
 func (d *Daemon) greet(conn *transport.Conn) {
-	timer := time.AfterFunc(helloTimeout, func() { conn.Close() })
+	timer := time.AfterFunc(ms(d.cfg.Timeouts.HelloMS), func() { conn.Close() })
 	defer timer.Stop()
 	ctrl, err := conn.Accept()
 	if err != nil {

@@ -1,7 +1,7 @@
 // Command orted is the prsh daemon that runs on every node of a job. It is
 // started by its parent in the spawn tree (mpirun or another orted) with
 //
-//	orted --protocol V --parent tcp://IP:PORT --id N --node NAME --callback-timeout D [--log-level L] [--port-range LO-HI]
+//	orted --protocol V --parent tcp://IP:PORT --id N --node NAME [--timeouts LIST] [--log-level L] [--port-range LO-HI]
 //
 // and reads the job's secret as the first line of its standard input, which
 // then stays open: when it closes, the parent is gone and orted ends
@@ -21,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -30,6 +29,7 @@ import (
 	"prsh/errmgr"
 	"prsh/internal/profile"
 	"prsh/internal/tcp"
+	"prsh/internal/timeouts"
 	"prsh/ranks/guard"
 	"prsh/transport"
 )
@@ -57,8 +57,7 @@ func main() {
 	bind := flags.String("bind", "", "IP address to listen on (default: the address the node was reached on)")
 	level := flags.String("log-level", "warn", "trace, debug, info, warn, error or off")
 	portRange := flags.String("port-range", "", "listen on a port of LO-HI (default: any)")
-	callback := flags.Duration("callback-timeout", protocol.DefaultCallbackMS*time.Millisecond,
-		"how long to call back the parent and get the job: the job's callback timeout, after which the parent gives up")
+	bounds := flags.String("timeouts", "", "the job's bounds on a stall that differ from the defaults, as NAME=DURATION,… (callback, silence, …): this orted needs them before the job comes")
 	if err := flags.Parse(os.Args[1:]); err == flag.ErrHelp {
 		os.Exit(0)
 	} else if err != nil {
@@ -68,8 +67,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "orted: --parent, --id (1 or more) and --node are required, and nothing else")
 		os.Exit(errmgr.StatusFailed)
 	}
-	if *callback <= 0 {
-		fmt.Fprintf(os.Stderr, "orted: --callback-timeout must be positive, not %v\n", *callback)
+	limits, err := timeouts.Parse(*bounds)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "orted: --timeouts: %v\n", err)
 		os.Exit(errmgr.StatusFailed)
 	}
 	ports, err := tcp.ParsePorts(*portRange)
@@ -80,7 +80,7 @@ func main() {
 	if *bind == "" {
 		*bind = daemon.NodeIP(*parent)
 	}
-	os.Exit(run(daemon.Config{ID: *id, Node: *node, ParentAddr: *parent, Bind: *bind, Ports: ports, WelcomeTimeout: *callback}, *level))
+	os.Exit(run(daemon.Config{ID: *id, Node: *node, ParentAddr: *parent, Bind: *bind, Ports: ports, Timeouts: limits}, *level))
 }
 
 // checkVersion refuses to run under a parent of another protocol version,

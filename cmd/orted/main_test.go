@@ -78,7 +78,7 @@ func TestOtherVersion(t *testing.T) {
 }
 
 // TestCallbackTimeout: an orted whose parent admits it but never sends
-// the job gives up after the --callback-timeout it was started with, and
+// the job gives up after the callback timeout it was started with, and
 // says so; a timeout that cannot work is refused at once.
 func TestCallbackTimeout(t *testing.T) {
 	orted := filepath.Join(t.TempDir(), "orted")
@@ -97,7 +97,7 @@ func TestCallbackTimeout(t *testing.T) {
 	go ln.Accept(context.Background()) // admitted, never welcomed
 
 	start := func(timeout string) (int, string) {
-		cmd := exec.Command(orted, append(ours(), "--parent", transport.URI(ln.Addr()), "--id", "1", "--node", "n1", "--callback-timeout", timeout)...)
+		cmd := exec.Command(orted, append(ours(), "--parent", transport.URI(ln.Addr()), "--id", "1", "--node", "n1", "--timeouts", "callback="+timeout)...)
 		lifeline, err := cmd.StdinPipe() // held open: the parent is alive
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ func TestCallbackTimeout(t *testing.T) {
 		t.Errorf("exit %d, output:\n%s\nwant 255 and %q", code, out, want)
 	}
 	code, out = start("0s")
-	if want := "orted: --callback-timeout must be positive, not 0s"; code != 255 || !strings.Contains(out, want) {
+	if want := "orted: --timeouts: timeout callback must be positive, not 0s"; code != 255 || !strings.Contains(out, want) {
 		t.Errorf("exit %d, output:\n%s\nwant 255 and %q", code, out, want)
 	}
 }

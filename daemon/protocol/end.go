@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"prsh/errmgr"
+	"prsh/internal/timeouts"
 )
 
 // startRanks starts this daemon's share of the ranks.
@@ -219,7 +220,7 @@ func (m *Machine) interrupt(sig int, name string) {
 	case SIGTSTP:
 		// Stop the ranks, and mpirun itself once they are stopped.
 		m.stopPending = true
-		m.emit(SetTimer{Timer{Kind: StopTimer}, StopWaitMS})
+		m.emit(SetTimer{Timer{Kind: StopTimer}, m.job.Timeouts.StopWaitMS})
 		m.signalSeq++
 		m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: m.signalSeq})
 	default:
@@ -249,7 +250,7 @@ func (m *Machine) timerFired(t Timer) {
 	case DrainTimer:
 		m.giveUp()
 	case JobTimer:
-		m.fail(Failure{Msg: "the job ran past --timeout " + formatMS(m.cfg.TimeoutMS) + ", terminating it", Status: errmgr.StatusTimeout})
+		m.fail(Failure{Msg: "the job ran past --timeout " + timeouts.Format(m.cfg.TimeoutMS) + ", terminating it", Status: errmgr.StatusTimeout})
 	case StopTimer:
 		m.stopSelf()
 	case ProgressTimer:
@@ -269,12 +270,12 @@ func (m *Machine) teardown(kill bool) {
 	m.passTeardown(kill)
 	if kill {
 		m.emit(SignalRanks{SIGTERM})
-		m.emit(SetTimer{Timer{Kind: GraceTimer}, m.job.KillGraceMS})
+		m.emit(SetTimer{Timer{Kind: GraceTimer}, m.job.Timeouts.KillGraceMS})
 	} else {
 		m.emit(SignalRanks{SIGKILL}) // what the ranks left behind
 	}
 	if m.isRoot() {
-		m.emit(SetTimer{Timer{Kind: DrainTimer}, DrainMS})
+		m.emit(SetTimer{Timer{Kind: DrainTimer}, m.job.Timeouts.DrainMS})
 	}
 	m.maybeFinish()
 }

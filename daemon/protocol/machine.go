@@ -26,20 +26,6 @@ import (
 	"prsh/topo"
 )
 
-// Timings of mpirun's end, in milliseconds.
-const (
-	// DrainMS bounds how long mpirun waits, after deciding the job's end,
-	// for every daemon to flush its output and exit. Daemons still running
-	// after it lose their lifeline when mpirun exits, and exit too.
-	DrainMS = 15_000
-	// StopWaitMS bounds how long Ctrl-Z waits for the ranks to be stopped
-	// before it stops mpirun anyway.
-	StopWaitMS = 2_000
-	// DefaultCallbackMS is how long a spawned orted may take to call back
-	// when the job does not say.
-	DefaultCallbackMS = 30_000
-)
-
 // Config starts a machine.
 type Config struct {
 	ID   int
@@ -149,6 +135,7 @@ type rank struct {
 
 // New builds the machine of one daemon.
 func New(cfg Config) (*Machine, error) {
+	cfg.Job.Timeouts = cfg.Job.Timeouts.WithDefaults()
 	job := cfg.Job
 	radix := job.RoutedRadix
 	if radix <= 0 {

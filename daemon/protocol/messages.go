@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"prsh/internal/timeouts"
 	"prsh/job/binding"
 	"prsh/job/hostrange"
 	"prsh/modex/collective"
@@ -108,11 +109,12 @@ type JobSpec struct {
 	OrtedPath    string
 	LogLevel     string
 	SSHTimeoutMS int64 // connect timeout of the native ssh agent
-	CallbackMS   int64 // how long a spawned daemon may take to call back
-	KillGraceMS  int64 // between SIGTERM and SIGKILL when the job is stopped
-	MaxSessions  int
-	LaunchAgent  string // external launch command template; "" = native ssh
-	SSHConfig    string // the user's ssh config file; "" = ~/.ssh/config
+	// Timeouts are the job's bounds on a stall (callback, kill grace,
+	// silence, drain, …); a zero field is its default (New fills them).
+	Timeouts    timeouts.Timeouts
+	MaxSessions int
+	LaunchAgent string // external launch command template; "" = native ssh
+	SSHConfig   string // the user's ssh config file; "" = ~/.ssh/config
 	// SSHSystemConfig is read after SSHConfig: "" = /etc/ssh/ssh_config
 	// on each node, "none" = none (the default with an explicit SSHConfig,
 	// as ssh -F).
@@ -154,15 +156,6 @@ type StagedFile struct {
 // launchesAfterSpawn says whether mpirun holds the Launch until the
 // Spawned milestone, rather than overlapping it with phases 1 and 2.
 func (j JobSpec) launchesAfterSpawn() bool { return j.SkipUnreachable || j.HoldLaunch }
-
-// CallbackTimeoutMS is how long a spawned daemon may take to call back
-// and get its Welcome: CallbackMS, or the default when that is 0.
-func (j JobSpec) CallbackTimeoutMS() int64 {
-	if j.CallbackMS > 0 {
-		return j.CallbackMS
-	}
-	return DefaultCallbackMS
-}
 
 // Addrs carries contact addresses for phase 2.
 type Addrs struct {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"prsh/errmgr"
+	"prsh/internal/timeouts"
 	"prsh/routed"
 	"prsh/spawn"
 )
@@ -48,7 +49,7 @@ func (m *Machine) spawnStarted(id int) {
 // armCallback gives child c the callback timeout to call back, from now.
 func (m *Machine) armCallback(c *child) {
 	c.armedAt = m.progress
-	m.emit(SetTimer{Timer{CallbackTimer, c.id}, m.job.CallbackTimeoutMS()})
+	m.emit(SetTimer{Timer{CallbackTimer, c.id}, m.job.Timeouts.CallbackMS})
 }
 
 func (m *Machine) daemonAlive(id int) {
@@ -71,7 +72,7 @@ func (m *Machine) callbackExpired(id int) {
 		m.armCallback(c)
 		return
 	}
-	within := formatMS(m.job.CallbackTimeoutMS())
+	within := timeouts.Format(m.job.Timeouts.CallbackMS)
 	f := failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %s (it was told to call %s)", within, m.cfg.Addr)
 	if !c.alive {
 		f = failureAt(c.host, errmgr.StatusFailed, "orted gave no sign of life within %s of its session starting (it was told to call %s)", within, m.cfg.Addr)

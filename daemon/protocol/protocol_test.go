@@ -3,29 +3,10 @@ package protocol
 import (
 	"reflect"
 	"testing"
-	"time"
 
 	"prsh/modex"
 	"prsh/modex/collective"
 )
-
-// formatMS words durations exactly as time.Duration does, for every
-// millisecond count a user is likely to write and a spread of others.
-func TestFormatMSMatchesDuration(t *testing.T) {
-	var cases []int64
-	for ms := int64(0); ms < 5000; ms++ {
-		cases = append(cases, ms)
-	}
-	for ms := int64(1); ms < 1<<40; ms = ms*3 + 7 {
-		cases = append(cases, ms)
-	}
-	cases = append(cases, 60_000, 3_600_000, 90_500, -1500)
-	for _, ms := range cases {
-		if got, want := formatMS(ms), (time.Duration(ms) * time.Millisecond).String(); got != want {
-			t.Fatalf("formatMS(%d) = %q, want %q", ms, got, want)
-		}
-	}
-}
 
 // Every message type has one kind, and Decode(Encode(m)) gives m back.
 func TestMessageTable(t *testing.T) {

@@ -64,6 +64,18 @@ func Default() Timeouts {
 	}
 }
 
+// WithDefaults fills t's zero bounds with the defaults, so that a value
+// that sets only some (a test's, a simulation's) is whole.
+func (t Timeouts) WithDefaults() Timeouts {
+	def := Default()
+	for _, b := range bounds {
+		if ms := b.ms(&t); *ms == 0 {
+			*ms = *b.ms(&def)
+		}
+	}
+	return t
+}
+
 // bound names one field for Parse, String and Validate.
 type bound struct {
 	name string

@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"prsh/daemon/protocol"
+	"prsh/internal/timeouts"
 	"prsh/routed"
 	"prsh/spawn"
 )
@@ -292,15 +293,11 @@ func (s *Sim) kill(id int, how string) {
 	s.die(d, how)
 }
 
-// The bounds of a hung daemon, as the driver has them: its peers give up
-// on a link that brought nothing for 20 s (the transport's silence bound;
-// a quiet link is pinged every 2 s), its ranks' guards kill it once it
-// has been stopped for 30 s.
-const (
-	SilenceMS    = 20000
-	GuardStopMS  = 30000
-	silentReason = "nothing heard from it for 20s"
-)
+// silentReason is how the transport words a link that brought nothing
+// for the silence bound (transport.SilentError).
+func silentReason(silenceMS int64) string {
+	return "nothing heard from it for " + timeouts.Format(silenceMS)
+}
 
 // Hang stops daemon id, as SIGSTOP would: it takes no more events, its
 // peers see its links go down as silent after the silence bound, and
@@ -312,12 +309,16 @@ func (s *Sim) Hang(id int) {
 	}
 	s.tracef("d%d hangs", id)
 	d.hung = true
-	s.At(s.now+SilenceMS, func() {
+	// The bounds of a hung daemon are the job's, as the driver has them:
+	// its peers give up on a link that brought nothing for the silence
+	// bound, its ranks' guards kill it once it has been stopped for theirs.
+	bounds := s.opt.Job.Timeouts.WithDefaults()
+	s.At(s.now+bounds.SilenceMS, func() {
 		for l := protocol.LinkID(1); l <= d.lastLink; l++ {
-			s.closeEnd(d.id, l, protocol.LinkDown{Err: silentReason, Silent: true})
+			s.closeEnd(d.id, l, protocol.LinkDown{Err: silentReason(bounds.SilenceMS), Silent: true})
 		}
 	})
-	s.At(s.now+GuardStopMS, func() {
+	s.At(s.now+bounds.GuardStoppedMS, func() {
 		if !d.dead && len(d.ranks) > 0 {
 			s.tracef("d%d is killed by its ranks' guards", id)
 			s.die(d, "signal: killed")
