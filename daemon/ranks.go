@@ -28,6 +28,7 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	req := ranks.Request{
 		Node: d.cfg.Node, NodeID: d.cfg.ID, Size: len(app.RankNode), Bind: app.Bind,
 		MergeStderr: app.MergeStderr, Output: d.sink, Input: d.fanout, Attach: d.attach,
+		GuardStopped: ms(d.cfg.Timeouts.GuardStoppedMS),
 	}
 	for _, id := range mine {
 		d.ranks[id] = &rank{id: id, pmi: d.newPMIService(id), pmiDone: make(chan struct{}), portDone: make(chan struct{})}

@@ -15,6 +15,7 @@ package ranks
 import (
 	"os"
 	"syscall"
+	"time"
 
 	"prsh/iof"
 	"prsh/job/binding"
@@ -79,6 +80,10 @@ type Request struct {
 	// Input takes the write end of the stdin of every rank whose Stdin
 	// is set; the others read /dev/null.
 	Input Inputs
+	// GuardStopped is how long a rank's guard lets this daemon stay
+	// stopped before it kills it and the rank (the job's guard-stopped
+	// bound).
+	GuardStopped time.Duration
 	// Attach gives a rank whose program was found what the daemon hands
 	// it; a rank it fails for does not start.
 	Attach func(rank int) (Attachment, error)

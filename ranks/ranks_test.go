@@ -78,7 +78,7 @@ func (d *daemon) hook(what string) func() {
 // request runs each script with sh -c, one rank each from 0, with an
 // attachment that passes env and records the hooks.
 func (d *daemon) request(env []string, scripts ...string) Request {
-	req := Request{Node: "n1", NodeID: 4, Size: 10, Output: d, Input: d}
+	req := Request{Node: "n1", NodeID: 4, Size: 10, Output: d, Input: d, GuardStopped: time.Minute}
 	for id, script := range scripts {
 		prog := Program{Argv: []string{"sh", "-c", script}, Dir: "/", Env: []string{"PATH=" + os.Getenv("PATH")}}
 		req.Ranks = append(req.Ranks, Rank{ID: id, Program: prog})

@@ -64,7 +64,7 @@ func (n *Node) startRank(req Request, local int, bound binding.Binding) error {
 // cgroup where there is one, with its output on pipes read until EOF
 // whatever happens to the process.
 func (n *Node) startGuarded(req Request, local int, bound binding.Binding, cmd *exec.Cmd, att Attachment) error {
-	g, err := guard.GuardCommand(cmd)
+	g, err := guard.GuardCommand(cmd, req.GuardStopped)
 	if err != nil {
 		return err
 	}

@@ -98,6 +98,11 @@ Starting the daemons:
   --hold-launch                 start no rank until every daemon has called
                                 back (default: ranks start as daemons come)
   --kill-grace D                SIGTERM to SIGKILL when the job stops (default: 3s)
+  --timeouts NAME=D,…           other bounds on a stall: silence (20s: a daemon
+                                heard from for none of it is lost), guard-stopped
+                                (30s: a rank's guard kills its daemon stopped that
+                                long), drain (15s), hello, handshake, keep-alive,
+                                stop-wait, pmi-drain
   --orted PATH                  the daemon on the nodes, for every job (default:
                                 orted beside mpirun; orted-pmix for PMIx jobs)
   --pmix auto|on|off            boot each node's PMIx server (Open MPI); auto:

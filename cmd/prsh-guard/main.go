@@ -1,7 +1,7 @@
 // Command prsh-guard is a rank's guard (ranks/guard): orted starts it
 // once per rank, from beside its own binary, as
 //
-//	prsh-guard __rank-guard-vN COUNT PATH ARGV...
+//	prsh-guard __rank-guard-vN COUNT STOPPED-MS PATH ARGV...
 //
 // It is orted's own guard code in a binary of its own: small, static, and
 // without the PMIx libraries, it starts in less than half the CPU that a

@@ -270,7 +270,7 @@ func (m *Machine) teardown(kill bool) {
 	m.passTeardown(kill)
 	if kill {
 		m.emit(SignalRanks{SIGTERM})
-		m.emit(SetTimer{Timer{Kind: GraceTimer}, m.job.Timeouts.KillGraceMS})
+		m.emit(SetTimer{Timer{Kind: GraceTimer}, m.job.KillGraceMS})
 	} else {
 		m.emit(SignalRanks{SIGKILL}) // what the ranks left behind
 	}

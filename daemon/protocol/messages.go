@@ -109,6 +109,7 @@ type JobSpec struct {
 	OrtedPath    string
 	LogLevel     string
 	SSHTimeoutMS int64 // connect timeout of the native ssh agent
+	KillGraceMS  int64 // between SIGTERM and SIGKILL when the job is stopped
 	// Timeouts are the job's bounds on a stall (callback, kill grace,
 	// silence, drain, …); a zero field is its default (New fills them).
 	Timeouts    timeouts.Timeouts

@@ -30,9 +30,6 @@ type Timeouts struct {
 	// CallbackMS is how long a spawned orted may take to call back
 	// (mpirun --callback-timeout).
 	CallbackMS int64
-	// KillGraceMS is the ranks' time between SIGTERM and SIGKILL when
-	// the job is stopped (mpirun --kill-grace).
-	KillGraceMS int64
 	// DrainMS bounds how long mpirun waits, once the job's end is
 	// decided, for every daemon to flush its output and exit.
 	DrainMS int64
@@ -56,7 +53,6 @@ func Default() Timeouts {
 		HandshakeMS:    10_000,
 		HelloMS:        10_000,
 		CallbackMS:     30_000,
-		KillGraceMS:    3_000,
 		DrainMS:        15_000,
 		StopWaitMS:     2_000,
 		GuardStoppedMS: 30_000,
@@ -88,7 +84,6 @@ var bounds = []bound{
 	{"handshake", func(t *Timeouts) *int64 { return &t.HandshakeMS }},
 	{"hello", func(t *Timeouts) *int64 { return &t.HelloMS }},
 	{"callback", func(t *Timeouts) *int64 { return &t.CallbackMS }},
-	{"kill-grace", func(t *Timeouts) *int64 { return &t.KillGraceMS }},
 	{"drain", func(t *Timeouts) *int64 { return &t.DrainMS }},
 	{"stop-wait", func(t *Timeouts) *int64 { return &t.StopWaitMS }},
 	{"guard-stopped", func(t *Timeouts) *int64 { return &t.GuardStoppedMS }},

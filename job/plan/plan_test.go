@@ -15,6 +15,7 @@ import (
 
 	"prsh/daemon"
 	"prsh/daemon/protocol"
+	"prsh/internal/timeouts"
 	"prsh/job/binding"
 	"prsh/spawn/launch"
 )
@@ -204,10 +205,13 @@ func TestJobSpec(t *testing.T) {
 	req.CallbackTimeout, req.KillGrace, req.SSHMaxSessions = 5*time.Second, 0, 8
 	req.SSHConfig, req.SSHSystemConfig, req.Orted = "cfg", "/etc/sys", "bin/orted"
 	req.LogLevel, req.PortRange, req.Timeout = "debug", "5000:5010", "1.5"
+	req.Timeouts = "silence=5s, guard-stopped=6s"
 	cfg, _ := make1(t, req)
+	bounds := timeouts.Default()
+	bounds.CallbackMS, bounds.SilenceMS, bounds.GuardStoppedMS = 5000, 5000, 6000
 	want := protocol.JobSpec{
 		ID: "prsh_1_2", Daemons: 2, SpawnDegree: 4, HoldLaunch: true, Routed: "binomial", RoutedRadix: 2,
-		OrtedPath: "/work/bin/orted", LogLevel: "debug", SSHTimeoutMS: 10000, CallbackMS: 5000, KillGraceMS: 0,
+		OrtedPath: "/work/bin/orted", LogLevel: "debug", SSHTimeoutMS: 10000, Timeouts: bounds, KillGraceMS: 0,
 		MaxSessions: 8, SSHConfig: "/work/cfg", SSHSystemConfig: "/etc/sys", Hosts: []string{"launch", "localhost"},
 		PortRange: "5000-5010", NoPMIx: true,
 	}
@@ -369,6 +373,8 @@ func TestUsageErrors(t *testing.T) {
 		{"routed", func(r *Request) { r.Routed = "star" }, "star"},
 		{"callback", func(r *Request) { r.CallbackTimeout = 0 }, "--callback-timeout must be positive, not 0s"},
 		{"kill grace", func(r *Request) { r.KillGrace = -time.Second }, "--kill-grace must be 0 or more, not -1s"},
+		{"timeouts", func(r *Request) { r.Timeouts = "silence=40s" }, "--timeouts: timeout guard-stopped (30s) must be longer than silence (40s)"},
+		{"timeouts' callback", func(r *Request) { r.Timeouts = "drain=1s, callback=2s" }, "--timeouts: set the callback timeout with --callback-timeout"},
 		{"sessions", func(r *Request) { r.SSHMaxSessions = 0 }, "--ssh-max-sessions must be at least 1, not 0"},
 		{"listen-ip", func(r *Request) { r.ListenIP = "node1" }, `--listen-ip "node1": want an IP address of this host, such as 10.0.0.1`},
 		{"on-unreachable", func(r *Request) { r.OnUnreachable = "retry" }, `--on-unreachable "retry": want abort or skip`},

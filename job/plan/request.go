@@ -48,6 +48,7 @@ type Request struct {
 	SSHMaxSessions    int
 	CallbackTimeout   time.Duration
 	KillGrace         time.Duration
+	Timeouts          string // the other bounds on a stall, NAME=DURATION,… (--timeouts)
 	OnUnreachable     string
 	HoldLaunch        bool
 	PMIx              string // auto, on or off

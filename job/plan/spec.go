@@ -1,16 +1,19 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"prsh/daemon/protocol"
+	"prsh/internal/timeouts"
 	"prsh/job"
 	"prsh/modex/pmix/need"
 	"prsh/routed"
@@ -43,13 +46,17 @@ func jobSpec(req Request, here Here, m *job.Map) (protocol.JobSpec, error) {
 	if err != nil {
 		return protocol.JobSpec{}, usage(err)
 	}
+	bounds, err := jobTimeouts(req)
+	if err != nil {
+		return protocol.JobSpec{}, usage(err)
+	}
 	return protocol.JobSpec{
 		ID:      here.JobID,
 		Daemons: len(m.Nodes) + 1, SpawnDegree: degree, SkipUnreachable: skip, HoldLaunch: req.HoldLaunch,
 		Routed: req.Routed, RoutedRadix: req.RoutedRadix,
 		OrtedPath: orted, LogLevel: req.LogLevel,
 		SSHTimeoutMS:    req.SSHConnectTimeout.Milliseconds(),
-		CallbackMS:      req.CallbackTimeout.Milliseconds(),
+		Timeouts:        bounds,
 		KillGraceMS:     req.KillGrace.Milliseconds(),
 		MaxSessions:     req.SSHMaxSessions,
 		LaunchAgent:     req.LaunchAgent,
@@ -57,6 +64,22 @@ func jobSpec(req Request, here Here, m *job.Map) (protocol.JobSpec, error) {
 		SSHSystemConfig: systemConfig(req, here.Dir),
 		Hosts:           hosts,
 	}, nil
+}
+
+// jobTimeouts are the defaults, changed by --timeouts and then by
+// --callback-timeout, the one bound with a flag of its own.
+func jobTimeouts(req Request) (timeouts.Timeouts, error) {
+	bounds, err := timeouts.Parse(req.Timeouts)
+	if err != nil {
+		return timeouts.Timeouts{}, fmt.Errorf("--timeouts: %v", err)
+	}
+	for item := range strings.SplitSeq(req.Timeouts, ",") {
+		if strings.HasPrefix(strings.TrimSpace(item), "callback=") {
+			return timeouts.Timeouts{}, errors.New("--timeouts: set the callback timeout with --callback-timeout")
+		}
+	}
+	bounds.CallbackMS = req.CallbackTimeout.Milliseconds()
+	return bounds, nil
 }
 
 func onUnreachable(value string) (skip bool, err error) {

@@ -68,7 +68,7 @@ func TestGuardOutsideCgroup(t *testing.T) {
 // startIn runs /bin/true under a guard placed in cg, to its end.
 func startIn(t *testing.T, cg *Cgroup) *Guard {
 	t.Helper()
-	g, err := GuardCommand(exec.Command("/bin/true"))
+	g, err := GuardCommand(exec.Command("/bin/true"), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

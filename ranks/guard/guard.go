@@ -31,7 +31,7 @@ import (
 // and environment), raised by any change to them, so that a prsh-guard
 // of another prsh left beside orted refuses to guard (GuardArgPrefix)
 // instead of misreading what it is given.
-const GuardArg = GuardArgPrefix + "-v2"
+const GuardArg = GuardArgPrefix + "-v3"
 
 // GuardArgPrefix begins the GuardArg of every version, and is the whole
 // of it before versions.
@@ -93,7 +93,7 @@ type Guard struct {
 // GuardCommand wraps a rank's command in a guard. The rank's ExtraFiles
 // (its PMI socket) pass through the guard, which hands them to the rank
 // from descriptor 3 on, where the rank would see them without a guard.
-func GuardCommand(rank *exec.Cmd) (*Guard, error) {
+func GuardCommand(rank *exec.Cmd, stoppedLimit time.Duration) (*Guard, error) {
 	self, err := guardBinary()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find orted to guard the rank: %w", err)
@@ -108,7 +108,8 @@ func GuardCommand(rank *exec.Cmd) (*Guard, error) {
 		g.Close()
 		return nil, err
 	}
-	args := append([]string{self, GuardArg, strconv.Itoa(len(rank.ExtraFiles)), rank.Path}, rank.Args...)
+	args := append([]string{self, GuardArg, strconv.Itoa(len(rank.ExtraFiles)),
+		strconv.FormatInt(stoppedLimit.Milliseconds(), 10), rank.Path}, rank.Args...)
 	files := append([]*os.File{reportW, endR}, rank.ExtraFiles...)
 	g.Cmd = &exec.Cmd{Path: self, Args: args, Dir: rank.Dir, Env: rank.Env, ExtraFiles: files}
 	g.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
@@ -260,17 +261,17 @@ func RunGuard(args []string) {
 	// of the CPU limit; both cost CPU for the rank's whole life.
 	runtime.GOMAXPROCS(1)
 	parent := os.Getppid()
-	rank := rankCommand(args)
+	rank, stoppedLimit := rankCommand(args)
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	// The guard's pipes are its alone: no rank may hold them open.
 	syscall.CloseOnExec(guardStatusFD)
 	syscall.CloseOnExec(guardEndFD)
 	if err := bindSelf(); err != nil {
-		fmt.Fprintf(os.Stderr, "orted: cannot bind %s to its CPUs: %v\n", args[2], err)
+		fmt.Fprintf(os.Stderr, "orted: cannot bind %s to its CPUs: %v\n", rank.Args[0], err)
 		os.Exit(errmgr.StatusFailed)
 	}
 	if err := rank.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "orted: cannot run %s: %v\n", args[2], status.UnwrapExec(err))
+		fmt.Fprintf(os.Stderr, "orted: cannot run %s: %v\n", rank.Args[0], status.UnwrapExec(err))
 		os.Exit(status.ExecStatus(err))
 	}
 	for _, f := range rank.ExtraFiles {
@@ -287,7 +288,7 @@ func RunGuard(args []string) {
 	if os.Getppid() != parent { // the daemon died before we were watching
 		killAll(group)
 	}
-	watch(parent, group, ended)
+	watch(parent, group, ended, stoppedLimit)
 }
 
 // ignoreSignals makes the guard deaf to the signals that would end it:
@@ -315,17 +316,14 @@ func ignoreSignals() {
 // themselves; it handles them.)
 const sigRTMin, sigRTMax = 34, 64
 
-// daemonStoppedLimit is how long a guard lets its daemon stay stopped, or
-// stuck in the kernel, before it kills the daemon and everything under
-// itself: a daemon that cannot act cannot end its ranks. It is longer
-// than the links' silence bound (20 s, checked every 2 s), so that the
-// daemon's parent reports the daemon first, as one that stopped
-// answering. A daemon stopped by a debugger is left alone.
-const daemonStoppedLimit = 30 * time.Second
-
 // watch waits for the end: the end pipe closed, the daemon dead, or the
-// daemon stopped for too long. It never returns.
-func watch(parent, group int, ended <-chan struct{}) {
+// daemon stopped, or stuck in the kernel, for stoppedLimit (the job's
+// guard-stopped bound): a daemon that cannot act cannot end its ranks,
+// so the guard kills it and everything under itself. The bound is longer
+// than the links' silence bound (timeouts.Validate), so that the daemon's
+// parent reports the daemon first, as one that stopped answering. A
+// daemon stopped by a debugger is left alone. It never returns.
+func watch(parent, group int, ended <-chan struct{}, stoppedLimit time.Duration) {
 	tick := time.NewTicker(time.Second)
 	var stoppedSince time.Time
 	for {
@@ -337,7 +335,7 @@ func watch(parent, group int, ended <-chan struct{}) {
 				stoppedSince = time.Time{}
 			} else if stoppedSince.IsZero() {
 				stoppedSince = now
-			} else if now.Sub(stoppedSince) >= daemonStoppedLimit && os.Getppid() == parent {
+			} else if now.Sub(stoppedSince) >= stoppedLimit && os.Getppid() == parent {
 				syscall.Kill(parent, syscall.SIGKILL)
 				killAll(group)
 			}
@@ -345,18 +343,23 @@ func watch(parent, group int, ended <-chan struct{}) {
 	}
 }
 
-// rankCommand reads the guard's arguments into the rank's command.
-func rankCommand(args []string) *exec.Cmd {
+// rankCommand reads the guard's arguments into the rank's command and
+// the bound on its daemon's being stopped.
+func rankCommand(args []string) (*exec.Cmd, time.Duration) {
 	extra, err := strconv.Atoi(firstOr(args, ""))
-	if err != nil || extra < 0 || len(args) < 3 {
-		fmt.Fprintln(os.Stderr, "orted: guard: usage: COUNT PATH ARGV...")
+	var stoppedMS int64
+	if err == nil && len(args) > 1 {
+		stoppedMS, err = strconv.ParseInt(args[1], 10, 64)
+	}
+	if err != nil || extra < 0 || stoppedMS <= 0 || len(args) < 4 {
+		fmt.Fprintln(os.Stderr, "orted: guard: usage: COUNT STOPPED-MS PATH ARGV...")
 		os.Exit(errmgr.StatusFailed)
 	}
-	rank := &exec.Cmd{Path: args[1], Args: args[2:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	rank := &exec.Cmd{Path: args[2], Args: args[3:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	for i := range extra {
 		rank.ExtraFiles = append(rank.ExtraFiles, os.NewFile(uintptr(guardFirstFD+i), "passed"))
 	}
-	return rank
+	return rank, time.Duration(stoppedMS) * time.Millisecond
 }
 
 // leaveGroup moves the guard into its daemon's process group, out of the

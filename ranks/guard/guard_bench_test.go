@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkGuard measures what a guard adds to a rank's start, in CPU:
@@ -30,7 +31,7 @@ func BenchmarkGuard(b *testing.B) {
 		guardBinary = func() (string, error) { return bin, nil }
 		defer func() { guardBinary = saved }()
 		cpu := childCPU(b, func() {
-			g, err := GuardCommand(exec.Command("/bin/true"))
+			g, err := GuardCommand(exec.Command("/bin/true"), time.Minute)
 			if err != nil {
 				b.Fatal(err)
 			}

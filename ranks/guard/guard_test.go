@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 // startGuarded runs script under a guard.
 func startGuarded(t *testing.T, script string) *Guard {
 	t.Helper()
-	g, err := GuardCommand(exec.Command("/bin/sh", "-c", script))
+	g, err := GuardCommand(exec.Command("/bin/sh", "-c", script), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

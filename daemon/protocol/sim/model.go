@@ -119,7 +119,7 @@ func (m Model) options() (Options, error) {
 	return Options{
 		Job: protocol.JobSpec{
 			SpawnDegree: min(m.SpawnDegree, m.Nodes), Routed: routed, Hosts: hosts,
-			Timeouts: timeouts.Timeouts{CallbackMS: m.CallbackMS}, SkipUnreachable: m.SkipUnreachable,
+			Timeouts: timeouts.Timeouts{CallbackMS: m.CallbackMS}, KillGraceMS: 3000, SkipUnreachable: m.SkipUnreachable,
 		},
 		Nodes: m.Nodes, App: app, Remap: survivors(m.Nodes),
 		TicksPerMS: ticksPerMS, ShareBook: true,

@@ -20,7 +20,7 @@ func progressRun(t *testing.T, nodes, degree int, slow []int, slowMS int64) ([]s
 	sent := map[int][]sentPending{}
 	var lines []string
 	opt := Options{
-		Nodes: nodes, Job: protocol.JobSpec{SpawnDegree: degree, Timeouts: timeouts.Timeouts{CallbackMS: 60_000}},
+		Nodes: nodes, Job: protocol.JobSpec{SpawnDegree: degree, KillGraceMS: 3000, Timeouts: timeouts.Timeouts{CallbackMS: 60_000}},
 		App:     protocol.Launch{Argv: []string{"app"}, StdinRank: protocol.StdinNone},
 		SpawnMS: 10, StartMS: 5, RankMS: 100, Faults: map[int]Fault{},
 		OnSend: func(at int64, from, _ int, msg protocol.Message) {

@@ -68,7 +68,7 @@ func TestScenarios(t *testing.T) {
 func play(script string) (string, error) {
 	var out strings.Builder
 	opt := Options{SpawnMS: 10, StartMS: 5, RankMS: 100, Faults: map[int]Fault{}, RankStatus: map[int]int{}}
-	opt.Job = protocol.JobSpec{Routed: "radix"}
+	opt.Job = protocol.JobSpec{Routed: "radix", KillGraceMS: 3000}
 	opt.Trace = func(line string) { out.WriteString(line + "\n") }
 	ranks := -1
 	var timed []func(s *Sim)
@@ -98,7 +98,7 @@ func play(script string) (string, error) {
 			}
 			opt.TimeoutMS = int64(kv.int("timeout"))
 			if kv.has("grace") {
-				opt.Job.Timeouts.KillGraceMS = int64(kv.int("grace"))
+				opt.Job.KillGraceMS = int64(kv.int("grace"))
 			}
 			opt.Job.Timeouts.CallbackMS = int64(kv.int("callback"))
 			opt.Fences = kv.int("fences")
