@@ -5,12 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
 	"prsh/testbed"
 )
 
@@ -238,22 +240,28 @@ func TestHoldLaunch(t *testing.T) {
 	}
 }
 
+// stoppedBounds shortens the silence and guard bounds (20 s and 30 s by
+// default) for the tests that stop an orted, keeping their order; they
+// stay long beside the keep-alive (2 s), so that a loaded machine's live
+// daemons are not taken for stopped ones.
+var stoppedBounds = []string{"--timeouts", "silence=10s,guard-stopped=13s"}
+
 // TestOrtedStopped: an orted stopped with SIGSTOP while its ranks run
-// cannot act; its parent notices within the keep-alive bound and the job
+// cannot act; its parent notices within the silence bound and the job
 // ends with one line saying that node003's orted stopped answering. Its
 // ranks' guards notice that it stays stopped and kill it and its ranks
 // (with what they left behind), so nothing is left on any node.
 func TestOrtedStopped(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 7})
 	marks := t.TempDir()
-	cmd, stderr, _ := started(t, c, 7, "--spawn-degree", "2", "--stdin", "none", "-x", "M="+marks, "sh", "-c",
-		escapees[0].start+waitMark+`touch "$MARKS/$PRSH_RANK"; exec sleep 300`)
+	cmd, stderr, _ := started(t, c, 7, append(slices.Clone(stoppedBounds), "--spawn-degree", "2", "--stdin", "none",
+		"-x", "M="+marks, "sh", "-c", escapees[0].start+waitMark+`touch "$MARKS/$PRSH_RANK"; exec sleep 300`)...)
 	syscall.Kill(ortedOf(t, c, "node003"), syscall.SIGSTOP)
 	if status := waitExit(t, cmd); status != 255 {
 		t.Errorf("exit %d, want 255; stderr:\n%s", status, stderr)
 	}
-	checkOneLine(t, stderr.String(), `^mpirun: node003: orted stopped answering \(nothing heard from it for 20s\)$`)
-	// The guards act 30 s after the stop, which is after mpirun exits.
+	checkOneLine(t, stderr.String(), `^mpirun: node003: orted stopped answering \(nothing heard from it for 10s\)$`)
+	// The guards act 13 s after the stop, which is after mpirun exits.
 	if left := c.WaitNoLeftovers(time.Minute); len(left) > 0 {
 		c.KillLeftovers()
 		t.Fatalf("left running after an orted was stopped: %+v", left)
@@ -273,13 +281,13 @@ func TestOrtedStoppedWithoutRanks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cluster(t, testbed.Config{Nodes: 7})
-			cmd, stderr, _ := started(t, c, 2, "--spawn-degree", "2", "--hold-launch", "--stdin", "none", "-np", "2",
-				"sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 300`)
+			cmd, stderr, _ := started(t, c, 2, append(slices.Clone(stoppedBounds), "--spawn-degree", "2", "--hold-launch",
+				"--stdin", "none", "-np", "2", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 300`)...)
 			syscall.Kill(ortedOf(t, c, tc.node), syscall.SIGSTOP)
 			if status := waitExit(t, cmd); status != 255 {
 				t.Errorf("exit %d, want 255; stderr:\n%s", status, stderr)
 			}
-			checkOneLine(t, stderr.String(), `^mpirun: `+tc.node+`: orted stopped answering \(nothing heard from it for 20s\)$`)
+			checkOneLine(t, stderr.String(), `^mpirun: `+tc.node+`: orted stopped answering \(nothing heard from it for 10s\)$`)
 			if left := c.WaitNoLeftovers(time.Minute); len(left) > 0 {
 				c.KillLeftovers()
 				t.Fatalf("left running after an orted without ranks was stopped: %+v", left)

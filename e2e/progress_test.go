@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
 	"prsh/testbed"
 )
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
 	"prsh/internal/sshdtest"
 	"prsh/testbed"
 	tbnodes "prsh/testbed/nodes"
