@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"prsh/daemon/protocol/sim"
 	"prsh/testbed"
 )
 
@@ -63,7 +64,7 @@ func configFromFlags(c *cli.Context, stderr io.Writer) (testbed.Config, error) {
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	}
 	set := func(flag string, apply func(*testbed.Fault)) {
-		for _, name := range splitList(c.StringSlice(flag)) {
+		for _, name := range sim.SplitList(c.StringSlice(flag)...) {
 			f := cfg.Faults[name]
 			apply(&f)
 			cfg.Faults[name] = f
@@ -77,7 +78,7 @@ func configFromFlags(c *cli.Context, stderr io.Writer) (testbed.Config, error) {
 		"drop-links-after": func(f *testbed.Fault, d time.Duration) { f.DropLinksAfter = d },
 	}
 	for flag, apply := range timed {
-		for _, spec := range splitList(c.StringSlice(flag)) {
+		for _, spec := range sim.SplitList(c.StringSlice(flag)...) {
 			name, d, err := parseKillAfter(spec)
 			if err != nil {
 				return cfg, fmt.Errorf("--%s: %w", flag, err)
@@ -87,7 +88,7 @@ func configFromFlags(c *cli.Context, stderr io.Writer) (testbed.Config, error) {
 			cfg.Faults[name] = f
 		}
 	}
-	for _, spec := range splitList(c.StringSlice("max-startups")) {
+	for _, spec := range sim.SplitList(c.StringSlice("max-startups")...) {
 		name, n, err := parseMaxStartups(spec)
 		if err != nil {
 			return cfg, err
@@ -106,19 +107,6 @@ func parseMaxStartups(spec string) (string, int, error) {
 		return "", 0, fmt.Errorf("--max-startups %q: want NODE=N with N ≥ 1, e.g. node005=2", spec)
 	}
 	return name, n, nil
-}
-
-// splitList flattens repeated and comma-separated values, dropping blanks.
-func splitList(vals []string) []string {
-	var out []string
-	for _, v := range vals {
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
 }
 
 func parseKillAfter(spec string) (string, time.Duration, error) {

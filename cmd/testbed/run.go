@@ -7,8 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -94,7 +92,7 @@ func reportLeftovers(w io.Writer, left []testbed.Proc) {
 // execute runs CMD to completion, forwarding sigs to it, and returns its
 // status the way a shell would report it.
 func execute(args, env []string, std stdio, sigs <-chan os.Signal) int {
-	path, err := lookPath(args[0], envValue(env, "PATH"))
+	path, err := testbed.LookPath(args[0], testbed.EnvValue(env, "PATH"))
 	if err != nil {
 		fmt.Fprintf(std.err, "testbed: %v\n", err)
 		return exitNotFound
@@ -147,33 +145,4 @@ func shellStatus(st *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return st.ExitCode()
-}
-
-// lookPath resolves name in the PATH CMD will get, which has the testbed's
-// directory first, unlike the testbed's own PATH that exec.LookPath uses.
-func lookPath(name, path string) (string, error) {
-	if strings.Contains(name, "/") {
-		return name, nil
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s: command not found", name)
-}
-
-// envValue returns the last value of key in env, the one exec would use.
-func envValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"prsh/daemon/protocol/sim"
-	"prsh/topo"
 )
 
 func simCommand(std stdio) *cli.Command {
@@ -58,11 +57,11 @@ Lists in --nodes or --spawn-degree make a sweep: a table on stdout, and
 }
 
 func simAction(c *cli.Context, std stdio) error {
-	nodes, err := intList(c.String("nodes"))
+	nodes, err := sim.ParseSizes(c.String("nodes"))
 	if err != nil {
 		return fmt.Errorf("--nodes: %w", err)
 	}
-	degrees, err := degreeList(c.String("spawn-degree"))
+	degrees, err := sim.ParseDegrees(c.String("spawn-degree"))
 	if err != nil {
 		return fmt.Errorf("--spawn-degree: %w", err)
 	}
@@ -83,55 +82,6 @@ func simAction(c *cli.Context, std stdio) error {
 		return simOne(c, std, base, nodes[0], degrees[0])
 	}
 	return sweep(c, std, base, nodes, degrees)
-}
-
-// flat is the spawn degree of a flat launch: mpirun spawns every orted;
-// auto the one topo.BestDegree picks for the node count and the costs.
-const (
-	flat = 0
-	auto = -1
-)
-
-// degreeOf is the spawn degree of a run on n nodes with the costs of m.
-func degreeOf(d, n int, m sim.Model) int {
-	switch d {
-	case flat:
-		return n
-	case auto:
-		return autoDegree(n, m)
-	}
-	return d
-}
-
-// autoDegree is mpirun's --spawn-degree auto for the model's costs: a hop
-// is the session's latency, the orted's start-up and CPU and its
-// callback; a session's cost at its spawner is at least its latency
-// shared by the sessions it may open at once.
-func autoDegree(n int, m sim.Model) int {
-	hop := m.SSHLatency + m.Startup + m.OrtedStartCPU(n) + m.Latency
-	cost := m.SpawnCost
-	if m.MaxSessions > 0 {
-		cost = max(cost, m.SSHLatency/int64(m.MaxSessions))
-	}
-	return topo.BestDegree(n, hop, cost)
-}
-
-func degreeName(d int) string {
-	switch d {
-	case flat:
-		return "flat"
-	case auto:
-		return "auto"
-	}
-	return strconv.Itoa(d)
-}
-
-// degreeLabel names a run's degree, with the one auto chose.
-func degreeLabel(d, chosen int) string {
-	if d == auto {
-		return fmt.Sprintf("auto(%d)", chosen)
-	}
-	return degreeName(d)
 }
 
 func modelFromFlags(c *cli.Context) (sim.Model, error) {
@@ -167,7 +117,7 @@ func modelFromFlags(c *cli.Context) (sim.Model, error) {
 	default:
 		return m, fmt.Errorf("--on-unreachable %q: want abort or skip", c.String("on-unreachable"))
 	}
-	faults, err := parseFails(splitList(c.StringSlice("fail")))
+	faults, err := parseFails(sim.SplitList(c.StringSlice("fail")...))
 	m.Faults = faults
 	return m, err
 }
@@ -183,7 +133,7 @@ func parseIdle(base, perLoad string) (sim.IdleCosts, error) {
 		c, base = sim.Daemons(share), ""
 	}
 	set := func(flag, list string, field func(*sim.IdleCost) *float64) error {
-		for _, item := range splitList([]string{list}) {
+		for _, item := range sim.SplitList([]string{list}...) {
 			name, v, _ := strings.Cut(item, "=")
 			k, ok := sim.KindNamed(name)
 			ms, err := strconv.ParseFloat(v, 64)
@@ -232,7 +182,7 @@ func parseFails(specs []string) (map[string]sim.Fault, error) {
 // simOne runs one launch, prints its milestones and mpirun's stderr, and
 // ends with mpirun's exit status.
 func simOne(c *cli.Context, std stdio, m sim.Model, nodes, degree int) error {
-	m.Nodes, m.SpawnDegree = nodes, degreeOf(degree, nodes, m)
+	m.Nodes, m.SpawnDegree = nodes, m.Degree(degree, nodes)
 	start := time.Now()
 	r, err := sim.Simulate(m, c.Int("max-events"))
 	if err != nil {
@@ -240,7 +190,7 @@ func simOne(c *cli.Context, std stdio, m sim.Model, nodes, degree int) error {
 	}
 	wall := time.Since(start)
 	fmt.Fprintf(std.out, "simulated %d nodes, δ=%s, routed %s: ssh latency %v, spawn cost %v, start-up %v, message %v at %g MB/s\n",
-		nodes, degreeLabel(degree, m.SpawnDegree), m.Routed, c.Duration("ssh-latency"), c.Duration("spawn-cost"),
+		nodes, sim.DegreeLabel(degree, m.SpawnDegree), m.Routed, c.Duration("ssh-latency"), c.Duration("spawn-cost"),
 		c.Duration("startup"), c.Duration("msg-latency"), c.Float64("bandwidth"))
 	printMilestones(std.out, r)
 	fmt.Fprintf(std.out, "%d events, %d messages (%.1f MB) in %.1fs\n", r.Events, r.Messages, float64(r.Bytes)/1e6, wall.Seconds())
@@ -295,33 +245,4 @@ func seconds(us int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3fs", float64(us)/1e6)
-}
-
-// intList reads a comma-separated list of positive numbers.
-func intList(s string) ([]int, error) { return positiveList(s, false) }
-
-// degreeList reads spawn degrees: positive numbers, flat or auto.
-func degreeList(s string) ([]int, error) { return positiveList(s, true) }
-
-func positiveList(s string, flatToo bool) ([]int, error) {
-	var out []int
-	for _, f := range splitList([]string{s}) {
-		if f == "flat" && flatToo {
-			out = append(out, flat)
-			continue
-		}
-		if f == "auto" && flatToo {
-			out = append(out, auto)
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a positive number", f)
-		}
-		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("empty list")
-	}
-	return out, nil
 }

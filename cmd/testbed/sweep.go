@@ -31,10 +31,10 @@ func sweep(c *cli.Context, std stdio, base sim.Model, nodes, degrees []int) erro
 	for _, n := range nodes {
 		for _, d := range degrees {
 			m := base
-			m.Nodes, m.SpawnDegree = n, degreeOf(d, n, m)
+			m.Nodes, m.SpawnDegree = n, m.Degree(d, n)
 			if budget := c.Int("max-events"); budget > 0 && phase2Messages(n, m.SpawnDegree) > float64(budget) {
 				fmt.Fprintf(std.out, "%8d %8s   not run: phase 2 floods ≈ %.1e messages at δ=%d, over --max-events\n",
-					n, degreeLabel(d, m.SpawnDegree), phase2Messages(n, m.SpawnDegree), m.SpawnDegree)
+					n, sim.DegreeLabel(d, m.SpawnDegree), phase2Messages(n, m.SpawnDegree), m.SpawnDegree)
 				continue
 			}
 			start := time.Now()
@@ -63,11 +63,11 @@ func printRow(w io.Writer, rw row) {
 	r := rw.r
 	if r.OverBudget {
 		fmt.Fprintf(w, "%8d %8s   stopped after %d events (--max-events), at %s of virtual time\n",
-			rw.nodes, degreeLabel(rw.degree, rw.chosen), r.Events, seconds(max(r.Phase1, r.Phase2, r.Started)))
+			rw.nodes, sim.DegreeLabel(rw.degree, rw.chosen), r.Events, seconds(max(r.Phase1, r.Phase2, r.Started)))
 		return
 	}
 	fmt.Fprintf(w, "%8d %8s %10s %10s %10s %10s %10s %12d %7.1fs\n",
-		rw.nodes, degreeLabel(rw.degree, rw.chosen), seconds(r.Phase1), seconds(r.Phase2), seconds(r.Started),
+		rw.nodes, sim.DegreeLabel(rw.degree, rw.chosen), seconds(r.Phase1), seconds(r.Phase2), seconds(r.Started),
 		seconds(r.Exited), seconds(r.MpirunExit), r.Messages, rw.wall.Seconds())
 }
 
@@ -89,7 +89,7 @@ func writeCSV(path string, rows []row) error {
 	}
 	for _, rw := range rows {
 		r := rw.r
-		records = append(records, []string{strconv.Itoa(rw.nodes), degreeLabel(rw.degree, rw.chosen), sec(r.Phase1), sec(r.Phase2),
+		records = append(records, []string{strconv.Itoa(rw.nodes), sim.DegreeLabel(rw.degree, rw.chosen), sec(r.Phase1), sec(r.Phase2),
 			sec(r.Started), sec(r.Exited), sec(r.MpirunExit), sec(r.LastExit), strconv.Itoa(r.Status),
 			strconv.FormatInt(r.Messages, 10), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Events),
 			strconv.FormatBool(!r.OverBudget), strconv.FormatFloat(rw.wall.Seconds(), 'f', 2, 64)})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"prsh/daemon/protocol/sim"
+	"prsh/testbed"
 )
 
 // costs are what one launch costs on this testbed, measured before the
@@ -139,7 +140,7 @@ func (b *bench) printCosts(idle []idleSample) {
 // costSizes are the sizes of --cost-nodes that fit the cluster, in order;
 // "max" is the largest of --nodes.
 func costSizes(list string, maxNodes int) ([]int, error) {
-	sizes, err := intList(strings.ReplaceAll(list, "max", strconv.Itoa(maxNodes)))
+	sizes, err := sim.ParseSizes(strings.ReplaceAll(list, "max", strconv.Itoa(maxNodes)))
 	if err != nil {
 		return nil, fmt.Errorf("--cost-nodes: %w", err)
 	}
@@ -222,7 +223,7 @@ func (b *bench) launches(n, degree, runs int, program ...string) (benchPoint, er
 // rankCPU is the CPU of a rank's start on a node: its guard, a start of
 // the orted binary, and /bin/true; the median of a few.
 func (b *bench) rankCPU() (time.Duration, error) {
-	orted, err := lookPath("orted", envValue(b.env, "PATH"))
+	orted, err := testbed.LookPath("orted", testbed.EnvValue(b.env, "PATH"))
 	if err != nil {
 		return 0, fmt.Errorf("bench: our orted: %w", err)
 	}
@@ -247,7 +248,7 @@ func (b *bench) rankCPU() (time.Duration, error) {
 func (b *bench) model(n, degree int) (float64, int) {
 	m := b.simModel()
 	m.Nodes = n
-	m.SpawnDegree = degreeOf(degree, n, m)
+	m.SpawnDegree = m.Degree(degree, n)
 	r, err := sim.Simulate(m, 0)
 	if err != nil || r.MpirunExit < 0 {
 		return 0, m.SpawnDegree

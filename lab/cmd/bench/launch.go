@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"prsh/daemon/protocol/sim"
 	"prsh/testbed"
 )
 
@@ -73,11 +74,11 @@ type benchPoint struct {
 }
 
 func benchLaunchAction(c *cli.Context, std stdio) error {
-	nodes, err := intList(c.String("nodes"))
+	nodes, err := sim.ParseSizes(c.String("nodes"))
 	if err != nil {
 		return fmt.Errorf("--nodes: %w", err)
 	}
-	degrees, err := degreeList(c.String("degrees"))
+	degrees, err := sim.ParseDegrees(c.String("degrees"))
 	if err != nil {
 		return fmt.Errorf("--degrees: %w", err)
 	}
@@ -110,7 +111,7 @@ type bench struct {
 }
 
 func newBench(c *cli.Context, std stdio, maxNodes int) (*bench, error) {
-	extra := splitList(c.StringSlice("env"))
+	extra := sim.SplitList(c.StringSlice("env")...)
 	cfg := testbed.Config{
 		Nodes: maxNodes, SSHLatency: c.Duration("ssh-latency"), SpawnCost: c.Duration("spawn-cost"),
 		UTS: c.Bool("uts"), Env: append([]string{pathEnv()}, extra...),
@@ -135,13 +136,13 @@ func (b *bench) close() {
 
 // findLaunchers picks the agent and our mpirun, and the peers that can run.
 func (b *bench) findLaunchers() error {
-	path := envValue(b.env, "PATH")
+	path := testbed.EnvValue(b.env, "PATH")
 	agent, err := b.agentPath(path)
 	if err != nil {
 		return err
 	}
 	b.agent = agent
-	mpirun, err := lookPath("mpirun", path)
+	mpirun, err := testbed.LookPath("mpirun", path)
 	if err != nil {
 		return fmt.Errorf("bench: our mpirun: %w (build it beside bench: make bench)", err)
 	}
@@ -181,7 +182,7 @@ func pickPeers(all []launcher, only []string) ([]launcher, error) {
 // OpenSSH's client with the cluster's ssh_config (for the peers).
 func (b *bench) agentPath(path string) (string, error) {
 	if !b.c.Bool("native") {
-		p, err := lookPath("testbed-agent", path)
+		p, err := testbed.LookPath("testbed-agent", path)
 		if err != nil {
 			return "", fmt.Errorf("bench: testbed-agent: %w (build it beside bench: make bench)", err)
 		}
@@ -214,7 +215,7 @@ func (b *bench) sweep(nodes, degrees []int) ([]benchPoint, error) {
 			}
 		}
 		for i := range b.peers {
-			p := b.measure(b.peers[i], n, flat)
+			p := b.measure(b.peers[i], n, sim.Flat)
 			if p.failure != "" && b.peers[i].unavailable == "" {
 				b.peers[i].unavailable = p.failure // do not retry at larger sizes
 			}
@@ -236,8 +237,8 @@ func (b *bench) measure(l launcher, n, degree int) (p benchPoint) {
 		p.failure = err.Error()
 		return p
 	}
-	argv := l.argv(hosts, n, degreeOf(degree, n, b.simModel()))
-	if degree == auto && isOurs(l.name) {
+	argv := l.argv(hosts, n, b.simModel().Degree(degree, n))
+	if degree == sim.Auto && isOurs(l.name) {
 		argv = b.autoArgs(argv, n)
 	}
 	defer func() { p.load = loadAverage() }()

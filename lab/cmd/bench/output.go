@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"prsh/daemon/protocol"
+	"prsh/daemon/protocol/sim"
 )
 
 // printBenchHeader: besides the wall and CPU of the whole launch, our
@@ -37,9 +38,9 @@ func printBenchRow(w io.Writer, p benchPoint) {
 // degreeLabel is the point's δ, with auto's choice.
 func (p benchPoint) degreeLabel() string {
 	if !isOurs(p.launcher) {
-		return degreeName(p.degree)
+		return sim.DegreeName(p.degree)
 	}
-	return degreeLabel(p.degree, p.chosen)
+	return sim.DegreeLabel(p.degree, p.chosen)
 }
 
 // ratio is measured / model, 0 without a model.
@@ -125,7 +126,7 @@ func benchSeries(points []benchPoint) []series {
 	for _, p := range points {
 		name := p.launcher
 		if isOurs(p.launcher) {
-			name += " δ=" + degreeName(p.degree)
+			name += " δ=" + sim.DegreeName(p.degree)
 		}
 		if len(p.walls) > 0 {
 			add(name, float64(p.nodes), median(p.walls), false)
@@ -133,7 +134,7 @@ func benchSeries(points []benchPoint) []series {
 	}
 	for _, p := range points {
 		if p.launcher == "prsh" { // the variants share its model
-			add("model δ="+degreeName(p.degree), float64(p.nodes), p.model, true)
+			add("model δ="+sim.DegreeName(p.degree), float64(p.nodes), p.model, true)
 		}
 	}
 	for i := range lines { // a model in its δ's colour

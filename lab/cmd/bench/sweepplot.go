@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"prsh/daemon/protocol/sim"
+
 	"github.com/urfave/cli/v2"
 	"gonum.org/v1/plot/plotter"
 )
@@ -105,7 +107,7 @@ func writeSweepPlot(path string, rows []sweepRow) error {
 // degree auto chose at that size, is one line of auto.
 func degreeOfLabel(label string) string {
 	if strings.HasPrefix(label, "auto(") {
-		return degreeName(auto)
+		return sim.DegreeName(sim.Auto)
 	}
 	return label
 }
