@@ -52,6 +52,8 @@ type Config struct {
 	Network Network
 	Clock   Clock
 	Ranks   func(log hclog.Logger, report func(ranks.Event)) ranks.Starter
+	// StopSelf stops mpirun's process on Ctrl-Z; nil sends it SIGSTOP.
+	StopSelf func()
 
 	// mpirun only, but for Agent.
 	Job    protocol.JobSpec
@@ -150,6 +152,9 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 	if d.clock == nil {
 		d.clock = wallClock{}
+	}
+	if d.cfg.StopSelf == nil {
+		d.cfg.StopSelf = func() { syscall.Kill(os.Getpid(), syscall.SIGSTOP) }
 	}
 	d.starter = d.newStarter()
 	defer d.stop()

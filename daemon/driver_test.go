@@ -71,7 +71,6 @@ var notThroughTheDriver = map[string]string{
 	"allgather":          "its ranks would speak PMI-2's allgather; the fake ranks speak PMI-1 (fences)",
 	"ring":               "its ranks would speak PMI-2's ring; the fake ranks speak PMI-1 (fences)",
 	"dmodex":             "direct modex is asked by a PMIx server, which the fake ranks do not run",
-	"ctrl-z":             "Ctrl-Z stops mpirun's own process (StopSelf), which would stop the test",
 	"hung-daemon":        "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
 	"hung-relay":         "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
 	"hung-before-launch": "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
@@ -100,6 +99,7 @@ type scenario struct {
 	status    int
 	stderr    []string
 	placement map[int]int // rank → daemon, from "start ranks" lines
+	stops     int         // how often mpirun stops itself (Ctrl-Z)
 }
 
 // timedEvent is a directive with at=T: done once every rank runs.
@@ -178,7 +178,8 @@ func (sc *scenario) directive(f []string, line string) error {
 		n, _ := strconv.Atoi(f[1])
 		sc.timed = append(sc.timed, timedEvent{at: num("at"), kill: n})
 	case "interrupt":
-		sig, ok := map[string]syscall.Signal{"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "HUP": syscall.SIGHUP}[f[1]]
+		sig, ok := map[string]syscall.Signal{"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "HUP": syscall.SIGHUP,
+			"TSTP": syscall.SIGTSTP, "CONT": syscall.SIGCONT}[f[1]]
 		if !ok {
 			sc.unsupported = "interrupt " + f[1]
 			return nil
@@ -200,6 +201,9 @@ func (sc *scenario) outcome(line string) {
 			n, _ := strconv.Atoi(r)
 			sc.placement[n] = d
 		}
+	}
+	if strings.HasSuffix(line, " d0 stop self") {
+		sc.stops++
 	}
 	if rest, ok := strings.CutPrefix(line, "-- mpirun exit status "); ok {
 		sc.status, _ = strconv.Atoi(strings.Fields(rest)[0])
@@ -230,7 +234,7 @@ func (sc scenario) job() protocol.JobSpec {
 func playThroughDriver(t *testing.T, sc scenario) {
 	c := &cluster{sc: sc, net: NewMemNetwork(), clock: NewManualClock(time.Unix(0, 0)),
 		secret: []byte("driver test secret"), started: map[int]int{}, orteds: map[int]*fakeOrted{},
-		ranksUp: make(chan struct{}, sc.ranks+1)}
+		ranksUp: make(chan struct{}, sc.ranks+1), stopped: make(chan struct{}, 4)}
 	var logs lockedBuffer
 	c.log = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
 	defer func() {
@@ -276,7 +280,8 @@ func (c *cluster) mpirunConfig(stdout, stderr *lockedBuffer, signals chan os.Sig
 		ID: 0, Node: "mpirun", Secret: c.secret, Log: c.log.Named("mpirun"),
 		Network: c.net.Host(), Clock: c.clock, Ranks: c.starter(0), Agent: &fakeAgent{c: c},
 		Job: sc.job(), Nodes: nodes, App: app, Stdout: stdout, Stderr: stderr,
-		Signals: signals, Start: c.clock.Now(), Timeout: time.Duration(sc.timeoutMS) * time.Millisecond,
+		StopSelf: func() { c.stopped <- struct{}{} },
+		Signals:  signals, Start: c.clock.Now(), Timeout: time.Duration(sc.timeoutMS) * time.Millisecond,
 		Remap: func(skipped map[int]bool) ([]int, error) { return remap(sc, skipped) },
 	}
 }
@@ -325,6 +330,19 @@ func (c *cluster) playTimed(signals chan os.Signal) {
 			continue
 		}
 		signals <- e.sig
+		if e.sig == syscall.SIGTSTP {
+			c.awaitStop()
+		}
+	}
+}
+
+// awaitStop waits until mpirun has stopped itself after a Ctrl-Z, so
+// that what comes next finds it stopped.
+func (c *cluster) awaitStop() {
+	select {
+	case <-c.stopped:
+		c.stops++
+	case <-time.After(30 * time.Second):
 	}
 }
 
@@ -343,6 +361,13 @@ func (c *cluster) checkOutcome(t *testing.T, code int, stderr string) {
 	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
 	if stderr == "" {
 		lines = nil
+	}
+	for len(c.stopped) > 0 { // a stop no Ctrl-Z asked for
+		<-c.stopped
+		c.stops++
+	}
+	if c.stops != sc.stops {
+		t.Errorf("mpirun stopped itself %d times, want %d", c.stops, sc.stops)
 	}
 	if !slices.Equal(lines, sc.stderr) {
 		t.Errorf("mpirun printed %q, want %q", lines, sc.stderr)

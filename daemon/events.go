@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -193,7 +192,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 		case protocol.ForwardStdin:
 			d.forwardStdin()
 		case protocol.StopSelf:
-			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			d.cfg.StopSelf()
 		case protocol.FenceDone:
 			d.fenceDone(a.View)
 			d.pmixFenceDone(a.View)

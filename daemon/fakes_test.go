@@ -36,6 +36,8 @@ type cluster struct {
 	orteds  map[int]*fakeOrted
 	running sync.WaitGroup // orteds whose Run has not returned
 	ranksUp chan struct{}  // one token per rank started
+	stopped chan struct{}  // one token per time mpirun stopped itself
+	stops   int            // the times playTimed saw it stop
 }
 
 // fakeOrted is one in-process orted, seen as its parent's agent sees it.
