@@ -48,18 +48,21 @@ type Config struct {
 
 	// The driver's seams; nil is production's. Network: TCP with Secret,
 	// Bind and Ports. Clock: the wall clock. Ranks: the node's real ranks
-	// (ranks.NewNode). An orted's Agent (below) overrides the job's.
+	// (ranks.NewNode).
 	Network Network
 	Clock   Clock
 	Ranks   func(log hclog.Logger, report func(ranks.Event)) ranks.Starter
 	// StopSelf stops mpirun's process on Ctrl-Z; nil sends it SIGSTOP.
 	StopSelf func()
 
-	// mpirun only, but for Agent.
+	// Agent starts the children's orteds: mpirun's always; an orted's
+	// when set, instead of the one its job names (a test's seam).
+	Agent launch.Agent
+
+	// mpirun only.
 	Job    protocol.JobSpec
 	Nodes  []spawn.Node
 	App    protocol.Launch
-	Agent  launch.Agent
 	Stdout io.Writer
 	Stderr io.Writer
 	// Status shows the launch's progress (who has not called back) on
