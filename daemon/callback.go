@@ -85,9 +85,9 @@ func (d *Daemon) callBack() (protocol.Welcome, error) {
 // dialParent connects to the parent, trying again while ctx allows: a
 // parent busy spawning its other children may be slow to answer. A wrong
 // secret is final.
-func (d *Daemon) dialParent(ctx context.Context) (*transport.Conn, error) {
+func (d *Daemon) dialParent(ctx context.Context) (Session, error) {
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
-		conn, err := transport.Dial(ctx, d.cfg.ParentAddr, d.cfg.Secret, d.transportOptions())
+		conn, err := d.network.Dial(ctx, d.cfg.ParentAddr)
 		if err == nil || errors.Is(err, transport.ErrBadProof) {
 			return conn, err
 		}

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"syscall"
 	"time"
@@ -29,7 +28,6 @@ import (
 	"prsh/spawn"
 	"prsh/spawn/launch"
 	"prsh/stage"
-	"prsh/transport"
 )
 
 // Config starts a daemon.
@@ -48,11 +46,23 @@ type Config struct {
 	// is its default.
 	Timeouts timeouts.Timeouts
 
+	// The driver's seams; nil is production's. Network: TCP with Secret,
+	// Bind and Ports. Clock: the wall clock. Ranks: the node's real ranks
+	// (ranks.NewNode).
+	Network Network
+	Clock   Clock
+	Ranks   func(log hclog.Logger, report func(ranks.Event)) ranks.Starter
+	// StopSelf stops mpirun's process on Ctrl-Z; nil sends it SIGSTOP.
+	StopSelf func()
+
+	// Agent starts the children's orteds: mpirun's always; an orted's
+	// when set, instead of the one its job names (a test's seam).
+	Agent launch.Agent
+
 	// mpirun only.
 	Job    protocol.JobSpec
 	Nodes  []spawn.Node
 	App    protocol.Launch
-	Agent  launch.Agent
 	Stdout io.Writer
 	Stderr io.Writer
 	// Status shows the launch's progress (who has not called back) on
@@ -84,7 +94,9 @@ type Daemon struct {
 	// gives up at once instead of retrying until the deadline.
 	orphaned chan struct{}
 
-	ln        *transport.Listener
+	network   Network
+	clock     Clock
+	ln        Listener
 	addr      string
 	agent     launch.Agent
 	lastSpawn <-chan struct{} // closes once the last session asked for has started (launch.InTurn)
@@ -137,7 +149,17 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 	d.cfg.Timeouts = d.cfg.Timeouts.WithDefaults()
 	d.ctx, d.stop = context.WithCancel(ctx)
-	d.starter = ranks.NewNode(d.log.Named("ranks"), func(ev ranks.Event) { d.post(ev) })
+	d.network, d.clock = cfg.Network, cfg.Clock
+	if d.network == nil {
+		d.network = tcpNetwork{cfg.Secret, d.transportOptions()}
+	}
+	if d.clock == nil {
+		d.clock = wallClock{}
+	}
+	if d.cfg.StopSelf == nil {
+		d.cfg.StopSelf = func() { syscall.Kill(os.Getpid(), syscall.SIGSTOP) }
+	}
+	d.starter = d.newStarter()
 	defer d.stop()
 	defer d.stopPMIx()
 	defer d.starter.Close()
@@ -209,18 +231,26 @@ func (d *Daemon) act(acts []protocol.Action) {
 	}
 }
 
+// newStarter makes what starts the node's ranks, and reports to the loop
+// what becomes of them.
+func (d *Daemon) newStarter() ranks.Starter {
+	log, report := d.log.Named("ranks"), func(ev ranks.Event) { d.post(ev) }
+	if d.cfg.Ranks != nil {
+		return d.cfg.Ranks(log, report)
+	}
+	return ranks.NewNode(log, report)
+}
+
 func (d *Daemon) listen() error {
 	host := d.cfg.Bind
-	ln, err := transport.Listen(hostPort(host), d.cfg.Secret, d.transportOptions())
+	ln, err := d.network.Listen(host)
 	if err != nil {
 		return fmt.Errorf("%s: cannot listen on %q: %w", d.cfg.Node, host, err)
 	}
 	d.ln = ln
-	d.addr = transport.URI(ln.Addr())
+	d.addr = ln.Addr()
 	return nil
 }
-
-func hostPort(ip string) string { return net.JoinHostPort(ip, "0") }
 
 // bootstrap builds the machine: mpirun's from its config, an orted's from
 // the Welcome its parent sends when it calls back.
@@ -240,11 +270,11 @@ func (d *Daemon) bootstrap() error {
 		if err != nil {
 			return err
 		}
-		agent, err := agentFor(welcome.Job, d.log)
-		if err != nil {
-			return fmt.Errorf("%s: %w", d.cfg.Node, err)
+		if d.agent = d.cfg.Agent; d.agent == nil {
+			if d.agent, err = agentFor(welcome.Job, d.log); err != nil {
+				return fmt.Errorf("%s: %w", d.cfg.Node, err)
+			}
 		}
-		d.agent = agent
 		d.bootPMIx(welcome.Job)
 		mc.Job, mc.Nodes, mc.Parent, mc.ParentLink = welcome.Job, welcome.Nodes, welcome.Parent, d.parent.id
 		d.makeStage(welcome.Job)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"prsh/daemon/protocol"
 	"prsh/ranks"
 	"prsh/spawn/launch"
-	"prsh/transport"
 )
 
 // The driver's own events: what a goroutine saw, with the handles (a
@@ -21,13 +19,13 @@ import (
 // a protocol event once the handle is stored.
 type (
 	accepted struct {
-		conn *transport.Conn
+		conn Session
 		ctrl net.Conn
 		peer int
 	}
 	dialled struct {
 		peer int
-		conn *transport.Conn
+		conn Session
 		ctrl net.Conn
 		err  error
 	}
@@ -190,11 +188,11 @@ func (d *Daemon) carry(acts []protocol.Action) {
 		case protocol.Waiting:
 			d.showWaiting(a.Line)
 		case protocol.Reached:
-			d.reached[a.Kind], d.reachedAt[a.Kind] = true, time.Since(d.cfg.Start)
+			d.reached[a.Kind], d.reachedAt[a.Kind] = true, d.clock.Now().Sub(d.cfg.Start)
 		case protocol.ForwardStdin:
 			d.forwardStdin()
 		case protocol.StopSelf:
-			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			d.cfg.StopSelf()
 		case protocol.FenceDone:
 			d.fenceDone(a.View)
 			d.pmixFenceDone(a.View)
@@ -240,14 +238,14 @@ func (d *Daemon) stillDraining(t protocol.Timer) bool {
 
 // timer is one machine timer; the event it posts names it, so that one
 // cancelled or set again after it fired is recognised and ignored.
-type timer struct{ *time.Timer }
+type timer struct{ Timer }
 
 func (d *Daemon) setTimer(id protocol.Timer, after time.Duration) {
 	if old, ok := d.timers[id]; ok {
 		old.Stop()
 	}
 	t := &timer{}
-	t.Timer = time.AfterFunc(after, func() { d.post(timerExpired{id, t}) })
+	t.Timer = d.clock.AfterFunc(after, func() { d.post(timerExpired{id, t}) })
 	d.timers[id] = t
 }
 

@@ -27,7 +27,7 @@ const (
 type link struct {
 	id         protocol.LinkID
 	peer       int
-	conn       *transport.Conn
+	conn       Session
 	ctrl       net.Conn
 	maxMessage int           // the largest payload sent or accepted
 	bulkIn     chan net.Conn // the peer's bulk stream, once it opens it
@@ -42,7 +42,7 @@ type link struct {
 }
 
 // newLink registers a connection under a fresh id and starts its writer.
-func (d *Daemon) newLink(peer int, conn *transport.Conn, ctrl net.Conn) *link {
+func (d *Daemon) newLink(peer int, conn Session, ctrl net.Conn) *link {
 	d.lastLink++
 	l := &link{id: d.lastLink, peer: peer, conn: conn, ctrl: ctrl,
 		maxMessage: cmp.Or(d.maxMessage, maxMessage),
@@ -206,7 +206,7 @@ func (d *Daemon) acceptStreams(l *link) {
 }
 
 // openStream opens a stream of the given kind to the peer.
-func openStream(c *transport.Conn, kind byte) (net.Conn, error) {
+func openStream(c Session, kind byte) (net.Conn, error) {
 	s, err := c.Open()
 	if err != nil {
 		return nil, err

@@ -40,8 +40,8 @@ func (d *Daemon) acceptLoop() {
 }
 
 // greet reads an accepted connection's Hello and hands it to the loop.
-func (d *Daemon) greet(conn *transport.Conn) {
-	timer := time.AfterFunc(ms(d.cfg.Timeouts.HelloMS), func() { conn.Close() })
+func (d *Daemon) greet(conn Session) {
+	timer := d.clock.AfterFunc(ms(d.cfg.Timeouts.HelloMS), func() { conn.Close() })
 	defer timer.Stop()
 	ctrl, err := conn.Accept()
 	if err != nil {
@@ -100,10 +100,10 @@ func (d *Daemon) dial(peer int, addr string) {
 	}()
 }
 
-func (d *Daemon) connect(addr string) (*transport.Conn, net.Conn, error) {
+func (d *Daemon) connect(addr string) (Session, net.Conn, error) {
 	ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
 	defer cancel()
-	conn, err := transport.Dial(ctx, addr, d.cfg.Secret, d.transportOptions())
+	conn, err := d.network.Dial(ctx, addr)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -588,6 +588,11 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 		s.Stderr = append(s.Stderr, a.Line)
 	case protocol.Exit:
 		s.exit(d, a.Status)
+	case protocol.ForwardInput, protocol.StageTo, protocol.Warn, protocol.Waiting,
+		protocol.ForwardStdin, protocol.StopSelf, protocol.ModexAnswered:
+		// No stdin, files, log, terminal or process here to act on.
+	default:
+		s.Errors = append(s.Errors, fmt.Sprintf("d%d: unknown action %T", d.id, a))
 	}
 }
 
