@@ -14,7 +14,7 @@ import (
 	"prsh/daemon/protocol"
 	"prsh/internal/timeouts"
 	"prsh/spawn"
-	"prsh/spawn/launch"
+	"prsh/spawn/agent"
 )
 
 // The driver carries out every action the machine may ask for
@@ -45,7 +45,7 @@ func bareMpirun(t *testing.T, log hclog.Logger) *Daemon {
 			Agent:    &fakeAgent{c: &cluster{sc: scenario{refuse: map[int]string{0: "refused", 1: "refused"}}}},
 			StopSelf: func() {}},
 		log: log, events: make(chan any, 256), ctx: ctx, stop: stop,
-		links: map[protocol.LinkID]*link{}, procs: map[int]launch.Process{}, timers: map[protocol.Timer]*timer{},
+		links: map[protocol.LinkID]*link{}, procs: map[int]agent.Process{}, timers: map[protocol.Timer]*timer{},
 		ranks: map[int]*rank{}, exit: make(chan int, 1), ringWaiters: map[int]*pmiService{},
 		network: NewMemNetwork().Host(), clock: NewManualClock(time.Unix(0, 0)),
 		starter: &fakeRanks{live: map[int]chan syscall.Signal{}},

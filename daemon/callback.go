@@ -13,7 +13,7 @@ import (
 
 	"prsh/daemon/protocol"
 	"prsh/iof"
-	"prsh/spawn/launch"
+	"prsh/spawn/agent"
 	"prsh/transport"
 )
 
@@ -125,11 +125,11 @@ func (d *Daemon) transportOptions() transport.Options {
 }
 
 // agentFor builds the launch agent an orted uses for its own children.
-func agentFor(job protocol.JobSpec, log hclog.Logger) (launch.Agent, error) {
+func agentFor(job protocol.JobSpec, log hclog.Logger) (agent.Agent, error) {
 	if job.LaunchAgent != "" {
-		return launch.NewCommand(job.LaunchAgent)
+		return agent.NewCommand(job.LaunchAgent)
 	}
-	return launch.NewSSH(launch.SSHOptions{
+	return agent.NewSSH(agent.SSHOptions{
 		ConfigFile:       job.SSHConfig,
 		SystemConfigFile: job.SSHSystemConfig,
 		ConnectTimeout:   time.Duration(job.SSHTimeoutMS) * time.Millisecond,

@@ -26,7 +26,7 @@ import (
 	"prsh/modex/pmi"
 	"prsh/ranks"
 	"prsh/spawn"
-	"prsh/spawn/launch"
+	"prsh/spawn/agent"
 	"prsh/stage"
 )
 
@@ -57,7 +57,7 @@ type Config struct {
 
 	// Agent starts the children's orteds: mpirun's always; an orted's
 	// when set, instead of the one its job names (a test's seam).
-	Agent launch.Agent
+	Agent agent.Agent
 
 	// mpirun only.
 	Job    protocol.JobSpec
@@ -98,12 +98,12 @@ type Daemon struct {
 	clock     Clock
 	ln        Listener
 	addr      string
-	agent     launch.Agent
-	lastSpawn <-chan struct{} // closes once the last session asked for has started (launch.InTurn)
+	agent     agent.Agent
+	lastSpawn <-chan struct{} // closes once the last session asked for has started (agent.InTurn)
 	parent    *link
 	links     map[protocol.LinkID]*link
 	lastLink  protocol.LinkID
-	procs     map[int]launch.Process // children's launch agent processes
+	procs     map[int]agent.Process // children's launch agent processes
 	timers    map[protocol.Timer]*timer
 	ranks     map[int]*rank // the local ranks, by id, as the PMI bridge knows them
 	starter   ranks.Starter
@@ -137,7 +137,7 @@ type Daemon struct {
 func Run(ctx context.Context, cfg Config) (int, error) {
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, events: make(chan any, 256),
-		links: map[protocol.LinkID]*link{}, procs: map[int]launch.Process{},
+		links: map[protocol.LinkID]*link{}, procs: map[int]agent.Process{},
 		timers: map[protocol.Timer]*timer{}, ranks: map[int]*rank{}, exit: make(chan int, 1),
 		ringWaiters: map[int]*pmiService{},
 	}

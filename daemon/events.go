@@ -11,7 +11,7 @@ import (
 
 	"prsh/daemon/protocol"
 	"prsh/ranks"
-	"prsh/spawn/launch"
+	"prsh/spawn/agent"
 )
 
 // The driver's own events: what a goroutine saw, with the handles (a
@@ -31,7 +31,7 @@ type (
 	}
 	spawned struct {
 		id   int
-		proc launch.Process
+		proc agent.Process
 		err  error
 	}
 	received struct {
@@ -118,7 +118,7 @@ func (d *Daemon) linkUp(l *link) {
 
 func (d *Daemon) spawned(e spawned) {
 	if e.err != nil {
-		d.step(protocol.SpawnFailed{ID: e.id, Err: launchFailure(e.err)})
+		d.step(protocol.SpawnFailed{ID: e.id, Err: spawnFailure(e.err)})
 		return
 	}
 	d.procs[e.id] = e.proc
@@ -249,11 +249,11 @@ func (d *Daemon) setTimer(id protocol.Timer, after time.Duration) {
 	d.timers[id] = t
 }
 
-// launchFailure words an error from Launch. An orted that ends before its
-// launch payload is written fails Launch with its exit status; that is the
-// same event as an exit after the write, so it reads the same.
-func launchFailure(err error) string {
-	if errors.As(err, new(*launch.ExitError)) {
+// spawnFailure words an error from the agent's Start. An orted that ends
+// before its payload is written fails Start with its exit status; that is
+// the same event as an exit after the write, so it reads the same.
+func spawnFailure(err error) string {
+	if errors.As(err, new(*agent.ExitError)) {
 		return "orted exited before calling back: " + sessionEnd(err)
 	}
 	return err.Error()
@@ -266,7 +266,7 @@ const preVersionOrted = "flag provided but not defined: -protocol"
 // sessionEnd words how a child's session ended, with the reason an orted
 // of an older prsh gives in its own words put in ours.
 func sessionEnd(err error) string {
-	var xe *launch.ExitError
+	var xe *agent.ExitError
 	if !errors.As(err, &xe) || !strings.Contains(xe.Stderr, preVersionOrted) {
 		return err.Error()
 	}

@@ -18,7 +18,7 @@ import (
 	"prsh/errmgr/status"
 	"prsh/iof"
 	"prsh/ranks"
-	"prsh/spawn/launch"
+	"prsh/spawn/agent"
 )
 
 // cluster is a job's daemons in one test process: mpirun and every orted
@@ -221,7 +221,7 @@ type fakeAgent struct {
 	children []*fakeOrted
 }
 
-func (a *fakeAgent) Launch(ctx context.Context, host string, argv []string, stdin []byte) (launch.Process, error) {
+func (a *fakeAgent) Start(ctx context.Context, host string, argv []string, stdin []byte) (agent.Process, error) {
 	id, parent := flagValue(argv, "--id"), flagValue(argv, "--parent")
 	n, err := strconv.Atoi(id)
 	if err != nil {
@@ -278,11 +278,11 @@ func (c *cluster) startOrted(id int, node, parent string) *fakeOrted {
 func (o *fakeOrted) end(code int, err error) {
 	switch {
 	case err != nil:
-		o.err = &launch.ExitError{Status: 1, Stderr: err.Error()}
+		o.err = &agent.ExitError{Status: 1, Stderr: err.Error()}
 	case code == 137:
-		o.err = &launch.ExitError{Status: code, Signal: "KILL"}
+		o.err = &agent.ExitError{Status: code, Signal: "KILL"}
 	case code != 0:
-		o.err = &launch.ExitError{Status: code}
+		o.err = &agent.ExitError{Status: code}
 	}
 	close(o.done)
 }

@@ -10,19 +10,19 @@ import (
 
 	"prsh/daemon/protocol"
 	"prsh/spawn"
-	"prsh/spawn/launch"
+	"prsh/spawn/agent"
 	"prsh/transport"
 )
 
 // spawn starts a child's orted through the launch agent. The sessions
-// start in the order they are asked for (launch.InTurn), the tree's.
+// start in the order they are asked for (agent.InTurn), the tree's.
 func (d *Daemon) spawn(n spawn.Node) {
 	argv, stdin := ortedArgv(d.machine.Job(), d.addr, n.ID, n.Host), d.secretLine()
-	ctx, started := launch.InTurn(d.ctx, d.lastSpawn)
+	ctx, started := agent.InTurn(d.ctx, d.lastSpawn)
 	d.lastSpawn = started
 	go func() {
-		proc, err := d.agent.Launch(ctx, n.Host, argv, stdin)
-		launch.PassTurn(ctx)
+		proc, err := d.agent.Start(ctx, n.Host, argv, stdin)
+		agent.PassTurn(ctx)
 		if !d.post(spawned{n.ID, proc, err}) && proc != nil {
 			proc.Close()
 		}

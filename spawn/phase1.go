@@ -2,7 +2,7 @@
 // the daemons along a tree. Phase1 is a deterministic state machine with no
 // I/O: events go in, actions come out, and a driver (the daemon, a test, a
 // simulator) carries the actions out. The launch agents that really start a
-// daemon on a node live in spawn/launch.
+// daemon on a node live in spawn/agent.
 package spawn
 
 import (

@@ -10,25 +10,25 @@ import (
 	"prsh/daemon"
 	"prsh/daemon/protocol"
 	"prsh/job"
-	"prsh/spawn/launch"
+	"prsh/spawn/agent"
 )
 
-// agent picks the launch agent: an external command if asked, a plain
+// pickAgent picks the launch agent: an external command if asked, a plain
 // fork when the only node is this host (self), native ssh otherwise.
-func agent(req Request, m *job.Map, spec protocol.JobSpec, self string, log hclog.Logger) (launch.Agent, error) {
+func pickAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, log hclog.Logger) (agent.Agent, error) {
 	if spec.LaunchAgent != "" {
-		a, err := launch.NewCommand(spec.LaunchAgent)
+		a, err := agent.NewCommand(spec.LaunchAgent)
 		if err != nil {
 			return nil, usage(fmt.Errorf("--launch-agent: %w", err))
 		}
 		return a, nil
 	}
-	fork := &launch.Fork{Logger: log.Named("fork")}
+	fork := &agent.Fork{Logger: log.Named("fork")}
 	local := isLocal(m.Nodes[0].Name, self) // localFirst put this host first
 	if len(m.Nodes) == 1 && local {
 		return fork, nil
 	}
-	a, err := launch.NewSSH(launch.SSHOptions{
+	a, err := agent.NewSSH(agent.SSHOptions{
 		ConfigFile: spec.SSHConfig, SystemConfigFile: spec.SSHSystemConfig,
 		ConnectTimeout: req.SSHConnectTimeout,
 		MaxSessions:    spec.MaxSessions, Logger: log.Named("ssh"),
@@ -40,7 +40,7 @@ func agent(req Request, m *job.Map, spec protocol.JobSpec, self string, log hclo
 		return nil, usage(err)
 	}
 	if local {
-		return &launch.Split{Local: m.Nodes[0].Name, Fork: fork, Remote: a}, nil
+		return &agent.Split{Local: m.Nodes[0].Name, Fork: fork, Remote: a}, nil
 	}
 	return a, nil
 }
@@ -58,15 +58,15 @@ func remoteHosts(m *job.Map, self string) []string {
 
 // listenIP is the address mpirun listens on: --listen-ip, else the
 // local address that reaches the first node of another host.
-func listenIP(listen string, a launch.Agent, m *job.Map, self string) string {
+func listenIP(listen string, a agent.Agent, m *job.Map, self string) string {
 	if listen != "" {
 		return listen
 	}
 	remote := remoteHosts(m, self)
-	if _, ok := a.(*launch.Fork); ok || len(remote) == 0 {
+	if _, ok := a.(*agent.Fork); ok || len(remote) == 0 {
 		return "127.0.0.1"
 	}
-	if split, ok := a.(*launch.Split); ok {
+	if split, ok := a.(*agent.Split); ok {
 		a = split.Remote
 	}
 	target := remote[0]

@@ -57,7 +57,7 @@ func Make(req Request, here Here) (daemon.Config, error) {
 		here.Log.Info("spawn degree auto", "chose", spec.SpawnDegree, "nodes", len(m.Nodes),
 			"hop", req.SpawnHopHint, "cost", req.SpawnCostHint)
 	}
-	launcher, err := agent(req, m, spec, here.Hostname, here.Log)
+	launcher, err := pickAgent(req, m, spec, here.Hostname, here.Log)
 	if err != nil {
 		return daemon.Config{}, err
 	}

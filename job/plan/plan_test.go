@@ -17,7 +17,7 @@ import (
 	"prsh/daemon/protocol"
 	"prsh/internal/timeouts"
 	"prsh/job/binding"
-	"prsh/spawn/launch"
+	"prsh/spawn/agent"
 )
 
 // defaults is a request as mpirun's flags give it when only the command
@@ -158,12 +158,12 @@ func TestAgentAndAddress(t *testing.T) {
 		want   string // the agent's type
 		bind   string
 	}{
-		{"this host alone", []string{"localhost"}, "", "", "*launch.Fork", "127.0.0.1"},
-		{"by its name", []string{"launch:2"}, "", "", "*launch.Fork", "127.0.0.1"},
-		{"the user's command", []string{"a,b"}, "srun -N1 -n1 -w %h", "10.1.1.1", "*launch.Command", "10.1.1.1"},
-		{"command for this host too", []string{"localhost"}, "sh -c %h", "", "*launch.Command", "127.0.0.1"},
-		{"ssh", []string{"a,b"}, "", "10.1.1.1", "*launch.SSH", "10.1.1.1"},
-		{"ssh and a fork", []string{"a,localhost"}, "", "10.1.1.2", "*launch.Split", "10.1.1.2"},
+		{"this host alone", []string{"localhost"}, "", "", "*agent.Fork", "127.0.0.1"},
+		{"by its name", []string{"launch:2"}, "", "", "*agent.Fork", "127.0.0.1"},
+		{"the user's command", []string{"a,b"}, "srun -N1 -n1 -w %h", "10.1.1.1", "*agent.Command", "10.1.1.1"},
+		{"command for this host too", []string{"localhost"}, "sh -c %h", "", "*agent.Command", "127.0.0.1"},
+		{"ssh", []string{"a,b"}, "", "10.1.1.1", "*agent.SSH", "10.1.1.1"},
+		{"ssh and a fork", []string{"a,localhost"}, "", "10.1.1.2", "*agent.Split", "10.1.1.2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestAgentAndAddress(t *testing.T) {
 			if got := typeName(cfg.Agent); got != tc.want || cfg.Bind != tc.bind {
 				t.Errorf("agent %s listening on %q, want %s on %q", got, cfg.Bind, tc.want, tc.bind)
 			}
-			if split, ok := cfg.Agent.(*launch.Split); ok && split.Local != "localhost" {
+			if split, ok := cfg.Agent.(*agent.Split); ok && split.Local != "localhost" {
 				t.Errorf("split forks for %q, want localhost", split.Local)
 			}
 			if cfg.Job.SSHConfig != config || cfg.Job.SSHSystemConfig != "none" {
@@ -183,16 +183,16 @@ func TestAgentAndAddress(t *testing.T) {
 	}
 }
 
-func typeName(a launch.Agent) string {
+func typeName(a agent.Agent) string {
 	switch a.(type) {
-	case *launch.Fork:
-		return "*launch.Fork"
-	case *launch.Command:
-		return "*launch.Command"
-	case *launch.SSH:
-		return "*launch.SSH"
-	case *launch.Split:
-		return "*launch.Split"
+	case *agent.Fork:
+		return "*agent.Fork"
+	case *agent.Command:
+		return "*agent.Command"
+	case *agent.SSH:
+		return "*agent.SSH"
+	case *agent.Split:
+		return "*agent.Split"
 	}
 	return "?"
 }
