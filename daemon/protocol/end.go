@@ -47,7 +47,6 @@ func (m *Machine) rankNotStarted(e RankNotStarted) {
 	r.reaped, r.drained = true, true
 	m.fail(m.failure(e.Status, "rank %d: %s", e.Rank, e.Err))
 	m.checkExited()
-	m.maybeFinish()
 }
 
 func (m *Machine) rankExited(e RankExited) {
@@ -66,7 +65,6 @@ func (m *Machine) rankExited(e RankExited) {
 		m.fail(m.failure(errmgr.StatusFailed, "rank %d exited with status 0 without finalizing MPI (PMI)", e.Rank))
 	}
 	m.checkExited()
-	m.maybeFinish()
 }
 
 // aborted ends the job as a rank asked (MPI_Abort), with its status.

@@ -208,6 +208,7 @@ func (m *Machine) Start() []Action {
 	if m.root != nil && !m.job.launchesAfterSpawn() {
 		m.root.launch(m.cfg.App)
 	}
+	m.settle()
 	return m.flush()
 }
 
@@ -249,7 +250,6 @@ func (m *Machine) Step(ev Event) []Action {
 		if r, ok := m.ranks[e.Rank]; ok {
 			r.drained = true
 		}
-		m.maybeFinish()
 	case TimerFired:
 		m.timerFired(e.Timer)
 	case PMIFinalize:
@@ -288,8 +288,17 @@ func (m *Machine) Step(ev Event) []Action {
 	default:
 		m.warn("unknown event %T", ev)
 	}
+	m.settle()
 	return m.flush()
 }
+
+// settle re-checks, once the event is handled, what it may have made
+// ready: here, the end of the job. The other re-checks (milestones,
+// collectives, phase 1) stay where they are: their actions go out in the
+// middle of a step, before others, and the golden traces fix that order.
+// So does the finish a teardown may bring (teardown calls maybeFinish):
+// the teardown happens mid-step, and its Exit goes before what follows.
+func (m *Machine) settle() { m.maybeFinish() }
 
 func (m *Machine) emit(a Action) { m.out = append(m.out, a) }
 

@@ -95,7 +95,6 @@ func (m *Machine) spawnFailedToStart(id int, err string) {
 	}
 	m.endSession(c)
 	m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "%s", err))
-	m.maybeFinish()
 }
 
 // spawnFailed handles a child that never came up: the job is aborted, or
@@ -144,7 +143,6 @@ func (m *Machine) daemonExited(id int, err string) {
 			m.checkMilestones()
 		}
 	}
-	m.maybeFinish()
 }
 
 // linkUp registers a link: a spawn child calling back, a daemon we
@@ -238,7 +236,6 @@ func (m *Machine) linkDown(e LinkDown) {
 		m.fail(failureAt(c.host, errmgr.StatusFailed, "%s", lostLink("orted", e)))
 		m.checkMilestones()
 	}
-	m.maybeFinish()
 }
 
 // lostLink words the loss of the link to a peer ("orted", "parent"): a
@@ -261,7 +258,6 @@ func (m *Machine) outputClosed(l LinkID) {
 		c.outputs--
 		c.outputSeen = true
 	}
-	m.maybeFinish()
 }
 
 // childOn is the connected child whose link l is, or nil.
