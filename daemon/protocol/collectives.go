@@ -94,7 +94,7 @@ func (m *Machine) collectives(acts []collective.Action) {
 		case collective.SendUp:
 			m.sendUp(CollectiveUp{ID: a.ID, Part: a.Part})
 		case collective.SendDown:
-			if c := m.children[a.Child]; c != nil && c.connected && !c.linkDown {
+			if c := m.children[a.Child]; c != nil && c.linked() {
 				m.emit(Send{c.link, CollectiveDown{ID: a.ID, Part: a.Part}})
 			}
 		case collective.Done:

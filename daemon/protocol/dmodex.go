@@ -31,7 +31,7 @@ func (m *Machine) modexRequest(r ModexRequest) {
 	case r.To != m.self:
 		m.deliver(m.router.Route(r.To, r))
 		return
-	case !m.launched: // the requester's launch came first
+	case m.launch != ranksStarted: // the requester's launch came first
 		m.earlyModex = append(m.earlyModex, r)
 		return
 	}

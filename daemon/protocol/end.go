@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"prsh/errmgr"
-	"prsh/internal/timeouts"
 )
 
 // startRanks starts this daemon's share of the ranks.
@@ -48,7 +47,6 @@ func (m *Machine) rankNotStarted(e RankNotStarted) {
 	r.reaped, r.drained = true, true
 	m.fail(m.failure(e.Status, "rank %d: %s", e.Rank, e.Err))
 	m.checkExited()
-	m.maybeFinish()
 }
 
 func (m *Machine) rankExited(e RankExited) {
@@ -58,7 +56,7 @@ func (m *Machine) rankExited(e RankExited) {
 	}
 	r.reaped = true
 	switch {
-	case m.ending:
+	case m.ending():
 	case e.Status != 0:
 		m.fail(m.failure(e.Status, "rank %d %s", e.Rank, e.How))
 	case r.pmiErr != "":
@@ -67,7 +65,6 @@ func (m *Machine) rankExited(e RankExited) {
 		m.fail(m.failure(errmgr.StatusFailed, "rank %d exited with status 0 without finalizing MPI (PMI)", e.Rank))
 	}
 	m.checkExited()
-	m.maybeFinish()
 }
 
 // aborted ends the job as a rank asked (MPI_Abort), with its status.
@@ -83,7 +80,7 @@ func (m *Machine) aborted(e Aborted) {
 }
 
 func (m *Machine) checkExited() {
-	if !m.launched || m.milestones[Exited].local {
+	if m.launch != ranksStarted || m.milestones[Exited].local {
 		return
 	}
 	for _, r := range m.ranks {
@@ -95,31 +92,7 @@ func (m *Machine) checkExited() {
 }
 
 // fail reports a failure to mpirun, which ends the job on the first one.
-func (m *Machine) fail(f Failure) {
-	if !m.isRoot() {
-		if !m.ending {
-			m.sendUp(f)
-		}
-		return
-	}
-	if !m.policy.Fail(f.Status) {
-		return
-	}
-	m.endWaiting()
-	m.emit(Print{"mpirun: " + f.Msg})
-	m.teardown(true)
-}
-
-// report passes a skipped node up to mpirun, which warns the user and
-// leaves the node out of the job map.
-func (m *Machine) report(s Skipped) {
-	if !m.isRoot() {
-		m.sendUp(s)
-		return
-	}
-	m.skipped[s.ID] = true
-	m.emit(Print{"mpirun: warning: " + s.Msg + " (left out: --on-unreachable skip)"})
-}
+func (m *Machine) fail(f Failure) { m.role.fail(f) }
 
 // dropChild stops every reduction from waiting for a child that failed.
 func (m *Machine) dropChild(id int) {
@@ -148,24 +121,8 @@ func (m *Machine) checkMilestones() {
 // and every live direct child have reached it; at mpirun it moves the job
 // on.
 func (m *Machine) checkMilestone(kind int) {
-	if !m.milestones[kind].ready() {
-		return
-	}
-	if !m.isRoot() {
-		m.sendUp(Milestone{Kind: kind})
-		return
-	}
-	m.emit(Reached{kind})
-	if kind == Spawned {
-		m.checkSubtreeUp()
-	}
-	switch {
-	case kind == Spawned && m.job.launchesAfterSpawn() && !m.ending:
-		m.launchSurvivors()
-	case kind == Started:
-		m.emit(ForwardStdin{})
-	case kind == Exited && m.policy.Finish():
-		m.teardown(false)
+	if m.milestones[kind].ready() {
+		m.role.milestone(kind)
 	}
 }
 
@@ -175,7 +132,7 @@ func (m *Machine) checkMilestone(kind int) {
 func (m *Machine) signal(s Signal) {
 	var sentTo []int
 	for _, c := range m.sortedChildren() {
-		if c.connected && !c.linkDown {
+		if c.linked() {
 			m.emit(Send{c.link, s})
 			sentTo = append(sentTo, c.id)
 		}
@@ -201,44 +158,7 @@ func (m *Machine) checkAck(seq int) {
 		return
 	}
 	delete(m.acks, seq)
-	if m.isRoot() {
-		m.stopSelf()
-		return
-	}
-	m.sendUp(SignalAck{Seq: seq})
-}
-
-// interrupt handles a signal delivered to mpirun.
-func (m *Machine) interrupt(sig int, name string) {
-	switch sig {
-	case SIGINT, SIGTERM, SIGHUP:
-		if m.ending {
-			m.killEverything()
-			return
-		}
-		m.fail(Failure{Msg: "caught SIG" + name + ", terminating the job", Status: 128 + sig})
-	case SIGTSTP:
-		// Stop the ranks, and mpirun itself once they are stopped.
-		m.stopPending = true
-		m.emit(SetTimer{Timer{Kind: StopTimer}, m.job.Timeouts.StopWaitMS})
-		m.signalSeq++
-		m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: m.signalSeq})
-	default:
-		m.signalSeq++
-		m.signal(Signal{Sig: sig, Seq: m.signalSeq})
-	}
-}
-
-// stopSelf stops mpirun after its ranks, as Ctrl-Z asks; fg or bg sends it
-// SIGCONT, which it passes on to the ranks.
-func (m *Machine) stopSelf() {
-	if m.ending || !m.stopPending {
-		return
-	}
-	m.stopPending = false
-	m.emit(CancelTimer{Timer{Kind: StopTimer}})
-	m.endWaiting() // the shell's prompt follows; the timer shows it again after fg
-	m.emit(StopSelf{})
+	m.role.signalDelivered(seq)
 }
 
 func (m *Machine) timerFired(t Timer) {
@@ -247,26 +167,24 @@ func (m *Machine) timerFired(t Timer) {
 		m.callbackExpired(t.ID)
 	case GraceTimer:
 		m.emit(SignalRanks{SIGKILL})
-	case DrainTimer:
-		m.giveUp()
-	case JobTimer:
-		m.fail(Failure{Msg: "the job ran past --timeout " + timeouts.Format(m.cfg.TimeoutMS) + ", terminating it", Status: errmgr.StatusTimeout})
-	case StopTimer:
-		m.stopSelf()
 	case ProgressTimer:
 		m.progressDue()
+	case DrainTimer, JobTimer, StopTimer:
+		if m.root != nil {
+			m.root.timerFired(t)
+		}
 	}
 }
 
 // teardown ends the job in this daemon's subtree: pass it on, stop the
 // ranks, then wait for everything to drain (maybeFinish).
 func (m *Machine) teardown(kill bool) {
-	if m.ending {
+	if m.ending() {
 		return
 	}
-	m.ending = true
+	m.moveEnd(jobEnding)
 	m.coll.End()
-	m.endWaiting()
+	m.role.waitOver()
 	m.passTeardown(kill)
 	if kill {
 		m.emit(SignalRanks{SIGTERM})
@@ -274,7 +192,7 @@ func (m *Machine) teardown(kill bool) {
 	} else {
 		m.emit(SignalRanks{SIGKILL}) // what the ranks left behind
 	}
-	if m.isRoot() {
+	if m.root != nil {
 		m.emit(SetTimer{Timer{Kind: DrainTimer}, m.job.Timeouts.DrainMS})
 	}
 	m.maybeFinish()
@@ -285,9 +203,9 @@ func (m *Machine) teardown(kill bool) {
 func (m *Machine) passTeardown(kill bool) {
 	for _, c := range m.sortedChildren() {
 		switch {
-		case c.connected && !c.linkDown:
+		case c.linked():
 			m.emit(Send{c.link, Teardown{Kill: kill}})
-		case c.started && !c.procDone:
+		case c.running():
 			m.stopDaemon(c)
 		}
 	}
@@ -298,7 +216,7 @@ func (m *Machine) passTeardown(kill bool) {
 // hold ranks: then their guards kill it (see ranks/guard), and a kill of
 // its session's process group would take the guards before they act.
 func (m *Machine) stopDaemon(c *child) {
-	hung := c.silent || !c.connected
+	hung := c.call == callSilent || !c.calledBack()
 	m.emit(StopDaemon{ID: c.id, Kill: hung && !m.mayHoldRanks(c.id)})
 }
 
@@ -307,11 +225,11 @@ func (m *Machine) stopDaemon(c *child) {
 // it around this daemon (from mpirun, the source, or another routing
 // parent). A daemon that never called back got no job, so no Launch.
 func (m *Machine) mayHoldRanks(id int) bool {
-	if c, ok := m.children[id]; ok && !c.connected {
+	if c, ok := m.children[id]; ok && !c.calledBack() {
 		return false
 	}
-	if !m.gotLaunch {
-		return !m.isRoot() && !slices.Contains(m.routing.Fanout(m.self), id)
+	if m.launch == launchAwaited {
+		return m.root == nil && !slices.Contains(m.routing.Fanout(m.self), id)
 	}
 	return slices.Contains(m.app.RankNode, id)
 }
@@ -319,7 +237,7 @@ func (m *Machine) mayHoldRanks(id int) bool {
 // maybeFinish exits once the job is over here: ranks reaped, their output
 // and the children's output passed on, children gone.
 func (m *Machine) maybeFinish() {
-	if !m.ending || m.finished {
+	if m.end != jobEnding {
 		return
 	}
 	for _, r := range m.ranks {
@@ -332,48 +250,33 @@ func (m *Machine) maybeFinish() {
 			return
 		}
 	}
-	m.exit(Exit{Status: m.policy.Status()})
+	m.exit(Exit{Status: m.role.exitStatus()})
 }
 
 func (m *Machine) exit(e Exit) {
-	m.finished = true
+	m.moveEnd(jobFinished)
 	m.emit(e)
-}
-
-// giveUp ends mpirun when some daemons did not finish in time.
-func (m *Machine) giveUp() {
-	late := []string{}
-	for _, c := range m.children {
-		if !c.drained() {
-			late = append(late, c.host)
-		}
-	}
-	slices.Sort(late)
-	status := m.policy.Status()
-	if status == 0 {
-		status = errmgr.StatusFailed
-	}
-	m.exit(Exit{Status: status, Abandon: true, Late: late})
 }
 
 // lifelineLost ends an orted whose parent is gone: nothing may outlive it.
 func (m *Machine) lifelineLost(why string) {
 	m.warn("exiting: %s", why)
 	m.emit(SignalRanks{SIGKILL})
-	m.ending = true
+	if m.end == jobRunning {
+		m.moveEnd(jobEnding)
+	}
 	m.exit(Exit{Status: 1})
 }
 
-// killEverything answers a second interrupt: no more grace.
-func (m *Machine) killEverything() {
-	for _, c := range m.sortedChildren() {
-		if c.connected && !c.linkDown {
-			m.emit(Send{c.link, Teardown{Kill: true}})
-		}
-		if c.started && !c.procDone {
-			m.stopDaemon(c)
-		}
+// ending says the teardown began (or is over).
+func (m *Machine) ending() bool { return m.end != jobRunning }
+
+// interrupted passes a signal delivered to mpirun on to its role; the
+// driver of an orted delivers none.
+func (m *Machine) interrupted(e Interrupt) {
+	if m.root == nil {
+		m.warn("unexpected %T at an orted", e)
+		return
 	}
-	m.emit(SignalRanks{SIGKILL})
-	m.exit(Exit{Status: m.policy.Status(), Abandon: true})
+	m.root.interrupt(e.Sig, e.Name)
 }

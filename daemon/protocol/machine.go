@@ -69,61 +69,63 @@ type Machine struct {
 	// children: a callback timer that fires after some is set again.
 	progress int
 
-	launched bool // the Launch came and the local ranks were started
-	// gotLaunch: the Launch came; until staged, the ranks wait for this
-	// node's copy of the staged files.
-	gotLaunch bool
-	staged    bool
+	launch launchState
+	// staged: this node's copy of the staged files is here (or none are
+	// needed); it may come before the Launch or after it.
+	staged bool
 	// earlyModex holds direct-modex requests for this daemon's ranks that
 	// came before the launch did.
 	earlyModex []ModexRequest
 	app        Launch
 	ranks      map[int]*rank
-	skipped    map[int]bool // mpirun: daemons left out
 
-	milestones  [NumMilestones]*reduction
-	acks        map[int]*reduction // by Signal.Seq
-	signalSeq   int
-	stopPending bool // Ctrl-Z: stop mpirun once the ranks are stopped
+	milestones [NumMilestones]*reduction
+	acks       map[int]*reduction // by Signal.Seq
 
 	coll *collective.Machine // the PMI collectives (collectives.go)
 	view modex.View          // what the fences committed so far
 
-	// Launch progress (progress.go).
-	lastPending  *Pending // the last Pending this orted sent up
-	waitShown    bool     // mpirun: its Waiting line is shown
-	progressOver bool     // the subtree is up: no more reports
+	progressOver bool // the subtree is up: no more launch progress reports
 
-	ending   bool
-	finished bool
-	policy   errmgr.Policy // mpirun: how the job ends
+	end  endState
+	role role       // what becomes of this subtree's reports
+	root *rootState // mpirun's own state; nil on an orted
 
 	out []Action
 }
 
 // child is a direct child in the spawn tree, from its spawn to its exit.
 type child struct {
-	id         int
-	host       string
-	started    bool // the launch agent's process runs
-	alive      bool // its orted gave a sign of life
-	armedAt    int  // the parent's progress when its callback timer was set
-	connected  bool
-	link       LinkID
-	failed     bool
-	why        string // what failed, worded for the user
-	procDone   bool
-	linkDown   bool
-	silent     bool     // its link went down because it stopped answering
-	outputs    int      // output streams open
-	outputSeen bool     // an output stream was opened and closed
+	id      int
+	host    string
+	session sessionState // the launch agent's process that runs its orted
+	call    callState    // its call back and link
+	link    LinkID
+	armedAt int    // the parent's progress when its callback timer was set
+	failed  bool   // given up on: nothing waits for it any more
+	why     string // what failed, worded for the user
+	outputs int    // output streams open
+	// outputSeen: an output stream was opened and closed.
+	outputSeen bool
 	pending    *Pending // what it last said of its subtree's missing daemons
 	size       int      // its spawn subtree's daemons, itself included; 0 until needed
 }
 
+// calledBack says the child's orted called back (its link may be gone
+// since).
+func (c *child) calledBack() bool {
+	return c.call == callLinked || c.call == callLinkLost || c.call == callSilent
+}
+
+// linked says the child's link is up: messages can go to it.
+func (c *child) linked() bool { return c.call == callLinked }
+
+// running says the child's session process runs.
+func (c *child) running() bool { return c.session == sessionRunning }
+
 // drained says the child is gone and everything it sent has been passed on.
 func (c *child) drained() bool {
-	return c.procDone && c.outputs == 0 && (c.outputSeen || !c.connected || c.linkDown)
+	return c.session == sessionEnded && c.outputs == 0 && (c.outputSeen || !c.linked())
 }
 
 // rank is one local rank as the protocol sees it.
@@ -151,8 +153,14 @@ func New(cfg Config) (*Machine, error) {
 	m := &Machine{
 		cfg: cfg, self: cfg.ID, job: job, routing: rt, spawnTree: rt.Tree(),
 		links: map[int]LinkID{}, linkPeer: map[LinkID]int{}, dialing: map[int][]Message{},
-		children: map[int]*child{}, ranks: map[int]*rank{}, skipped: map[int]bool{},
+		children: map[int]*child{}, ranks: map[int]*rank{},
 		acks: map[int]*reduction{}, coll: collective.New(cfg.Parent < 0),
+	}
+	if m.self == 0 {
+		m.root = &rootState{m: m, skipped: map[int]bool{}}
+		m.role = m.root
+	} else {
+		m.role = &orted{m: m}
 	}
 	if job.SpawnDegree > 0 {
 		m.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
@@ -180,13 +188,11 @@ func New(cfg Config) (*Machine, error) {
 	return m, nil
 }
 
-func (m *Machine) isRoot() bool { return m.self == 0 }
-
 // Start begins phases 1 and 2 (and, at mpirun, the launch, which overlaps
 // them).
 func (m *Machine) Start() []Action {
-	if m.isRoot() && m.cfg.TimeoutMS > 0 {
-		m.emit(SetTimer{Timer{Kind: JobTimer}, m.cfg.TimeoutMS})
+	if m.root != nil {
+		m.root.start()
 	}
 	acts, err := m.phase1.Start(m.cfg.Nodes)
 	if err != nil {
@@ -198,16 +204,17 @@ func (m *Machine) Start() []Action {
 	m.checkAddressed()
 	m.startProgress()
 	m.checkSubtreeUp()
-	m.staged = m.isRoot() || len(m.job.Stage) == 0
-	if m.isRoot() && !m.job.launchesAfterSpawn() {
-		m.receiveLaunch(m.cfg.App)
+	m.staged = m.root != nil || len(m.job.Stage) == 0
+	if m.root != nil && !m.job.launchesAfterSpawn() {
+		m.root.launch(m.cfg.App)
 	}
+	m.settle()
 	return m.flush()
 }
 
 // Step takes one event and returns what to do about it.
 func (m *Machine) Step(ev Event) []Action {
-	if m.finished {
+	if m.end == jobFinished {
 		return nil
 	}
 	switch e := ev.(type) {
@@ -243,7 +250,6 @@ func (m *Machine) Step(ev Event) []Action {
 		if r, ok := m.ranks[e.Rank]; ok {
 			r.drained = true
 		}
-		m.maybeFinish()
 	case TimerFired:
 		m.timerFired(e.Timer)
 	case PMIFinalize:
@@ -276,14 +282,23 @@ func (m *Machine) Step(ev Event) []Action {
 	case Aborted:
 		m.aborted(e)
 	case Interrupt:
-		m.interrupt(e.Sig, e.Name)
+		m.interrupted(e)
 	case Orphaned:
 		m.lifelineLost(e.Why)
 	default:
 		m.warn("unknown event %T", ev)
 	}
+	m.settle()
 	return m.flush()
 }
+
+// settle re-checks, once the event is handled, what it may have made
+// ready: here, the end of the job. The other re-checks (milestones,
+// collectives, phase 1) stay where they are: their actions go out in the
+// middle of a step, before others, and the golden traces fix that order.
+// So does the finish a teardown may bring (teardown calls maybeFinish):
+// the teardown happens mid-step, and its Exit goes before what follows.
+func (m *Machine) settle() { m.maybeFinish() }
 
 func (m *Machine) emit(a Action) { m.out = append(m.out, a) }
 
@@ -308,7 +323,7 @@ func (m *Machine) Known() int { return m.gather.Known() }
 func (m *Machine) Lookup(id int) (string, bool) { return m.gather.Lookup(id) }
 
 // Launched says the launch message reached this daemon.
-func (m *Machine) Launched() bool { return m.launched }
+func (m *Machine) Launched() bool { return m.launch == ranksStarted }
 
 // Held is the number of messages waiting for an address or a link.
 func (m *Machine) Held() int { return m.router.Held() }

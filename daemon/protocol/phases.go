@@ -35,11 +35,11 @@ func (m *Machine) spawnChild(id int, host string) {
 
 func (m *Machine) spawnStarted(id int) {
 	c, ok := m.children[id]
-	if !ok || c.started {
+	if !ok || c.session != sessionSpawning {
 		return
 	}
-	c.started = true
-	if m.ending {
+	m.moveSession(c, sessionRunning)
+	if m.ending() {
 		m.emit(StopDaemon{ID: id})
 		return
 	}
@@ -52,10 +52,17 @@ func (m *Machine) armCallback(c *child) {
 	m.emit(SetTimer{Timer{CallbackTimer, c.id}, m.job.Timeouts.CallbackMS})
 }
 
+// daemonAlive counts a child's sign of life as progress. The driver
+// reports it once per child, and it may come after the call back: the
+// two race there.
 func (m *Machine) daemonAlive(id int) {
-	if c, ok := m.children[id]; ok && !c.alive {
-		c.alive = true
-		m.progress++
+	c, ok := m.children[id]
+	if !ok {
+		return
+	}
+	m.progress++
+	if c.call == callAwaited {
+		m.moveCall(c, callAlive)
 	}
 }
 
@@ -65,7 +72,7 @@ func (m *Machine) daemonAlive(id int) {
 // keep coming, while a silent node stays silent.
 func (m *Machine) callbackExpired(id int) {
 	c, ok := m.children[id]
-	if !ok || c.connected || c.failed || c.procDone {
+	if !ok || c.calledBack() || c.failed || c.session == sessionEnded {
 		return
 	}
 	if m.progress != c.armedAt {
@@ -74,7 +81,7 @@ func (m *Machine) callbackExpired(id int) {
 	}
 	within := timeouts.Format(m.job.Timeouts.CallbackMS)
 	f := failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %s (it was told to call %s)", within, m.cfg.Addr)
-	if !c.alive {
+	if c.call == callAwaited {
 		f = failureAt(c.host, errmgr.StatusFailed, "orted gave no sign of life within %s of its session starting (it was told to call %s)", within, m.cfg.Addr)
 	}
 	m.spawnFailed(c, f)
@@ -86,9 +93,8 @@ func (m *Machine) spawnFailedToStart(id int, err string) {
 	if !ok {
 		return
 	}
-	c.procDone = true
+	m.endSession(c)
 	m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "%s", err))
-	m.maybeFinish()
 }
 
 // spawnFailed handles a child that never came up: the job is aborted, or
@@ -111,7 +117,7 @@ func (m *Machine) spawnFailed(c *child, f Failure) {
 // skip replaces a skipped child by its children in phase 2 and tells
 // mpirun.
 func (m *Machine) skip(id int) {
-	m.report(Skipped{ID: id, Msg: m.children[id].why})
+	m.role.report(Skipped{ID: id, Msg: m.children[id].why})
 	sends, fresh, err := m.gather.Skip(id, m.spawnTree.Children(id))
 	if err != nil {
 		m.warn("phase 2: %v", err)
@@ -125,10 +131,10 @@ func (m *Machine) daemonExited(id int, err string) {
 	if !ok {
 		return
 	}
-	c.procDone = true
+	m.endSession(c)
 	m.emit(CancelTimer{Timer{CallbackTimer, id}})
-	if !m.ending && !c.failed {
-		if !c.connected {
+	if !m.ending() && !c.failed {
+		if !c.calledBack() {
 			m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "orted exited before calling back: %s", err))
 		} else {
 			c.failed = true
@@ -137,14 +143,13 @@ func (m *Machine) daemonExited(id int, err string) {
 			m.checkMilestones()
 		}
 	}
-	m.maybeFinish()
 }
 
 // linkUp registers a link: a spawn child calling back, a daemon we
 // dialled, or a routing neighbour that dialled us.
 func (m *Machine) linkUp(l LinkID, peer int) {
-	if c, ok := m.children[peer]; ok && !c.connected {
-		m.childConnected(c, l)
+	if c, ok := m.children[peer]; ok && !c.calledBack() {
+		m.acceptChild(c, l)
 		return
 	}
 	if peer < 0 || peer >= m.job.Daemons || peer == m.self {
@@ -164,8 +169,8 @@ func (m *Machine) linkUp(l LinkID, peer int) {
 	m.deliver(m.router.Learned(peer))
 }
 
-func (m *Machine) childConnected(c *child, l LinkID) {
-	if c.failed || m.ending {
+func (m *Machine) acceptChild(c *child, l LinkID) {
+	if c.failed || m.ending() {
 		m.emit(CloseLink{l})
 		return
 	}
@@ -177,7 +182,8 @@ func (m *Machine) childConnected(c *child, l LinkID) {
 	}
 	m.emit(CancelTimer{Timer{CallbackTimer, c.id}})
 	m.progress++
-	c.connected, c.link = true, l
+	m.moveCall(c, callLinked)
+	c.link = l
 	m.links[c.id], m.linkPeer[l] = l, c.id
 	m.emit(ForwardInput{Child: c.id, Link: l})
 	m.do(acts) // the Welcome goes first on the link
@@ -216,17 +222,20 @@ func (m *Machine) linkDown(e LinkDown) {
 	if !ok || c.link != l {
 		return
 	}
-	c.linkDown, c.silent = true, e.Silent
-	if m.ending && e.Silent && c.started && !c.procDone {
+	if e.Silent {
+		m.moveCall(c, callSilent)
+	} else {
+		m.moveCall(c, callLinkLost)
+	}
+	if m.ending() && e.Silent && c.running() {
 		m.stopDaemon(c) // it stopped answering during the teardown
 	}
-	if !m.ending && !c.failed {
+	if !m.ending() && !c.failed {
 		c.failed = true
 		m.dropChild(c.id)
 		m.fail(failureAt(c.host, errmgr.StatusFailed, "%s", lostLink("orted", e)))
 		m.checkMilestones()
 	}
-	m.maybeFinish()
 }
 
 // lostLink words the loss of the link to a peer ("orted", "parent"): a
@@ -249,13 +258,12 @@ func (m *Machine) outputClosed(l LinkID) {
 		c.outputs--
 		c.outputSeen = true
 	}
-	m.maybeFinish()
 }
 
 // childOn is the connected child whose link l is, or nil.
 func (m *Machine) childOn(l LinkID) *child {
 	for _, c := range m.children {
-		if c.connected && c.link == l {
+		if c.calledBack() && c.link == l {
 			return c
 		}
 	}
@@ -265,7 +273,7 @@ func (m *Machine) childOn(l LinkID) *child {
 // isChild says peer is a connected child.
 func (m *Machine) isChild(peer int) bool {
 	c, ok := m.children[peer]
-	return ok && c.connected
+	return ok && c.calledBack()
 }
 
 // handle dispatches a message from a neighbour.
@@ -299,7 +307,7 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 		}
 	case Skipped:
 		if m.isChild(peer) {
-			m.report(msg)
+			m.role.report(msg)
 		}
 	case CollectiveUp:
 		if m.isChild(peer) {
@@ -385,13 +393,11 @@ func (m *Machine) reachable(id int) bool {
 // topology, then start the local ranks once this node's staged files
 // are in.
 func (m *Machine) receiveLaunch(app Launch) {
-	if m.gotLaunch {
+	if m.launch != launchAwaited {
 		return
 	}
-	if m.isRoot() {
-		app.RanksByNode = slices.IsSorted(app.RankNode)
-	}
-	m.gotLaunch, m.app = true, app
+	m.moveLaunch(launchHeld)
+	m.app = app
 	for _, c := range m.routing.Fanout(m.self) {
 		m.deliver(m.router.Neighbour(c, app))
 	}
@@ -402,10 +408,10 @@ func (m *Machine) receiveLaunch(app Launch) {
 // staged files are here. Until then the daemon counts as not launched,
 // so that the children's collectives wait as they do for the Launch.
 func (m *Machine) maybeStartRanks() {
-	if m.launched || !m.gotLaunch || !m.staged {
+	if m.launch != launchHeld || !m.staged {
 		return
 	}
-	m.launched = true
+	m.moveLaunch(ranksStarted)
 	m.startRanks()
 	m.joinCollectives()
 	m.replayEarlyModex()
@@ -422,25 +428,9 @@ func (m *Machine) stagedHere(err string) {
 		return
 	}
 	m.staged = true
-	if !m.ending { // a job that ends starts nothing more
+	if !m.ending() { // a job that ends starts nothing more
 		m.maybeStartRanks()
 	}
-}
-
-// launchSurvivors starts the application on the nodes that came up, once
-// phase 1 is over everywhere (mpirun --on-unreachable skip, or
-// --hold-launch).
-func (m *Machine) launchSurvivors() {
-	app := m.cfg.App
-	if len(m.skipped) > 0 {
-		rankNode, err := m.cfg.Remap(m.skipped)
-		if err != nil {
-			m.fail(Failure{Msg: err.Error(), Status: errmgr.StatusFailed})
-			return
-		}
-		app.RankNode = rankNode
-	}
-	m.receiveLaunch(app)
 }
 
 // deliver sends what the router released. A broadcast for a skipped
@@ -466,5 +456,13 @@ func (m *Machine) dial(peer int, addr string, msg Message) {
 	m.dialing[peer] = append(m.dialing[peer], msg)
 	if len(m.dialing[peer]) == 1 {
 		m.emit(Dial{Peer: peer, Addr: addr})
+	}
+}
+
+// endSession records that child c's session process ended (or never
+// started); the driver may say so twice (SpawnFailed, DaemonExited).
+func (m *Machine) endSession(c *child) {
+	if c.session != sessionEnded {
+		m.moveSession(c, sessionEnded)
 	}
 }

@@ -31,68 +31,31 @@ const (
 // startProgress sets the first progress timer: mpirun's, and that of an
 // orted with a subtree to wait for.
 func (m *Machine) startProgress() {
-	switch {
-	case m.isRoot():
-		m.emit(SetTimer{Timer{Kind: ProgressTimer}, WaitingShowMS})
-	case m.waitsForSubtree():
-		m.emit(SetTimer{Timer{Kind: ProgressTimer}, PendingReportMS})
+	if ms := m.role.firstReportMS(); ms > 0 {
+		m.emit(SetTimer{Timer{Kind: ProgressTimer}, ms})
 	}
-}
-
-// waitsForSubtree says this daemon has daemons below it to wait for (a
-// leaf has none, and sets no progress timer).
-func (m *Machine) waitsForSubtree() bool { return m.isRoot() || len(m.cfg.Nodes) > 0 }
-
-// subtreeUp says every daemon below this one called back (or was
-// skipped): phase 2 reported it up; at mpirun, phase 2 is complete here
-// or phase 1 everywhere, whichever it learns first.
-func (m *Machine) subtreeUp() bool {
-	if m.isRoot() {
-		return m.gather.Complete() || m.milestones[Spawned].done
-	}
-	return m.gather.ReportedUp()
 }
 
 // progressDue reports the daemons still missing below this one, and sets
 // the timer again, until the subtree is up or the job ends.
 func (m *Machine) progressDue() {
-	if m.ending || m.subtreeUp() {
+	if m.ending() || m.role.subtreeUp() {
 		return
 	}
-	p := m.pendingBelow()
-	if m.isRoot() {
-		m.waitShown = true
-		m.emit(Waiting{m.waitingLine(p)})
-		m.emit(SetTimer{Timer{Kind: ProgressTimer}, WaitingEveryMS})
-		return
-	}
-	if m.lastPending == nil || !samePending(*m.lastPending, p) {
-		m.lastPending = &p
-		m.sendUp(p)
-	}
-	m.emit(SetTimer{Timer{Kind: ProgressTimer}, PendingReportMS})
+	m.role.reportPending(m.pendingBelow())
 }
 
 // checkSubtreeUp stops the reports once the subtree is up; mpirun
 // removes its line.
 func (m *Machine) checkSubtreeUp() {
-	if m.progressOver || !m.subtreeUp() {
+	if m.progressOver || !m.role.subtreeUp() {
 		return
 	}
 	m.progressOver = true
-	if m.waitsForSubtree() {
+	if m.role.firstReportMS() > 0 {
 		m.emit(CancelTimer{Timer{Kind: ProgressTimer}})
 	}
-	m.endWaiting()
-}
-
-// endWaiting removes mpirun's line if it is shown: the launch is up, or a
-// line saying why the job ends takes its place.
-func (m *Machine) endWaiting() {
-	if m.waitShown {
-		m.waitShown = false
-		m.emit(Waiting{})
-	}
+	m.role.waitOver()
 }
 
 // pendingBelow is what this daemon knows of the daemons below it that
@@ -104,7 +67,7 @@ func (m *Machine) pendingBelow() Pending {
 	for _, c := range m.sortedChildren() {
 		switch {
 		case c.failed || m.gather.Reported(c.id):
-		case !c.connected:
+		case !c.calledBack():
 			p.Missing += m.subtreeSize(c)
 			p.Slow = append(p.Slow, c.id)
 		case c.pending != nil:
@@ -131,7 +94,7 @@ func (m *Machine) subtreeSize(c *child) int {
 // promises.
 func (m *Machine) pendingFrom(peer int, p Pending) {
 	c, ok := m.children[peer]
-	if !ok || !c.connected {
+	if !ok || !c.calledBack() {
 		return
 	}
 	p.Missing = max(p.Missing, 0)
@@ -155,13 +118,14 @@ func samePending(a, b Pending) bool {
 
 // waitingLine words mpirun's progress: "mpirun: 61 of 64 daemons called
 // back; waiting for node005, node017, node230".
-func (m *Machine) waitingLine(p Pending) string {
+func (r *rootState) waitingLine(p Pending) string {
+	m, skipped := r.m, r.skipped
 	nodes := m.job.Daemons - 1
-	up := max(nodes-p.Missing-len(m.skipped), 0)
+	up := max(nodes-p.Missing-len(skipped), 0)
 	var b strings.Builder
 	fmt.Fprintf(&b, "mpirun: %d of %d daemons called back", up, nodes)
-	if len(m.skipped) > 0 {
-		fmt.Fprintf(&b, " (%d skipped)", len(m.skipped))
+	if len(skipped) > 0 {
+		fmt.Fprintf(&b, " (%d skipped)", len(skipped))
 	}
 	names := make([]string, len(p.Slow))
 	for i, id := range p.Slow {

@@ -26,11 +26,11 @@ func TestWaitingLine(t *testing.T) {
 		{Pending{2, []int{7, 9}}, []int{3}, "mpirun: 6 of 9 daemons called back (1 skipped); waiting for n7, n9"},
 		{Pending{1, []int{42}}, nil, "mpirun: 8 of 9 daemons called back; waiting for daemon 42"},
 	} {
-		m.skipped = map[int]bool{}
+		m.root.skipped = map[int]bool{}
 		for _, id := range c.skipped {
-			m.skipped[id] = true
+			m.root.skipped[id] = true
 		}
-		if got := m.waitingLine(c.p); got != c.want {
+		if got := m.root.waitingLine(c.p); got != c.want {
 			t.Errorf("waitingLine(%+v) = %q, want %q", c.p, got, c.want)
 		}
 	}
@@ -43,7 +43,7 @@ func TestPendingFromBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.children[1] = &child{id: 1, connected: true}
+	m.children[1] = &child{id: 1, call: callLinked}
 	m.pendingFrom(1, Pending{Missing: -4, Slow: []int{2, 2, 2, 2, 2, 2, 2, 2}})
 	if p := m.children[1].pending; p.Missing != 0 || len(p.Slow) != MaxSlow {
 		t.Errorf("kept %+v", p)

@@ -1,0 +1,247 @@
+package protocol
+
+import (
+	"slices"
+
+	"prsh/errmgr"
+	"prsh/internal/timeouts"
+)
+
+// role is what differs between mpirun (daemon 0) and an orted on the
+// common path: what becomes of the reports of this daemon's subtree. An
+// orted passes them to its parent (orted); mpirun acts on them
+// (rootState), which also holds what only mpirun does: the failure
+// policy, the nodes left out, the user's signals and the --timeout.
+type role interface {
+	fail(Failure)       // a failure here or below
+	report(Skipped)     // a node left out below
+	milestone(kind int) // the whole subtree reached a milestone
+	signalDelivered(seq int)
+	subtreeUp() bool       // every daemon below called back (or was left out)
+	firstReportMS() int64  // when the first progress report is due; 0: never
+	reportPending(Pending) // the progress timer fired while daemons are missing
+	waitOver()             // the launch is up, or the job ends: no more progress
+	exitStatus() int
+}
+
+// orted is the role of every daemon but mpirun.
+type orted struct {
+	m           *Machine
+	lastPending *Pending // the last Pending sent up
+}
+
+func (o *orted) fail(f Failure) {
+	if !o.m.ending() {
+		o.m.sendUp(f)
+	}
+}
+
+func (o *orted) report(s Skipped) { o.m.sendUp(s) }
+
+func (o *orted) milestone(kind int) { o.m.sendUp(Milestone{Kind: kind}) }
+
+func (o *orted) signalDelivered(seq int) { o.m.sendUp(SignalAck{Seq: seq}) }
+
+// subtreeUp: phase 2 reported this subtree up.
+func (o *orted) subtreeUp() bool { return o.m.gather.ReportedUp() }
+
+// firstReportMS: a leaf has no subtree to report on.
+func (o *orted) firstReportMS() int64 {
+	if len(o.m.cfg.Nodes) == 0 {
+		return 0
+	}
+	return PendingReportMS
+}
+
+// reportPending tells the parent who is missing below, when that changed.
+func (o *orted) reportPending(p Pending) {
+	if o.lastPending == nil || !samePending(*o.lastPending, p) {
+		o.lastPending = &p
+		o.m.sendUp(p)
+	}
+	o.m.emit(SetTimer{Timer{Kind: ProgressTimer}, PendingReportMS})
+}
+
+func (o *orted) waitOver() {}
+
+// exitStatus: an orted's failures went up to mpirun, which owns the job's
+// status.
+func (o *orted) exitStatus() int { return 0 }
+
+// rootState is mpirun's role and its own state; Machine.root is nil on
+// an orted.
+type rootState struct {
+	m           *Machine
+	policy      errmgr.Policy // how the job ends
+	skipped     map[int]bool  // daemons left out
+	signalSeq   int
+	stopPending bool // Ctrl-Z: stop mpirun once the ranks are stopped
+	waitShown   bool // the Waiting line is shown
+}
+
+// start sets the --timeout.
+func (r *rootState) start() {
+	if r.m.cfg.TimeoutMS > 0 {
+		r.m.emit(SetTimer{Timer{Kind: JobTimer}, r.m.cfg.TimeoutMS})
+	}
+}
+
+// launch starts phase 3 from mpirun, where the Launch is made.
+func (r *rootState) launch(app Launch) {
+	app.RanksByNode = slices.IsSorted(app.RankNode)
+	r.m.receiveLaunch(app)
+}
+
+// fail ends the job on the first failure.
+func (r *rootState) fail(f Failure) {
+	if !r.policy.Fail(f.Status) {
+		return
+	}
+	r.waitOver()
+	r.m.emit(Print{"mpirun: " + f.Msg})
+	r.m.teardown(true)
+}
+
+// report warns the user and leaves the node out of the job map.
+func (r *rootState) report(s Skipped) {
+	r.skipped[s.ID] = true
+	r.m.emit(Print{"mpirun: warning: " + s.Msg + " (left out: --on-unreachable skip)"})
+}
+
+// milestone moves the job on.
+func (r *rootState) milestone(kind int) {
+	m := r.m
+	m.emit(Reached{kind})
+	if kind == Spawned {
+		m.checkSubtreeUp()
+	}
+	switch {
+	case kind == Spawned && m.job.launchesAfterSpawn() && !m.ending():
+		r.launchSurvivors()
+	case kind == Started:
+		m.emit(ForwardStdin{})
+	case kind == Exited && r.policy.Finish():
+		m.teardown(false)
+	}
+}
+
+// launchSurvivors starts the application on the nodes that came up, once
+// phase 1 is over everywhere (--on-unreachable skip, or --hold-launch).
+func (r *rootState) launchSurvivors() {
+	app := r.m.cfg.App
+	if len(r.skipped) > 0 {
+		rankNode, err := r.m.cfg.Remap(r.skipped)
+		if err != nil {
+			r.fail(Failure{Msg: err.Error(), Status: errmgr.StatusFailed})
+			return
+		}
+		app.RankNode = rankNode
+	}
+	r.launch(app)
+}
+
+// signalDelivered: the only signal mpirun asks to be acknowledged is
+// Ctrl-Z's SIGSTOP.
+func (r *rootState) signalDelivered(int) { r.stopSelf() }
+
+// subtreeUp: phase 2 is complete here, or phase 1 everywhere, whichever
+// mpirun learns first.
+func (r *rootState) subtreeUp() bool {
+	return r.m.gather.Complete() || r.m.milestones[Spawned].done
+}
+
+func (r *rootState) firstReportMS() int64 { return WaitingShowMS }
+
+// reportPending shows the user who the launch waits for.
+func (r *rootState) reportPending(p Pending) {
+	r.waitShown = true
+	r.m.emit(Waiting{r.waitingLine(p)})
+	r.m.emit(SetTimer{Timer{Kind: ProgressTimer}, WaitingEveryMS})
+}
+
+// waitOver removes the Waiting line if it is shown: the launch is up, or
+// a line saying why the job ends takes its place.
+func (r *rootState) waitOver() {
+	if r.waitShown {
+		r.waitShown = false
+		r.m.emit(Waiting{})
+	}
+}
+
+func (r *rootState) exitStatus() int { return r.policy.Status() }
+
+// interrupt handles a signal delivered to mpirun.
+func (r *rootState) interrupt(sig int, name string) {
+	switch sig {
+	case SIGINT, SIGTERM, SIGHUP:
+		if r.m.ending() {
+			r.killEverything()
+			return
+		}
+		r.fail(Failure{Msg: "caught SIG" + name + ", terminating the job", Status: 128 + sig})
+	case SIGTSTP:
+		// Stop the ranks, and mpirun itself once they are stopped.
+		r.stopPending = true
+		r.m.emit(SetTimer{Timer{Kind: StopTimer}, r.m.job.Timeouts.StopWaitMS})
+		r.signalSeq++
+		r.m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: r.signalSeq})
+	default:
+		r.signalSeq++
+		r.m.signal(Signal{Sig: sig, Seq: r.signalSeq})
+	}
+}
+
+// stopSelf stops mpirun after its ranks, as Ctrl-Z asks; fg or bg sends it
+// SIGCONT, which it passes on to the ranks.
+func (r *rootState) stopSelf() {
+	if r.m.ending() || !r.stopPending {
+		return
+	}
+	r.stopPending = false
+	r.m.emit(CancelTimer{Timer{Kind: StopTimer}})
+	r.waitOver() // the shell's prompt follows; the timer shows it again after fg
+	r.m.emit(StopSelf{})
+}
+
+// timerFired handles the timers only mpirun sets.
+func (r *rootState) timerFired(t Timer) {
+	switch t.Kind {
+	case DrainTimer:
+		r.giveUp()
+	case JobTimer:
+		r.fail(Failure{Msg: "the job ran past --timeout " + timeouts.Format(r.m.cfg.TimeoutMS) + ", terminating it", Status: errmgr.StatusTimeout})
+	case StopTimer:
+		r.stopSelf()
+	}
+}
+
+// giveUp ends mpirun when some daemons did not finish in time.
+func (r *rootState) giveUp() {
+	late := []string{}
+	for _, c := range r.m.children {
+		if !c.drained() {
+			late = append(late, c.host)
+		}
+	}
+	slices.Sort(late)
+	status := r.policy.Status()
+	if status == 0 {
+		status = errmgr.StatusFailed
+	}
+	r.m.exit(Exit{Status: status, Abandon: true, Late: late})
+}
+
+// killEverything answers a second interrupt: no more grace.
+func (r *rootState) killEverything() {
+	m := r.m
+	for _, c := range m.sortedChildren() {
+		if c.linked() {
+			m.emit(Send{c.link, Teardown{Kill: true}})
+		}
+		if c.running() {
+			m.stopDaemon(c)
+		}
+	}
+	m.emit(SignalRanks{SIGKILL})
+	m.exit(Exit{Status: r.policy.Status(), Abandon: true})
+}
