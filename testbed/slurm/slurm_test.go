@@ -1,8 +1,11 @@
 package slurm
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,19 +20,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// startCluster starts a cluster of nodes × cpus for the test, or skips it
-// when this machine cannot run one; Close runs (and must succeed) at the end.
-func startCluster(t *testing.T, nodes, cpus int) *Cluster {
+// startCluster starts a cluster for the test (in the test's temporary
+// directory unless cfg says otherwise), or skips the test when this
+// machine cannot run one; Close runs, and must succeed, at the end.
+func startCluster(t *testing.T, cfg Config) *Cluster {
 	t.Helper()
-	if err := Available(); err != nil {
-		t.Skipf("%v", err)
-	}
-	begin := time.Now()
-	c, err := Start(Config{Nodes: nodes, CPUs: cpus, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Logf("%d nodes idle after %v", nodes, time.Since(begin).Round(time.Millisecond))
+	c := mustStart(t, cfg)
 	t.Cleanup(func() {
 		begin := time.Now()
 		if err := c.Close(); err != nil {
@@ -37,6 +33,23 @@ func startCluster(t *testing.T, nodes, cpus int) *Cluster {
 		}
 		t.Logf("closed in %v", time.Since(begin).Round(time.Millisecond))
 	})
+	return c
+}
+
+func mustStart(t *testing.T, cfg Config) *Cluster {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skipf("%v", err)
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	begin := time.Now()
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Logf("%d nodes idle after %v", cfg.Nodes, time.Since(begin).Round(time.Millisecond))
 	return c
 }
 
@@ -63,7 +76,7 @@ func sortedLines(s string) []string {
 }
 
 func TestSallocSrunHostname(t *testing.T) {
-	c := startCluster(t, 4, 2)
+	c := startCluster(t, Config{Nodes: 4, CPUs: 2})
 	got := sortedLines(run(t, c, "salloc", "-N", "4", "srun", "hostname"))
 	want := []string{"node1", "node2", "node3", "node4"}
 	if !slices.Equal(got, want) {
@@ -72,4 +85,192 @@ func TestSallocSrunHostname(t *testing.T) {
 	if got := strings.TrimSpace(run(t, c, "hostname")); got != controllerName {
 		t.Errorf("Command's hostname is %q, want %q", got, controllerName)
 	}
+}
+
+// Each task reports its rank and node and leaves a file in its /tmp: the
+// file must be in the /tmp of the node the task reported, and nowhere
+// else. The script lies in a shared directory under /tmp, which every node
+// must see although its /tmp is private.
+func TestSrunTasksSeeTheirNode(t *testing.T) {
+	shared := t.TempDir()
+	c := startCluster(t, Config{Nodes: 4, CPUs: 2, Shared: []string{shared}})
+	mark := "slurm-test-" + filepath.Base(c.Dir())
+	script := writeScript(t, shared, "task.sh",
+		`echo "$SLURM_PROCID $(hostname)"; touch /tmp/`+mark+`-$SLURM_PROCID`)
+
+	out := run(t, c, "srun", "-N2", "-n4", script)
+	perNode := map[string]int{}
+	var ranks []string
+	for _, line := range sortedLines(out) {
+		rank, node, ok := strings.Cut(line, " ")
+		if !ok || !slices.Contains(c.Nodes(), node) {
+			t.Fatalf("task printed %q, want RANK NODE", line)
+		}
+		ranks = append(ranks, rank)
+		perNode[node]++
+		for _, other := range c.Nodes() {
+			_, err := os.Stat(filepath.Join(c.NodeTmp(other), mark+"-"+rank))
+			if found := err == nil; found != (other == node) {
+				t.Errorf("rank %s on %s: its /tmp file found in %s's /tmp: %v", rank, node, other, found)
+			}
+		}
+		if _, err := os.Stat(filepath.Join("/tmp", mark+"-"+rank)); err == nil {
+			t.Errorf("rank %s wrote into the host's /tmp", rank)
+		}
+	}
+	if want := []string{"0", "1", "2", "3"}; !slices.Equal(ranks, want) {
+		t.Errorf("SLURM_PROCIDs %q, want %q", ranks, want)
+	}
+	if len(perNode) != 2 {
+		t.Errorf("tasks per node %v, want 4 tasks on 2 nodes", perNode)
+	}
+}
+
+func writeScript(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestSbatchWait(t *testing.T) {
+	shared := t.TempDir()
+	c := startCluster(t, Config{Nodes: 4, CPUs: 2, Shared: []string{shared}})
+	script := writeScript(t, shared, "job.sh", "srun hostname")
+	output := filepath.Join(shared, "job.out")
+	jobID := strings.TrimSpace(run(t, c, "sbatch", "--parsable", "-N", "3", "--output="+output, script))
+	// Not sbatch --wait: it polls every few seconds.
+	var state string
+	err := waitFor(func() bool {
+		state = jobState(t, c, jobID)
+		return state != "PENDING" && state != "RUNNING" && state != "CONFIGURING" && state != "COMPLETING"
+	})
+	if err != nil || state != "COMPLETED" {
+		t.Fatalf("batch job %s: state %s, want COMPLETED", jobID, state)
+	}
+	data, err := os.ReadFile(output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sortedLines(string(data)), []string{"node1", "node2", "node3"}; !slices.Equal(got, want) {
+		t.Errorf("the batch job's srun hostname printed %q, want %q", got, want)
+	}
+}
+
+func jobState(t *testing.T, c *Cluster, jobID string) string {
+	out := run(t, c, "scontrol", "--oneliner", "show", "job", jobID)
+	for _, f := range strings.Fields(out) {
+		if v, ok := strings.CutPrefix(f, "JobState="); ok {
+			return v
+		}
+	}
+	t.Fatalf("no JobState in %q", out)
+	return ""
+}
+
+// A step's tasks are leftovers while they run, on their nodes; scancel
+// ends them and their slurmstepd.
+func TestScancelLeavesNothing(t *testing.T) {
+	c := startCluster(t, Config{Nodes: 2, CPUs: 1})
+	srun := startSleepStep(t, c)
+	if err := waitFor(func() bool { return len(sleepNodes(c)) == 2 }); err != nil {
+		t.Fatalf("the step's sleeps: %v (leftovers: %v)", err, c.Leftovers())
+	}
+	if got := sleepNodes(c); !slices.Equal(got, []string{"node1", "node2"}) {
+		t.Errorf("sleeps on %q, want node1 and node2", got)
+	}
+	jobID := strings.TrimSpace(run(t, c, "squeue", "--noheader", "--format=%i"))
+	run(t, c, "scancel", jobID)
+	if err := srun.Wait(); err == nil {
+		t.Errorf("srun of a cancelled step succeeded")
+	}
+	if left := c.WaitNoLeftovers(patience); len(left) > 0 {
+		t.Errorf("left running after scancel: %v", left)
+	}
+}
+
+// startSleepStep starts a two-node step of long sleeps in the background.
+func startSleepStep(t *testing.T, c *Cluster) interface{ Wait() error } {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	t.Cleanup(cancel)
+	srun := c.Command(ctx, "srun", "-N2", "-n2", "sleep", "300")
+	if err := srun.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return srun
+}
+
+// sleepNodes are the nodes the leftover sleeps run on, sorted.
+func sleepNodes(c *Cluster) []string {
+	var nodes []string
+	for _, p := range c.Leftovers() {
+		if strings.HasSuffix(p.Cmdline, "sleep 300") {
+			nodes = append(nodes, p.Node)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+func waitFor(cond func() bool) error {
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %v", patience)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+// Close with a step still running reports and kills it, and afterwards no
+// process on the host carries the cluster's SLURM_CONF (daemons, munged,
+// slurmstepd and tasks all do) or runs in its PID namespace.
+func TestCloseLeavesNothingOnTheHost(t *testing.T) {
+	c := mustStart(t, Config{Nodes: 2, CPUs: 1})
+	srun := startSleepStep(t, c)
+	if err := waitFor(func() bool { return len(sleepNodes(c)) == 2 }); err != nil {
+		t.Fatalf("the step's sleeps: %v", err)
+	}
+	marker := []byte(c.Env()[0] + "\x00")
+	if hostProcsWith(marker) == 0 {
+		t.Fatalf("no process carries %q while the cluster runs: the check below would prove nothing", marker)
+	}
+	err := c.Close()
+	if err == nil || !strings.Contains(err.Error(), "sleep 300") {
+		t.Errorf("Close with a running step: %v, want it to report sleep 300 as left running", err)
+	}
+	srun.Wait()
+	if n := hostProcsWith(marker); n > 0 {
+		t.Errorf("%d processes with %q still running after Close", n, marker)
+	}
+	if left := c.inNamespace(); len(left) > 0 {
+		t.Errorf("still in the cluster's PID namespace after Close: %v", left)
+	}
+}
+
+// hostProcsWith counts the live processes whose environment holds kv.
+func hostProcsWith(kv []byte) int {
+	ents, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range ents {
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(append([]byte{0}, env...), append([]byte{0}, kv...)) {
+			if state, _, ok := parseStatFile(e.Name()); ok && state != 'Z' {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func parseStatFile(pid string) (byte, int, bool) {
+	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return 0, 0, false
+	}
+	return parseStat(stat)
 }
