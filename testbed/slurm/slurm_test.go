@@ -207,7 +207,7 @@ func startSleepStep(t *testing.T, c *Cluster) interface{ Wait() error } {
 func sleepNodes(c *Cluster) []string {
 	var nodes []string
 	for _, p := range c.Leftovers() {
-		if strings.HasSuffix(p.Cmdline, "sleep 300") {
+		if argv := strings.Fields(p.Cmdline); filepath.Base(argv[0]) == "sleep" {
 			nodes = append(nodes, p.Node)
 		}
 	}
