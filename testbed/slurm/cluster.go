@@ -219,6 +219,10 @@ func (c *Cluster) Command(ctx context.Context, argv ...string) *exec.Cmd {
 	return cmd
 }
 
+// InitPID is the host pid of the cluster's init, whose namespaces Command
+// enters (nsenter --target).
+func (c *Cluster) InitPID() int { return c.init.Process.Pid }
+
 // Env is what a command in the cluster needs besides the caller's
 // environment (Command adds it): SLURM_CONF.
 func (c *Cluster) Env() []string { return c.layout.env() }
