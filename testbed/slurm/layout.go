@@ -108,9 +108,8 @@ func (l layout) hostsFile() string {
 }
 
 // slurmConf is a minimal configuration for several slurmd's on one host
-// (see /work/shared/docs/slurm.md for why each line is there): no
-// accounting, no cgroups, every node in one partition, one port per
-// slurmd, daemons as root.
+// (see the package doc): no accounting, no cgroups, every node in one
+// partition, one port and one spool directory per slurmd, daemons as root.
 func (l layout) slurmConf(cpus int) string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
