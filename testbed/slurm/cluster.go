@@ -283,6 +283,9 @@ func (c *Cluster) stopInit() error {
 	c.lifeline.Close()
 	select {
 	case <-c.exited:
+		if !c.init.ProcessState.Success() { // a daemon died, and init stopped the rest
+			return fmt.Errorf("slurm: the cluster stopped early (%v)\n%s", c.init.ProcessState, c.logTail())
+		}
 		return nil
 	case <-time.After(stopTimeout):
 		c.init.Process.Kill()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -273,4 +274,24 @@ func parseStatFile(pid string) (byte, int, bool) {
 		return 0, 0, false
 	}
 	return parseStat(stat)
+}
+
+// A daemon that dies stops the cluster, and Close says so.
+func TestCloseReportsADeadDaemon(t *testing.T) {
+	c := mustStart(t, Config{Nodes: 1})
+	for _, p := range c.inNamespace() {
+		if p.exe == c.bins.slurmctld && p.ppid == c.InitPID() {
+			if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(patience):
+		t.Fatal("the cluster still runs after slurmctld was killed")
+	}
+	if err := c.Close(); err == nil || !strings.Contains(err.Error(), "slurmctld") {
+		t.Errorf("Close after slurmctld died: %v, want an error naming it", err)
+	}
 }
