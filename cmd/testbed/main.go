@@ -3,6 +3,7 @@
 //	testbed run --nodes N [flags] -- CMD ARGS...
 //	testbed up  --nodes N --dir DIR [flags]
 //	testbed sim [flags]
+//	testbed slurm --nodes N [--cpus C] [-- CMD ARGS...]
 //
 // run starts the cluster, runs CMD against it (MPIRUN_HOSTFILE,
 // MPIRUN_SSH_CONFIG and PRSH_TESTBED_RUN in its environment, the testbed's
@@ -18,6 +19,13 @@
 // up serves the cluster until SIGINT, SIGTERM or SIGHUP, for use by hand:
 //
 //	ssh -F DIR/ssh_config node001 hostname
+//
+// slurm starts a real Slurm cluster (root only; package testbed/slurm)
+// and runs CMD on its controller, as on a login node, or serves it until
+// SIGINT, SIGTERM or SIGHUP; then it stops the cluster and checks that
+// nothing is left running (status 125 otherwise):
+//
+//	testbed slurm --nodes 4 --cpus 2 -- salloc -N 4 srun hostname
 //
 // sim runs the daemons' protocol machine on a virtual clock and prints
 // the milestones, or a sweep's table and CSV. Measuring launches on the
@@ -35,6 +43,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"prsh/testbed"
+	"prsh/testbed/slurm"
 )
 
 // Exit statuses of the testbed's own making.
@@ -46,6 +55,7 @@ const (
 
 func main() {
 	testbed.MaybeRunUTSHelper()
+	slurm.MaybeRunHelper()
 	os.Exit(Main(os.Args, os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -88,7 +98,7 @@ func newApp(std stdio) *cli.App {
 		ErrWriter:       std.err,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // Main picks the status
-		Commands:        []*cli.Command{runCommand(std), upCommand(std), simCommand(std)},
+		Commands:        []*cli.Command{runCommand(std), upCommand(std), simCommand(std), slurmCommand(std)},
 	}
 }
 
