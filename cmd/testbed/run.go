@@ -107,8 +107,14 @@ func execute(args, env []string, std stdio, sigs <-chan os.Signal) int {
 		// reaches CMD once, through forwarding, not twice.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	tty := foregroundTTY(std.in)
-	if tty != nil { // keep the terminal usable: CMD becomes its foreground
+	return runForeground(cmd, std, sigs, func(s os.Signal) { cmd.Process.Signal(s) })
+}
+
+// runForeground starts cmd, in its own process group, as the terminal's
+// foreground (so that the terminal stays usable), passes sigs on with
+// signal until it ends, and returns its status the way a shell would.
+func runForeground(cmd *exec.Cmd, std stdio, sigs <-chan os.Signal, signal func(os.Signal)) int {
+	if tty := foregroundTTY(std.in); tty != nil {
 		cmd.SysProcAttr.Foreground = true
 		cmd.SysProcAttr.Ctty = int(tty.Fd())
 		defer reclaimTTY(tty)
@@ -121,23 +127,19 @@ func execute(args, env []string, std stdio, sigs <-chan os.Signal) int {
 	forwarding := make(chan struct{})
 	go func() {
 		defer close(forwarding)
-		forward(sigs, cmd.Process, done)
+		for {
+			select {
+			case s := <-sigs:
+				signal(s)
+			case <-done:
+				return
+			}
+		}
 	}()
-	cmd.Wait()
+	cmd.Wait() // its status is all that matters
 	close(done)
 	<-forwarding
 	return shellStatus(cmd.ProcessState)
-}
-
-func forward(sigs <-chan os.Signal, p *os.Process, done <-chan struct{}) {
-	for {
-		select {
-		case s := <-sigs:
-			p.Signal(s)
-		case <-done:
-			return
-		}
-	}
 }
 
 func shellStatus(st *os.ProcessState) int {

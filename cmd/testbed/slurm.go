@@ -73,32 +73,7 @@ func runInSlurm(cl *slurm.Cluster, args []string, std stdio, sigs <-chan os.Sign
 	cmd := cl.Command(context.Background(), args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = std.in, std.out, std.err
 	cmd.WaitDelay = time.Second // writers that are not files (in-process use)
-	if tty := foregroundTTY(std.in); tty != nil {
-		cmd.SysProcAttr.Foreground = true
-		cmd.SysProcAttr.Ctty = int(tty.Fd())
-		defer reclaimTTY(tty)
-	}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(std.err, "testbed: %v\n", err)
-		return exitNoExec
-	}
-	done := make(chan struct{})
-	forwarding := make(chan struct{})
-	go func() {
-		defer close(forwarding)
-		for {
-			select {
-			case s := <-sigs:
-				syscall.Kill(-cmd.Process.Pid, s.(syscall.Signal))
-			case <-done:
-				return
-			}
-		}
-	}()
-	cmd.Wait() // its status is all that matters, as in run
-	close(done)
-	<-forwarding
-	return shellStatus(cmd.ProcessState)
+	return runForeground(cmd, std, sigs, func(s os.Signal) { syscall.Kill(-cmd.Process.Pid, s.(syscall.Signal)) })
 }
 
 // serveSlurm prints how to use the cluster and waits for a signal that
