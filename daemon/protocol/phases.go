@@ -118,12 +118,12 @@ func (m *Machine) spawnFailed(c *child, f Failure) {
 // mpirun.
 func (m *Machine) skip(id int) {
 	m.role.report(Skipped{ID: id, Msg: m.children[id].why})
-	sends, fresh, err := m.gather.Skip(id, m.spawnTree.Children(id))
+	sends, fresh, err := m.flood.Skip(id, m.spawnTree.Children(id))
 	if err != nil {
 		m.warn("phase 2: %v", err)
 		return
 	}
-	m.afterGather(sends, fresh)
+	m.afterFlood(sends, fresh)
 }
 
 func (m *Machine) daemonExited(id int, err string) {
@@ -198,7 +198,7 @@ func (m *Machine) acceptChild(c *child, l LinkID) {
 // dialFailed ends the job: a daemon that cannot reach a routing
 // neighbour cannot pass the launch on.
 func (m *Machine) dialFailed(peer int, err string) {
-	addr, _ := m.gather.Lookup(peer)
+	addr, _ := m.flood.Lookup(peer)
 	delete(m.dialing, peer)
 	m.fail(m.failure(errmgr.StatusFailed, "cannot reach the orted of %s at %s: %s", m.hostOf(peer), addr, err))
 }
@@ -329,17 +329,17 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 }
 
 func (m *Machine) gotAddrs(from int, entries routed.Entries) {
-	sends, fresh, err := m.gather.Receive(from, entries)
+	sends, fresh, err := m.flood.Receive(from, entries)
 	if err != nil {
 		m.warn("phase 2: %v", err)
 		return
 	}
-	m.afterGather(sends, fresh)
+	m.afterFlood(sends, fresh)
 }
 
-// afterGather sends what phase 2 asks for and releases the messages that
+// afterFlood sends what phase 2 asks for and releases the messages that
 // were waiting for the addresses just learned.
-func (m *Machine) afterGather(sends []routed.Send, fresh routed.Entries) {
+func (m *Machine) afterFlood(sends []routed.Send, fresh routed.Entries) {
 	m.sendAddrs(sends)
 	if m.router.Held() > 0 {
 		m.deliver(m.router.Learned(heldIn(m.router.Waiting(), fresh)...))
@@ -374,7 +374,7 @@ func (m *Machine) sendAddrs(sends []routed.Send) {
 }
 
 func (m *Machine) checkAddressed() {
-	if m.gather.Complete() && !m.milestones[Addressed].local {
+	if m.flood.Complete() && !m.milestones[Addressed].local {
 		m.reach(Addressed)
 	}
 }
@@ -385,7 +385,7 @@ func (m *Machine) reachable(id int) bool {
 	if _, ok := m.links[id]; ok {
 		return true
 	}
-	_, ok := m.gather.Lookup(id)
+	_, ok := m.flood.Lookup(id)
 	return ok
 }
 
@@ -440,7 +440,7 @@ func (m *Machine) deliver(ds []routed.Delivery[Message]) {
 	for _, d := range ds {
 		if l, ok := m.links[d.Via]; ok {
 			m.emit(Send{l, d.Msg})
-		} else if addr, _ := m.gather.Lookup(d.Via); addr == "" {
+		} else if addr, _ := m.flood.Lookup(d.Via); addr == "" {
 			for _, next := range m.routing.Fanout(d.Via) {
 				m.deliver(m.router.Neighbour(next, d.Msg))
 			}
