@@ -65,9 +65,9 @@ type Machine struct {
 	linkPeer map[LinkID]int // every open link's peer
 	dialing  map[int][]Message
 	children map[int]*child
-	// progress counts the signs of life and callbacks of this daemon's
+	// lifeSigns counts the signs of life and callbacks of this daemon's
 	// children: a callback timer that fires after some is set again.
-	progress int
+	lifeSigns int
 
 	launch launchState
 	// staged: this node's copy of the staged files is here (or none are
@@ -101,7 +101,7 @@ type child struct {
 	session sessionState // the launch agent's process that runs its orted
 	call    callState    // its call back and link
 	link    LinkID
-	armedAt int    // the parent's progress when its callback timer was set
+	armedAt int    // the parent's lifeSigns when its callback timer was set
 	failed  bool   // given up on: nothing waits for it any more
 	why     string // what failed, worded for the user
 	outputs int    // output streams open

@@ -48,34 +48,33 @@ func (m *Machine) spawnStarted(id int) {
 
 // armCallback gives child c the callback timeout to call back, from now.
 func (m *Machine) armCallback(c *child) {
-	c.armedAt = m.progress
+	c.armedAt = m.lifeSigns
 	m.emit(SetTimer{Timer{CallbackTimer, c.id}, m.job.Timeouts.CallbackMS})
 }
 
-// daemonAlive counts a child's sign of life as progress. The driver
-// reports it once per child, and it may come after the call back: the
-// two race there.
+// daemonAlive counts a child's sign of life. The driver reports it once
+// per child, and it may come after the call back: the two race there.
 func (m *Machine) daemonAlive(id int) {
 	c, ok := m.children[id]
 	if !ok {
 		return
 	}
-	m.progress++
+	m.lifeSigns++
 	if c.call == callAwaited {
 		m.moveCall(c, callAlive)
 	}
 }
 
 // callbackExpired gives up on a child only when a whole callback timeout
-// passed with no progress here: no child started or called back. Slow is
-// not failed: on an overloaded machine the children call back late but
-// keep coming, while a silent node stays silent.
+// passed with no sign of life here: no child gave one or called back.
+// Slow is not failed: on an overloaded machine the children call back
+// late but keep coming, while a silent node stays silent.
 func (m *Machine) callbackExpired(id int) {
 	c, ok := m.children[id]
 	if !ok || c.calledBack() || c.failed || c.session == sessionEnded {
 		return
 	}
-	if m.progress != c.armedAt {
+	if m.lifeSigns != c.armedAt {
 		m.armCallback(c)
 		return
 	}
@@ -181,7 +180,7 @@ func (m *Machine) acceptChild(c *child, l LinkID) {
 		return
 	}
 	m.emit(CancelTimer{Timer{CallbackTimer, c.id}})
-	m.progress++
+	m.lifeSigns++
 	m.moveCall(c, callLinked)
 	c.link = l
 	m.links[c.id], m.linkPeer[l] = l, c.id
