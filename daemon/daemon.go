@@ -65,10 +65,10 @@ type Config struct {
 	App    protocol.Launch
 	Stdout io.Writer
 	Stderr io.Writer
-	// Status shows the launch's progress (who has not called back) on
+	// Waiting shows the launch's progress (who has not called back) on
 	// stderr; it should be Stderr itself, so that the line never mixes
 	// with other output. nil shows none.
-	Status      *iof.Status
+	Waiting     *iof.WaitingLine
 	Signals     <-chan os.Signal
 	ReportTimes bool
 	Start       time.Time // when mpirun started, for --report-launch-times
