@@ -164,7 +164,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			}
 		case protocol.ForwardInput:
 			if l, ok := d.links[a.Link]; ok {
-				d.fanout.AddChild(a.Child, func() (io.WriteCloser, error) { return openStream(l.conn, streamInput) })
+				d.stdinTree.AddChild(a.Child, func() (io.WriteCloser, error) { return openStream(l.conn, streamInput) })
 			}
 		case protocol.StageTo:
 			if l, ok := d.links[a.Link]; ok {
