@@ -65,10 +65,10 @@ type Config struct {
 	App    protocol.Launch
 	Stdout io.Writer
 	Stderr io.Writer
-	// Status shows the launch's progress (who has not called back) on
+	// Waiting shows the launch's progress (who has not called back) on
 	// stderr; it should be Stderr itself, so that the line never mixes
 	// with other output. nil shows none.
-	Status      *iof.Status
+	Waiting     *iof.WaitingLine
 	Signals     <-chan os.Signal
 	ReportTimes bool
 	Start       time.Time // when mpirun started, for --report-launch-times
@@ -119,10 +119,10 @@ type Daemon struct {
 	pmiPort       *pmi.Port       // PMI_PORT of the local ranks, once open
 	staged        *stage.Copy     // orted: this node's copy of the staged files
 
-	sink     iof.Sink
-	terminal *iof.Terminal
-	upStream io.Closer
-	fanout   *iof.Fanout
+	sink      iof.Sink
+	terminal  *iof.Terminal
+	upStream  io.Closer
+	stdinTree *iof.StdinTree
 
 	reachedAt [protocol.NumMilestones]time.Duration
 	reached   [protocol.NumMilestones]bool
@@ -284,6 +284,6 @@ func (d *Daemon) bootstrap() error {
 		return err
 	}
 	d.machine = m
-	d.fanout = iof.NewFanout(d.cfg.ID, m.SpawnParent)
+	d.stdinTree = iof.NewStdinTree(d.cfg.ID, m.SpawnParent)
 	return nil
 }

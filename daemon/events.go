@@ -164,7 +164,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			}
 		case protocol.ForwardInput:
 			if l, ok := d.links[a.Link]; ok {
-				d.fanout.AddChild(a.Child, func() (io.WriteCloser, error) { return openStream(l.conn, streamInput) })
+				d.stdinTree.AddChild(a.Child, func() (io.WriteCloser, error) { return openStream(l.conn, streamInput) })
 			}
 		case protocol.StageTo:
 			if l, ok := d.links[a.Link]; ok {
@@ -215,11 +215,11 @@ func (d *Daemon) carry(acts []protocol.Action) {
 // showWaiting shows mpirun's launch progress, or takes it away ("").
 func (d *Daemon) showWaiting(line string) {
 	switch {
-	case d.cfg.Status == nil:
+	case d.cfg.Waiting == nil:
 	case line == "":
-		d.cfg.Status.Clear()
+		d.cfg.Waiting.Clear()
 	default:
-		d.cfg.Status.Show(line)
+		d.cfg.Waiting.Show(line)
 	}
 }
 

@@ -20,7 +20,7 @@ const flushWait = 5 * time.Second
 // left of the ranks' unfinished lines: all of it on an orderly end, for at
 // most abandonWait when it leaves without its daemons.
 func (d *Daemon) finish(e protocol.Exit) {
-	d.fanout.Close()
+	d.stdinTree.Close()
 	for _, t := range d.timers {
 		t.Stop()
 	}

@@ -194,7 +194,7 @@ func (d *Daemon) acceptStreams(l *link) {
 			go d.receiveStage(s)
 		case tag[0] == streamInput && l == d.parent:
 			go func() {
-				if err := iof.Relay(d.fanout, s); err != nil {
+				if err := iof.Relay(d.stdinTree, s); err != nil {
 					d.log.Debug("stdin stream broke", "error", err)
 				}
 				s.Close()

@@ -22,12 +22,12 @@ type rank struct {
 // service; a rank that could not start is the machine's next event.
 func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	d.app = app
-	d.fanout.SetRanks(app.RankNode)
+	d.stdinTree.SetRanks(app.RankNode)
 	d.startPMIx(app, mine)
 	d.openPMIPort(len(mine))
 	req := ranks.Request{
 		Node: d.cfg.Node, NodeID: d.cfg.ID, Size: len(app.RankNode), Bind: app.Bind,
-		MergeStderr: app.MergeStderr, Output: d.sink, Input: d.fanout, Attach: d.attach,
+		MergeStderr: app.MergeStderr, Output: d.sink, Input: d.stdinTree, Attach: d.attach,
 		GuardStopped: ms(d.cfg.Timeouts.GuardStoppedMS),
 	}
 	for _, id := range mine {

@@ -25,7 +25,7 @@ func (d *Daemon) forwardStdin() {
 		target = iof.AllRanks
 	}
 	go func() {
-		if err := iof.Pump(d.fanout, target, iof.StdinStream, input); err != nil {
+		if err := iof.Pump(d.stdinTree, target, iof.StdinStream, input); err != nil {
 			d.log.Debug("stdin forwarding stopped", "error", err)
 		}
 	}()

@@ -99,7 +99,7 @@ func (r *Receiver) Next() (Chunk, error) {
 }
 
 // Sink is where chunks end up: the upward stream of an orted, mpirun's
-// terminal, or the stdin fanout. Send must not keep c.Data after it
+// terminal, or the stdin tree. Send must not keep c.Data after it
 // returns: callers reuse the buffer.
 type Sink interface {
 	Send(c Chunk) error

@@ -599,7 +599,7 @@ func (c *childStream) chunks(t *testing.T) []string {
 	}
 }
 
-// fanoutBed is daemon 0 of this spawn tree, with ranks 0 and 1:
+// stdinBed is daemon 0 of this spawn tree, with ranks 0 and 1:
 //
 //	0 ─┬─ 1                 rank 2
 //	   ├─ 2 ── 3 ── 4       ranks 3, 4 on daemon 3, rank 5 on daemon 4
@@ -607,17 +607,17 @@ func (c *childStream) chunks(t *testing.T) []string {
 //
 // Node 5 was skipped, so daemon 0 adopted its child 6: its direct
 // children are 1, 2 and 6.
-type fanoutBed struct {
-	f      *Fanout
+type stdinBed struct {
+	f      *StdinTree
 	pipes  map[int]*os.File // read ends of the local ranks' stdin
 	kids   map[int]*childStream
 	opened map[int]int
 }
 
-func newFanoutBed(t *testing.T) *fanoutBed {
+func newStdinBed(t *testing.T) *stdinBed {
 	t.Helper()
-	b := &fanoutBed{
-		f:      NewFanout(0, treeParent(map[int]int{1: 0, 2: 0, 3: 2, 4: 3, 5: 0, 6: 5, 7: 6})),
+	b := &stdinBed{
+		f:      NewStdinTree(0, treeParent(map[int]int{1: 0, 2: 0, 3: 2, 4: 3, 5: 0, 6: 5, 7: 6})),
 		pipes:  map[int]*os.File{},
 		kids:   map[int]*childStream{},
 		opened: map[int]int{},
@@ -654,7 +654,7 @@ func treeParent(parents map[int]int) func(int) int {
 }
 
 // read reads n bytes of a local rank's stdin.
-func (b *fanoutBed) read(t *testing.T, rank, n int) string {
+func (b *stdinBed) read(t *testing.T, rank, n int) string {
 	t.Helper()
 	p := b.pipes[rank]
 	p.SetReadDeadline(time.Now().Add(patience))
@@ -667,10 +667,10 @@ func (b *fanoutBed) read(t *testing.T, rank, n int) string {
 
 func stdin(rank int, text string) Chunk { return data(rank, StdinStream, text) }
 
-// TestFanoutRouting: a chunk for a rank reaches its pipe, or the child on
+// TestStdinTreeRouting: a chunk for a rank reaches its pipe, or the child on
 // the way to its daemon; AllRanks reaches everyone.
-func TestFanoutRouting(t *testing.T) {
-	b := newFanoutBed(t)
+func TestStdinTreeRouting(t *testing.T) {
+	b := newStdinBed(t)
 	send(t, b.f, stdin(0, "to zero"), stdin(1, "to one"), stdin(2, "to two"), stdin(3, "to three"),
 		stdin(4, "to four"), stdin(5, "to five"), stdin(6, "to six"))
 	if got := b.read(t, 0, 7); got != "to zero" {
@@ -698,10 +698,10 @@ func TestFanoutRouting(t *testing.T) {
 	}
 }
 
-// TestFanoutClosedReader: a rank that closed its stdin is dropped; the
+// TestStdinTreeClosedReader: a rank that closed its stdin is dropped; the
 // others keep getting their input.
-func TestFanoutClosedReader(t *testing.T) {
-	b := newFanoutBed(t)
+func TestStdinTreeClosedReader(t *testing.T) {
+	b := newStdinBed(t)
 	b.pipes[1].Close()
 	send(t, b.f, stdin(AllRanks, "first"))
 	if _, ok := b.f.pipes[1]; ok {
@@ -716,10 +716,10 @@ func TestFanoutClosedReader(t *testing.T) {
 	}
 }
 
-// TestFanoutEOF: EOF closes the local pipes and goes on to the children;
+// TestStdinTreeEOF: EOF closes the local pipes and goes on to the children;
 // Close closes the streams to the children.
-func TestFanoutEOF(t *testing.T) {
-	b := newFanoutBed(t)
+func TestStdinTreeEOF(t *testing.T) {
+	b := newStdinBed(t)
 	send(t, b.f, stdin(0, "only zero"), Chunk{Rank: AllRanks, Stream: StdinStream, EOF: true})
 	for r, p := range b.pipes {
 		p.SetReadDeadline(time.Now().Add(patience))
@@ -747,9 +747,9 @@ func TestFanoutEOF(t *testing.T) {
 	}
 }
 
-// TestFanoutEOFOneRank: EOF for one rank closes only its pipe.
-func TestFanoutEOFOneRank(t *testing.T) {
-	b := newFanoutBed(t)
+// TestStdinTreeEOFOneRank: EOF for one rank closes only its pipe.
+func TestStdinTreeEOFOneRank(t *testing.T) {
+	b := newStdinBed(t)
 	send(t, b.f, Chunk{Rank: 1, Stream: StdinStream, EOF: true}, stdin(0, "still"))
 	b.pipes[1].SetReadDeadline(time.Now().Add(patience))
 	if got, err := io.ReadAll(b.pipes[1]); err != nil || len(got) != 0 {
@@ -760,10 +760,10 @@ func TestFanoutEOFOneRank(t *testing.T) {
 	}
 }
 
-// TestFanoutChildErrors: a child whose stream cannot be opened is an
+// TestStdinTreeChildErrors: a child whose stream cannot be opened is an
 // error; one that never registered is skipped.
-func TestFanoutChildErrors(t *testing.T) {
-	f := NewFanout(0, treeParent(map[int]int{1: 0, 2: 0}))
+func TestStdinTreeChildErrors(t *testing.T) {
+	f := NewStdinTree(0, treeParent(map[int]int{1: 0, 2: 0}))
 	f.SetRanks([]int{1, 2})
 	f.AddChild(1, func() (io.WriteCloser, error) { return nil, errBroken })
 	if err := f.Send(stdin(0, "x")); !errors.Is(err, errBroken) {
@@ -774,9 +774,9 @@ func TestFanoutChildErrors(t *testing.T) {
 	}
 }
 
-// TestFanoutNotATree: input for a daemon that no registered child leads
+// TestStdinTreeNotATree: input for a daemon that no registered child leads
 // to is dropped, even when the parent function loops on itself.
-func TestFanoutNotATree(t *testing.T) {
+func TestStdinTreeNotATree(t *testing.T) {
 	parents := []struct {
 		name   string
 		parent func(int) int
@@ -786,7 +786,7 @@ func TestFanoutNotATree(t *testing.T) {
 	}
 	for _, tt := range parents {
 		t.Run(tt.name, func(t *testing.T) {
-			f := NewFanout(0, tt.parent)
+			f := NewStdinTree(0, tt.parent)
 			f.SetRanks([]int{2})
 			f.AddChild(1, func() (io.WriteCloser, error) { return nil, errBroken })
 			done := make(chan error, 1)

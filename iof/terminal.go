@@ -45,9 +45,9 @@ type Terminal struct {
 	writing atomic.Bool
 	lastAt  atomic.Int64 // when the last chunk went through, in ns since started
 	started time.Time
-	// status is mpirun's stderr when it carries a status line: stdout's
-	// lines go out with that line taken away too.
-	status *Status
+	// waiting is mpirun's stderr when it carries the waiting line:
+	// stdout's lines go out with that line taken away too.
+	waiting *WaitingLine
 }
 
 type key struct {
@@ -57,9 +57,9 @@ type key struct {
 
 // NewTerminal writes to stdout and stderr.
 func NewTerminal(stdout, stderr io.Writer, opt Options) *Terminal {
-	status, _ := stderr.(*Status)
+	waiting, _ := stderr.(*WaitingLine)
 	return &Terminal{
-		status:  status,
+		waiting: waiting,
 		opt:     opt,
 		out:     map[Stream]io.Writer{Stdout: stdout, Stderr: stderr},
 		pending: map[key][]byte{},
@@ -186,8 +186,8 @@ func (t *Terminal) write(k key, head, tail []byte) {
 	w, err := t.writer(k)
 	if err == nil {
 		t.writing.Store(true)
-		if t.status != nil && t.opt.FileDir == "" && k.stream == Stdout {
-			_, err = t.status.WriteTo(w, text)
+		if t.waiting != nil && t.opt.FileDir == "" && k.stream == Stdout {
+			_, err = t.waiting.WriteTo(w, text)
 		} else {
 			_, err = w.Write(text)
 		}

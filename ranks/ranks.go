@@ -89,7 +89,7 @@ type Request struct {
 	Attach func(rank int) (Attachment, error)
 }
 
-// Inputs holds the ranks' stdin pipes (iof.Fanout does).
+// Inputs holds the ranks' stdin pipes (iof.StdinTree does).
 type Inputs interface {
 	AddRank(rank int, pipe *os.File)
 }

@@ -22,7 +22,7 @@ type Run struct {
 }
 
 // Entries is an immutable list of address entries in the order they were
-// gathered. It is a rope: a list of runs, or the concatenation of other
+// learned. It is a rope: a list of runs, or the concatenation of other
 // lists, each knowing the set of ids it holds. A daemon reports its
 // subtree as its own entry followed by its children's reports, unchanged,
 // and forwards what it learns as it came; so a message is built, and
@@ -178,8 +178,8 @@ func (e Entries) String() string {
 // The wire form of a list is one string: its runs, separated by commas,
 // each its first id and then its addresses, separated by spaces:
 // "3 tcp://10.0.0.3:41234 tcp://10.0.0.4:41234,9 tcp://…" ("" is a
-// tombstone, so "5 " is the run of one). The all-gather, which every
-// daemon receives whole, is thus one JSON string: encoding/json scans a
+// tombstone, so "5 " is the run of one). The flood's whole list, which
+// every daemon receives, is thus one JSON string: encoding/json scans a
 // string in a few fast passes, where an object per entry, or a string
 // per address, costs it several times the work; and the addresses share
 // the string's memory.

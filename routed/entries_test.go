@@ -95,11 +95,11 @@ func TestEntriesRope(t *testing.T) {
 	}
 }
 
-// TestAllgatherLearnsOnce: what a daemon learns from a message is the
+// TestFloodLearnsOnce: what a daemon learns from a message is the
 // entries in range it did not know, in the message's order, each id once,
 // whether the message is taken whole or sorted out part by part.
-func TestAllgatherLearnsOnce(t *testing.T) {
-	a := routed.NewAllgather(0, "a0", -1, []int{1, 2}, routed.NewBook(10))
+func TestFloodLearnsOnce(t *testing.T) {
+	a := routed.NewFlood(0, "a0", -1, []int{1, 2}, routed.NewBook(10))
 	one := []routed.Entry{{1, "a1"}, {5, "a5"}, {6, "a6"}}
 	if _, fresh, _ := a.Receive(1, routed.EntriesOf(one...)); !reflect.DeepEqual(fresh.Slice(), one) {
 		t.Fatalf("all new: fresh %v, want %v", fresh.Slice(), one)
@@ -170,7 +170,7 @@ func TestEntriesWire(t *testing.T) {
 	}
 }
 
-// BenchmarkEntriesWire encodes and decodes the all-gather's whole address
+// BenchmarkEntriesWire encodes and decodes the flood's whole address
 // list as a daemon receives it: consecutive subtrees of a radix tree, one
 // part per subtree. "entries" is the former wire form, an {ID, Addr}
 // object per entry, for comparison.

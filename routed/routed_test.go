@@ -118,10 +118,10 @@ func TestRouter(t *testing.T) {
 	}
 }
 
-// TestAllgatherErrors: addresses from a daemon that is neither the parent
+// TestFloodErrors: addresses from a daemon that is neither the parent
 // nor a child, or a child reporting twice, are errors.
-func TestAllgatherErrors(t *testing.T) {
-	a := routed.NewAllgather(1, "one", 0, []int{3, 4}, routed.NewBook(6))
+func TestFloodErrors(t *testing.T) {
+	a := routed.NewFlood(1, "one", 0, []int{3, 4}, routed.NewBook(6))
 	if sends := a.Start(); len(sends) != 0 {
 		t.Errorf("daemon 1 with children: Start = %v, want nothing before they report", sends)
 	}
@@ -139,13 +139,13 @@ func TestAllgatherErrors(t *testing.T) {
 	}
 }
 
-// TestAllgatherByHand follows Algorithm 2 message by message on
+// TestFloodByHand follows Algorithm 2 message by message on
 // 0 ─ 1 ─ {2, 3}.
-func TestAllgatherByHand(t *testing.T) {
+func TestFloodByHand(t *testing.T) {
 	type e = routed.Entry
 	type s = send
-	a := routed.NewAllgather(1, "one", 0, []int{2, 3}, routed.NewBook(4))
-	leaf := routed.NewAllgather(2, "two", 1, nil, routed.NewBook(4))
+	a := routed.NewFlood(1, "one", 0, []int{2, 3}, routed.NewBook(4))
+	leaf := routed.NewFlood(2, "two", 1, nil, routed.NewBook(4))
 	if got, want := plain(leaf.Start()), []s{{1, []e{{2, "two"}}}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("leaf 2: Start = %v, want its address to its parent %v", got, want)
 	}
@@ -280,13 +280,13 @@ func b2i(b bool) int {
 	return 0
 }
 
-// TestAllgatherSkip: a skipped child is replaced by its children, and its
+// TestFloodSkip: a skipped child is replaced by its children, and its
 // tombstone (an empty address) reaches everyone so phase 2 still completes.
-func TestAllgatherSkip(t *testing.T) {
+func TestFloodSkip(t *testing.T) {
 	// 0 ─ 1 ─ 2 ─ 3: daemon 2 is skipped, 1 adopts 3.
-	root := routed.NewAllgather(0, "a0", -1, []int{1}, routed.NewBook(4))
-	one := routed.NewAllgather(1, "a1", 0, []int{2}, routed.NewBook(4))
-	three := routed.NewAllgather(3, "a3", 1, nil, routed.NewBook(4))
+	root := routed.NewFlood(0, "a0", -1, []int{1}, routed.NewBook(4))
+	one := routed.NewFlood(1, "a1", 0, []int{2}, routed.NewBook(4))
+	three := routed.NewFlood(3, "a3", 1, nil, routed.NewBook(4))
 	sends, fresh, err := one.Skip(2, []int{3})
 	if err != nil || len(sends) != 0 || fresh.Len() != 1 || fresh.Slice()[0] != (routed.Entry{ID: 2}) {
 		t.Fatalf("Skip = %v, %v, %v", sends, fresh, err)

@@ -22,8 +22,8 @@ import (
 // configure turns the command line into mpirun's daemon configuration:
 // flags → plan.Request → plan.Make, plus what only mpirun's process has.
 func configure(c *cli.Context) (daemon.Config, error) {
-	status := progressLine(c)
-	stderr := stderrOf(status)
+	waiting := waitingLine(c)
+	stderr := stderrOf(waiting)
 	log := logger(c, stderr)
 	cfg, err := plan.Make(request(c), here(log))
 	var wrong plan.UsageError
@@ -36,7 +36,7 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	if cfg.Secret, err = transport.NewSecret(); err != nil {
 		return daemon.Config{}, err
 	}
-	cfg.Stdout, cfg.Stderr, cfg.Status = os.Stdout, stderr, status
+	cfg.Stdout, cfg.Stderr, cfg.Waiting = os.Stdout, stderr, waiting
 	cfg.ReportTimes = c.Bool("report-launch-times")
 	cfg.Output = outputOptions(c)
 	cfg.Stdin = stdinSource(cfg.App.StdinRank)

@@ -59,13 +59,13 @@ func forwardedSignals(extra string) ([]os.Signal, error) {
 	return sigs, nil
 }
 
-// progressLine is mpirun's stderr with the launch's progress line (who
-// has not called back): in place on a terminal; elsewhere a plain line
-// now and then, with -v (or --log-level info or lower) only. nil: none.
-func progressLine(c *cli.Context) *iof.Status {
+// waitingLine is mpirun's stderr with the launch's waiting line (who has
+// not called back): in place on a terminal; elsewhere a plain line now
+// and then, with -v (or --log-level info or lower) only. nil: none.
+func waitingLine(c *cli.Context) *iof.WaitingLine {
 	fd := int(os.Stderr.Fd())
 	if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err == nil {
-		return iof.NewStatus(os.Stderr, true, func() int {
+		return iof.NewWaitingLine(os.Stderr, true, func() int {
 			ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
 			if err != nil {
 				return 0
@@ -74,16 +74,16 @@ func progressLine(c *cli.Context) *iof.Status {
 		})
 	}
 	if level := hclog.LevelFromString(logLevel(c)); level != hclog.NoLevel && level <= hclog.Info {
-		return iof.NewStatus(os.Stderr, false, nil)
+		return iof.NewWaitingLine(os.Stderr, false, nil)
 	}
 	return nil
 }
 
-// stderrOf is where mpirun writes its own lines: through the progress
+// stderrOf is where mpirun writes its own lines: through the waiting
 // line when there is one.
-func stderrOf(status *iof.Status) io.Writer {
-	if status == nil {
+func stderrOf(waiting *iof.WaitingLine) io.Writer {
+	if waiting == nil {
 		return os.Stderr
 	}
-	return status
+	return waiting
 }

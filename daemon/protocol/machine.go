@@ -6,7 +6,7 @@
 // only as timer events; there are no goroutines, sockets, clocks or
 // random numbers here.
 //
-// It composes phase 1 (spawn.Phase1), phase 2 (routed.Allgather), the
+// It composes phase 1 (spawn.Phase1), phase 2 (routed.Flood), the
 // router, the phase-3 launch broadcast and the PMI collectives
 // (modex/collective), and owns the milestones, the
 // signal acknowledgements, the failure policy and the teardown. The
@@ -58,16 +58,16 @@ type Machine struct {
 	spawnTree topo.Tree
 	routing   routed.Topology
 	phase1    *spawn.Phase1
-	gather    *routed.Allgather
+	flood     *routed.Flood
 	router    *routed.Router[Message]
 
 	links    map[int]LinkID // the link messages to a peer go on
 	linkPeer map[LinkID]int // every open link's peer
 	dialing  map[int][]Message
 	children map[int]*child
-	// progress counts the signs of life and callbacks of this daemon's
+	// lifeSigns counts the signs of life and callbacks of this daemon's
 	// children: a callback timer that fires after some is set again.
-	progress int
+	lifeSigns int
 
 	launch launchState
 	// staged: this node's copy of the staged files is here (or none are
@@ -101,7 +101,7 @@ type child struct {
 	session sessionState // the launch agent's process that runs its orted
 	call    callState    // its call back and link
 	link    LinkID
-	armedAt int    // the parent's progress when its callback timer was set
+	armedAt int    // the parent's lifeSigns when its callback timer was set
 	failed  bool   // given up on: nothing waits for it any more
 	why     string // what failed, worded for the user
 	outputs int    // output streams open
@@ -176,7 +176,7 @@ func New(cfg Config) (*Machine, error) {
 	if book.Size() != job.Daemons {
 		return nil, fmt.Errorf("an address table for %d daemons in a job of %d", book.Size(), job.Daemons)
 	}
-	m.gather = routed.NewAllgather(m.self, cfg.Addr, cfg.Parent, m.spawnTree.Children(m.self), book)
+	m.flood = routed.NewFlood(m.self, cfg.Addr, cfg.Parent, m.spawnTree.Children(m.self), book)
 	m.router = routed.NewRouter[Message](m.self, rt, m.reachable)
 	for k := range m.milestones {
 		m.milestones[k] = newReduction(m.spawnTree.Children(m.self))
@@ -200,7 +200,7 @@ func (m *Machine) Start() []Action {
 	} else {
 		m.do(acts)
 	}
-	m.sendAddrs(m.gather.Start())
+	m.sendAddrs(m.flood.Start())
 	m.checkAddressed()
 	m.startProgress()
 	m.checkSubtreeUp()
@@ -317,10 +317,10 @@ func (m *Machine) warn(format string, args ...any) {
 func (m *Machine) Phase1Done() bool { return m.phase1.Done() }
 
 // Known is the number of daemons whose address this daemon knows.
-func (m *Machine) Known() int { return m.gather.Known() }
+func (m *Machine) Known() int { return m.flood.Known() }
 
 // Lookup is phase 2's view of a daemon's address.
-func (m *Machine) Lookup(id int) (string, bool) { return m.gather.Lookup(id) }
+func (m *Machine) Lookup(id int) (string, bool) { return m.flood.Lookup(id) }
 
 // Launched says the launch message reached this daemon.
 func (m *Machine) Launched() bool { return m.launch == ranksStarted }

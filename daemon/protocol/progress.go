@@ -66,7 +66,7 @@ func (m *Machine) pendingBelow() Pending {
 	var p Pending
 	for _, c := range m.sortedChildren() {
 		switch {
-		case c.failed || m.gather.Reported(c.id):
+		case c.failed || m.flood.Reported(c.id):
 		case !c.calledBack():
 			p.Missing += m.subtreeSize(c)
 			p.Slow = append(p.Slow, c.id)

@@ -43,7 +43,7 @@ func (o *orted) milestone(kind int) { o.m.sendUp(Milestone{Kind: kind}) }
 func (o *orted) signalDelivered(seq int) { o.m.sendUp(SignalAck{Seq: seq}) }
 
 // subtreeUp: phase 2 reported this subtree up.
-func (o *orted) subtreeUp() bool { return o.m.gather.ReportedUp() }
+func (o *orted) subtreeUp() bool { return o.m.flood.ReportedUp() }
 
 // firstReportMS: a leaf has no subtree to report on.
 func (o *orted) firstReportMS() int64 {
@@ -147,7 +147,7 @@ func (r *rootState) signalDelivered(int) { r.stopSelf() }
 // subtreeUp: phase 2 is complete here, or phase 1 everywhere, whichever
 // mpirun learns first.
 func (r *rootState) subtreeUp() bool {
-	return r.m.gather.Complete() || r.m.milestones[Spawned].done
+	return r.m.flood.Complete() || r.m.milestones[Spawned].done
 }
 
 func (r *rootState) firstReportMS() int64 { return WaitingShowMS }

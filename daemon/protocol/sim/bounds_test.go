@@ -166,7 +166,7 @@ func (w *watch) onSend(at int64, from, to int, msg protocol.Message) {
 	case protocol.Welcome:
 		w.welcome(from, to, m)
 	case protocol.Addrs:
-		w.gather(at, from, to, m.Entries)
+		w.addrsSent(at, from, to, m.Entries)
 	case protocol.Milestone:
 		if w.sp.parent[from] != to || m.Kind < 0 || m.Kind >= protocol.NumMilestones {
 			w.fail("daemon %d: milestone %d to %d, not its spawn parent", from, m.Kind, to)
@@ -237,7 +237,7 @@ func (w *watch) welcome(from, to int, m protocol.Welcome) {
 	}
 }
 
-func (w *watch) gather(at int64, from, to int, entries routed.Entries) {
+func (w *watch) addrsSent(at int64, from, to int, entries routed.Entries) {
 	if !w.sp.edge(from, to) {
 		w.fail("daemon %d: addresses to %d, not a spawn-tree neighbour", from, to)
 		return
@@ -346,7 +346,7 @@ func (w *watch) verify() error {
 		return err
 	}
 	for id := range w.log {
-		for _, check := range []func(int) error{w.verifySpawned, w.verifyGathered, w.verifyLaunched, w.verifyLinks} {
+		for _, check := range []func(int) error{w.verifySpawned, w.verifyAddressed, w.verifyLaunched, w.verifyLinks} {
 			if err := check(id); err != nil {
 				return err
 			}
@@ -399,16 +399,16 @@ func (w *watch) verifySpawned(id int) error {
 	return nil
 }
 
-// verifyGathered checks phase 2 at one daemon: every address, the right
+// verifyAddressed checks phase 2 at one daemon: every address, the right
 // one, each received once, in exactly the messages the algorithm sends.
-func (w *watch) verifyGathered(id int) error {
+func (w *watch) verifyAddressed(id int) error {
 	n, m, d := w.c.n, w.s.Machine(id), w.log[id]
 	if m.Known() != n+1 {
 		return fmt.Errorf("daemon %d: phase 2 knows %d addresses, want all %d", id, m.Known(), n+1)
 	}
 	// Every entry was checked as it was sent; here what Lookup returns:
 	// every id in rounds up to n = 100, a few otherwise (all n+1 at every
-	// daemon is as much work as the all-gather).
+	// daemon is as much work as the flood).
 	lookups := []int{0, id, n, max(0, w.sp.parent[id]), n / 2}
 	if w.c.rounds && n <= 100 {
 		lookups = w.sp.preorder
@@ -421,11 +421,11 @@ func (w *watch) verifyGathered(id int) error {
 	if d.entriesIn != n {
 		return fmt.Errorf("daemon %d: received %d address entries, want each of the %d others once", id, d.entriesIn, n)
 	}
-	return w.verifyGatherMessages(id)
+	return w.verifyFloodMessages(id)
 }
 
-// verifyGatherMessages: at a daemon d with k children, at depth D,
-// routed.Allgather sends
+// verifyFloodMessages: at a daemon d with k children, at depth D,
+// routed.Flood sends
 //   - one message up, once every child reported (not at mpirun);
 //   - per child report, a reply (what d knows but the child sent: never
 //     empty, it holds d's address) and the child's entries, all fresh (its
@@ -449,7 +449,7 @@ func (w *watch) verifyGathered(id int) error {
 // bound like δ(δ+1)/2 + h·δ + 2 on the messages sent does not hold (see
 // TestPhase2MessagesExceedPaper in routed). The milestones and the
 // teardown also cross the spawn tree but are not phase 2: not counted.
-func (w *watch) verifyGatherMessages(id int) error {
+func (w *watch) verifyFloodMessages(id int) error {
 	d, k, depth, delta := w.log[id], w.sp.kids[id], w.sp.depth[id], w.delta()
 	up := 0
 	if id != 0 {
@@ -717,7 +717,7 @@ func checkOne(t *testing.T, c launchCase) bool {
 // Budget, measured on the 2-core machine this was written on: a launch
 // costs about 1 ms of CPU at n = 16, 4 ms at n = 64, 30 to 70 ms at n =
 // 300, 0.4 s at n = 1000 and 2 to 6 s at n = 2000 (the path), most of it
-// in routed.Allgather's maps (every daemon learns every address). The
+// in routed.Flood's maps (every daemon learns every address). The
 // sweep is about 100 s of CPU, a minute on two cores. The race detector
 // makes it 3 to 10 times dearer, and the launches of 2000 orteds alone
 // would cost it 140 s of CPU: under -race they are left out (see

@@ -1,0 +1,71 @@
+package protocol
+
+// Where a neighbour's message and a fired timer go, as Step does for
+// the other events.
+
+// handle dispatches a message from a neighbour.
+func (m *Machine) handle(l LinkID, peer int, msg Message) {
+	fromParent := peer == m.cfg.Parent && l == m.cfg.ParentLink
+	switch msg := msg.(type) {
+	case Addrs:
+		m.gotAddrs(peer, msg.Entries)
+	case Launch:
+		m.receiveLaunch(msg)
+	case Failure:
+		if m.isChild(peer) {
+			m.fail(msg)
+		}
+	case Milestone:
+		if m.isChild(peer) && msg.Kind >= 0 && msg.Kind < NumMilestones {
+			m.milestones[msg.Kind].add(peer)
+			m.checkMilestone(msg.Kind)
+		}
+	case Teardown:
+		if fromParent {
+			m.teardown(msg.Kill)
+		}
+	case Signal:
+		if fromParent {
+			m.signal(msg)
+		}
+	case SignalAck:
+		if m.isChild(peer) {
+			m.acked(peer, msg.Seq)
+		}
+	case Skipped:
+		if m.isChild(peer) {
+			m.role.report(msg)
+		}
+	case CollectiveUp:
+		if m.isChild(peer) {
+			m.collectives(m.coll.FromChild(peer, msg.ID, msg.Part))
+		}
+	case CollectiveDown:
+		if fromParent {
+			m.collectives(m.coll.FromParent(msg.ID, msg.Part))
+		}
+	case ModexRequest:
+		m.modexRequest(msg)
+	case ModexReply:
+		m.modexReply(msg)
+	case Pending:
+		m.pendingFrom(peer, msg)
+	default:
+		m.warn("unexpected message %T from daemon %d", msg, peer)
+	}
+}
+
+func (m *Machine) timerFired(t Timer) {
+	switch t.Kind {
+	case CallbackTimer:
+		m.callbackExpired(t.ID)
+	case GraceTimer:
+		m.emit(SignalRanks{SIGKILL})
+	case ProgressTimer:
+		m.progressDue()
+	case DrainTimer, JobTimer, StopTimer:
+		if m.root != nil {
+			m.root.timerFired(t)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package protocol
+
+import "prsh/errmgr"
+
+// Phase 3 at this daemon: the Launch passed on along the routing
+// topology, and the local ranks started once it and the staged files are
+// both here.
+
+// receiveLaunch is phase 3: pass the launch on along the routing
+// topology, then start the local ranks once this node's staged files
+// are in.
+func (m *Machine) receiveLaunch(app Launch) {
+	if m.launch != launchAwaited {
+		return
+	}
+	m.moveLaunch(launchHeld)
+	m.app = app
+	for _, c := range m.routing.Fanout(m.self) {
+		m.deliver(m.router.Neighbour(c, app))
+	}
+	m.maybeStartRanks()
+}
+
+// maybeStartRanks starts the local ranks once both the Launch and the
+// staged files are here. Until then the daemon counts as not launched,
+// so that the children's collectives wait as they do for the Launch.
+func (m *Machine) maybeStartRanks() {
+	if m.launch != launchHeld || !m.staged {
+		return
+	}
+	m.moveLaunch(ranksStarted)
+	m.startRanks()
+	m.joinCollectives()
+	m.replayEarlyModex()
+}
+
+// stagedHere: this node's copy of the staged files is complete, or
+// could not be made, which ends the job.
+func (m *Machine) stagedHere(err string) {
+	if err != "" { // at mpirun: an original it could not read
+		m.fail(m.failure(errmgr.StatusFailed, "%s", err))
+		return
+	}
+	if m.staged {
+		return
+	}
+	m.staged = true
+	if !m.ending() { // a job that ends starts nothing more
+		m.maybeStartRanks()
+	}
+}

@@ -1,0 +1,181 @@
+package protocol
+
+import (
+	"prsh/errmgr"
+	"prsh/internal/timeouts"
+	"prsh/spawn"
+)
+
+// Phase 1 at this daemon: spawning its children (spawn.Phase1's actions),
+// their session processes, their signs of life and call backs, the
+// callback timer, and a child that never comes up (failed, or skipped
+// with --on-unreachable skip) or whose orted exits.
+
+// do carries out phase 1's actions.
+func (m *Machine) do(acts []spawn.Action) {
+	for _, a := range acts {
+		switch a := a.(type) {
+		case spawn.SpawnNode:
+			m.spawnChild(a.Node.ID, a.Node.Host)
+		case spawn.SendSubtree:
+			m.sendTo(a.To, Welcome{Job: m.job, Nodes: a.Nodes, Parent: m.self})
+		case spawn.Complete:
+			m.reach(Spawned)
+		case spawn.Skip:
+			m.skip(a.Node.ID)
+		}
+	}
+}
+
+func (m *Machine) spawnChild(id int, host string) {
+	m.children[id] = &child{id: id, host: host}
+	for _, r := range m.milestones {
+		r.join(id)
+	}
+	m.emit(Spawn{spawn.Node{ID: id, Host: host}})
+}
+
+func (m *Machine) spawnStarted(id int) {
+	c, ok := m.children[id]
+	if !ok || c.session != sessionSpawning {
+		return
+	}
+	m.moveSession(c, sessionRunning)
+	if m.ending() {
+		m.emit(StopDaemon{ID: id})
+		return
+	}
+	m.armCallback(c)
+}
+
+// armCallback gives child c the callback timeout to call back, from now.
+func (m *Machine) armCallback(c *child) {
+	c.armedAt = m.lifeSigns
+	m.emit(SetTimer{Timer{CallbackTimer, c.id}, m.job.Timeouts.CallbackMS})
+}
+
+// daemonAlive counts a child's sign of life. The driver reports it once
+// per child, and it may come after the call back: the two race there.
+func (m *Machine) daemonAlive(id int) {
+	c, ok := m.children[id]
+	if !ok {
+		return
+	}
+	m.lifeSigns++
+	if c.call == callAwaited {
+		m.moveCall(c, callAlive)
+	}
+}
+
+// callbackExpired gives up on a child only when a whole callback timeout
+// passed with no sign of life here: no child gave one or called back.
+// Slow is not failed: on an overloaded machine the children call back
+// late but keep coming, while a silent node stays silent.
+func (m *Machine) callbackExpired(id int) {
+	c, ok := m.children[id]
+	if !ok || c.calledBack() || c.failed || c.session == sessionEnded {
+		return
+	}
+	if m.lifeSigns != c.armedAt {
+		m.armCallback(c)
+		return
+	}
+	within := timeouts.Format(m.job.Timeouts.CallbackMS)
+	f := failureAt(c.host, errmgr.StatusFailed, "orted started but did not call back within %s (it was told to call %s)", within, m.cfg.Addr)
+	if c.call == callAwaited {
+		f = failureAt(c.host, errmgr.StatusFailed, "orted gave no sign of life within %s of its session starting (it was told to call %s)", within, m.cfg.Addr)
+	}
+	m.spawnFailed(c, f)
+	m.stopDaemon(c)
+}
+
+func (m *Machine) acceptChild(c *child, l LinkID) {
+	if c.failed || m.ending() {
+		m.emit(CloseLink{l})
+		return
+	}
+	acts, err := m.phase1.Connected(c.id)
+	if err != nil {
+		m.warn("unexpected call back from daemon %d: %v", c.id, err)
+		m.emit(CloseLink{l})
+		return
+	}
+	m.emit(CancelTimer{Timer{CallbackTimer, c.id}})
+	m.lifeSigns++
+	m.moveCall(c, callLinked)
+	c.link = l
+	m.links[c.id], m.linkPeer[l] = l, c.id
+	m.emit(ForwardInput{Child: c.id, Link: l})
+	m.do(acts) // the Welcome goes first on the link
+	if len(m.job.Stage) > 0 {
+		m.emit(StageTo{Child: c.id, Link: l})
+	}
+	// A launch held for this child goes now, not once its whole subtree
+	// has reported its addresses.
+	m.deliver(m.router.Learned(c.id))
+}
+
+func (m *Machine) spawnFailedToStart(id int, err string) {
+	c, ok := m.children[id]
+	if !ok {
+		return
+	}
+	m.endSession(c)
+	m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "%s", err))
+}
+
+// spawnFailed handles a child that never came up: the job is aborted, or
+// with --on-unreachable skip the child is left out and its children are
+// adopted.
+func (m *Machine) spawnFailed(c *child, f Failure) {
+	if c.failed {
+		return
+	}
+	c.failed, c.why = true, f.Msg
+	m.dropChild(c.id)
+	acts := m.phase1.Failed(c.id)
+	if !m.job.SkipUnreachable {
+		m.fail(f)
+	}
+	m.do(acts)
+	m.checkMilestones()
+}
+
+// skip replaces a skipped child by its children in phase 2 and tells
+// mpirun.
+func (m *Machine) skip(id int) {
+	m.role.report(Skipped{ID: id, Msg: m.children[id].why})
+	sends, fresh, err := m.flood.Skip(id, m.spawnTree.Children(id))
+	if err != nil {
+		m.warn("phase 2: %v", err)
+		return
+	}
+	m.afterFlood(sends, fresh)
+}
+
+func (m *Machine) daemonExited(id int, err string) {
+	c, ok := m.children[id]
+	if !ok {
+		return
+	}
+	m.endSession(c)
+	m.emit(CancelTimer{Timer{CallbackTimer, id}})
+	if !m.ending() && !c.failed {
+		if !c.calledBack() {
+			m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "orted exited before calling back: %s", err))
+		} else {
+			c.failed = true
+			m.dropChild(id)
+			m.fail(failureAt(c.host, errmgr.StatusFailed, "orted exited unexpectedly: %s", err))
+			m.checkMilestones()
+		}
+	}
+}
+
+// endSession records that child c's session process ended (or never
+// started); the driver may say so twice (SpawnFailed, DaemonExited).
+func (m *Machine) endSession(c *child) {
+	if c.session != sessionEnded {
+		m.moveSession(c, sessionEnded)
+	}
+}

@@ -1,0 +1,102 @@
+package protocol
+
+import "slices"
+
+// The end of the job at this daemon: the teardown passed down the spawn
+// tree, the ranks stopped, the children's sessions stopped, and the exit
+// once everything has drained; or at once when the lifeline is lost.
+
+// ending says the teardown began (or is over).
+func (m *Machine) ending() bool { return m.end != jobRunning }
+
+// teardown ends the job in this daemon's subtree: pass it on, stop the
+// ranks, then wait for everything to drain (maybeFinish).
+func (m *Machine) teardown(kill bool) {
+	if m.ending() {
+		return
+	}
+	m.moveEnd(jobEnding)
+	m.coll.End()
+	m.role.waitOver()
+	m.passTeardown(kill)
+	if kill {
+		m.emit(SignalRanks{SIGTERM})
+		m.emit(SetTimer{Timer{Kind: GraceTimer}, m.job.KillGraceMS})
+	} else {
+		m.emit(SignalRanks{SIGKILL}) // what the ranks left behind
+	}
+	if m.root != nil {
+		m.emit(SetTimer{Timer{Kind: DrainTimer}, m.job.Timeouts.DrainMS})
+	}
+	m.maybeFinish()
+}
+
+// passTeardown tells each connected child to end; a child that never
+// connected has its session closed.
+func (m *Machine) passTeardown(kill bool) {
+	for _, c := range m.sortedChildren() {
+		switch {
+		case c.linked():
+			m.emit(Send{c.link, Teardown{Kill: kill}})
+		case c.running():
+			m.stopDaemon(c)
+		}
+	}
+}
+
+// stopDaemon ends child c's session; a child that may not be able to end
+// by itself (silent, or it never called back) is killed unless it may
+// hold ranks: then their guards kill it (see ranks/guard), and a kill of
+// its session's process group would take the guards before they act.
+func (m *Machine) stopDaemon(c *child) {
+	hung := c.call == callSilent || !c.calledBack()
+	m.emit(StopDaemon{ID: c.id, Kill: hung && !m.mayHoldRanks(c.id)})
+}
+
+// mayHoldRanks says whether daemon id may have started ranks: the Launch
+// here places some on it, or no Launch came here and one may have reached
+// it around this daemon (from mpirun, the source, or another routing
+// parent). A daemon that never called back got no job, so no Launch.
+func (m *Machine) mayHoldRanks(id int) bool {
+	if c, ok := m.children[id]; ok && !c.calledBack() {
+		return false
+	}
+	if m.launch == launchAwaited {
+		return m.root == nil && !slices.Contains(m.routing.Fanout(m.self), id)
+	}
+	return slices.Contains(m.app.RankNode, id)
+}
+
+// maybeFinish exits once the job is over here: ranks reaped, their output
+// and the children's output passed on, children gone.
+func (m *Machine) maybeFinish() {
+	if m.end != jobEnding {
+		return
+	}
+	for _, r := range m.ranks {
+		if !r.reaped || !r.drained {
+			return
+		}
+	}
+	for _, c := range m.children {
+		if !c.drained() {
+			return
+		}
+	}
+	m.exit(Exit{Status: m.role.exitStatus()})
+}
+
+func (m *Machine) exit(e Exit) {
+	m.moveEnd(jobFinished)
+	m.emit(e)
+}
+
+// lifelineLost ends an orted whose parent is gone: nothing may outlive it.
+func (m *Machine) lifelineLost(why string) {
+	m.warn("exiting: %s", why)
+	m.emit(SignalRanks{SIGKILL})
+	if m.end == jobRunning {
+		m.moveEnd(jobEnding)
+	}
+	m.exit(Exit{Status: 1})
+}
