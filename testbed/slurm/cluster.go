@@ -24,7 +24,9 @@ type Config struct {
 
 	// Shared are directories under /tmp that the nodes see as the host
 	// does (a shared file system), although each node has a /tmp of its
-	// own; Dir is always shared. Directories elsewhere are shared anyway.
+	// own; Dir and the caller's working directory (where commands and
+	// their jobs start) are always shared. Directories elsewhere are
+	// shared anyway.
 	Shared []string
 
 	// StartTimeout bounds the wait until every node is idle (default 30 s
@@ -103,7 +105,11 @@ func newCluster(cfg Config) (*Cluster, error) {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
-	c.layout = layout{dir: dir, nodes: cfg.Nodes, shared: sharedUnderTmp(append([]string{dir}, cfg.Shared...))}
+	shared := append([]string{dir}, cfg.Shared...)
+	if wd, err := os.Getwd(); err == nil {
+		shared = append(shared, wd)
+	}
+	c.layout = layout{dir: dir, nodes: cfg.Nodes, shared: sharedUnderTmp(shared)}
 	if err := c.layout.write(cfg.CPUs); err != nil {
 		c.removeDir()
 		return nil, fmt.Errorf("slurm: writing %s: %w", dir, err)

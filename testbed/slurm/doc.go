@@ -16,8 +16,9 @@
 // cluster's directory), slurmctld and one slurmd per node, each slurmd on
 // a port of its own and in its own UTS and mount namespaces: hostname
 // nodeI and a /tmp of its own (DIR/tmp/nodeI), which its tasks inherit.
-// Directories under /tmp listed in Config.Shared, and the cluster's own
-// directory, stay visible on every node, like a shared file system.
+// Directories under /tmp listed in Config.Shared, the cluster's own
+// directory and the caller's working directory stay visible on every
+// node, like a shared file system.
 //
 // Start returns when sinfo shows every node idle (about a second for 4 or
 // 8 nodes). Command runs a command on the controller through nsenter,
