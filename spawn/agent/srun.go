@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -20,8 +22,10 @@ import (
 // Slurm's (--mpi=none) and no binding (--cpu-bind=none), its ranks get
 // ours; srun's stdin, the secret and then the lifeline, goes to the
 // step's one task (--input=0); --ntasks-per-node overrides an
-// allocation's own (salloc --ntasks-per-node exports it). srun execs the
-// argv itself: no shell, no quoting.
+// allocation's own (salloc --ntasks-per-node exports it); --quiet keeps
+// srun's notes (such as "cluster configuration lacks support for cpu
+// binding") out of a failure's message. srun execs the argv itself: no
+// shell, no quoting.
 type Srun struct {
 	// JobID is the allocation's SLURM_JOB_ID, whose steps the daemons
 	// are; "" lets srun take it from its environment.
@@ -46,7 +50,7 @@ func (s *Srun) Argv(host string, argv []string) []string {
 	}
 	out = append(out, "--overlap", "--mpi=none", "--cpu-bind=none",
 		"--nodes=1", "--ntasks=1", "--ntasks-per-node=1", "--nodelist="+host,
-		"--input=0", "--job-name=orted")
+		"--input=0", "--job-name=orted", "--quiet")
 	return append(out, argv...)
 }
 
@@ -63,8 +67,47 @@ func (s *Srun) Start(ctx context.Context, host string, argv []string, stdin []by
 		return nil, err
 	}
 	defer PassTurn(ctx)
-	return startExec(ctx, cmd, stdin, log)
+	p, err := startExec(ctx, cmd, stdin, log)
+	if err != nil {
+		return nil, err
+	}
+	return srunProcess{p}, nil
 }
+
+// srunProcess is a started srun, whose failure reads as one line.
+type srunProcess struct{ Process }
+
+// Wait implements Process: srun's tail of stderr loses its report of the
+// task's exit status (the ExitError has it) and the prefix of the node's
+// slurmstepd (the caller names the node); what is left joins into one
+// line, such as "execve(): /x/orted: No such file or directory".
+func (p srunProcess) Wait() error {
+	err := p.Process.Wait()
+	var xe *ExitError
+	if !errors.As(err, &xe) {
+		return err
+	}
+	var lines []string
+	for _, line := range strings.Split(xe.Stderr, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || taskExitLine.MatchString(line) {
+			continue
+		}
+		lines = append(lines, stepdPrefix.ReplaceAllString(line, ""))
+	}
+	short := *xe
+	short.Stderr = strings.Join(lines, "; ")
+	return &short
+}
+
+var (
+	// taskExitLine is srun's report of a task's end:
+	// "srun: error: node2: task 0: Exited with exit code 2".
+	taskExitLine = regexp.MustCompile(`^srun: error: \S+: tasks? [0-9,-]+: `)
+	// stepdPrefix begins a line of the node's slurmstepd:
+	// "slurmstepd-node2: error: ".
+	stepdPrefix = regexp.MustCompile(`^slurmstepd(-\S+)?: (error: )?`)
+)
 
 // String describes the agent for -v and --display-allocation.
 func (s *Srun) String() string {

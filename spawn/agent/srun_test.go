@@ -13,7 +13,7 @@ import (
 func TestSrunArgv(t *testing.T) {
 	argv := []string{"/opt/prsh/orted", "--node", "a b"}
 	options := []string{"--overlap", "--mpi=none", "--cpu-bind=none", "--nodes=1", "--ntasks=1",
-		"--ntasks-per-node=1", "--nodelist=node7", "--input=0", "--job-name=orted"}
+		"--ntasks-per-node=1", "--nodelist=node7", "--input=0", "--job-name=orted", "--quiet"}
 	for _, tc := range []struct {
 		srun Srun
 		want []string
@@ -58,5 +58,22 @@ func TestSrunMissing(t *testing.T) {
 	if p, err := s.Start(testCtx(t), "node1", []string{"true"}, nil); err == nil {
 		p.Close()
 		t.Fatal("Start succeeded without srun")
+	}
+}
+
+// TestSrunFailureLine: srun's and slurmstepd's lines about a daemon that
+// could not start read as one line, without what the caller says anyway.
+func TestSrunFailureLine(t *testing.T) {
+	s := &Srun{Path: fakeSrun(t)}
+	stderr := `echo "slurmstepd-node2: error: execve(): /x/orted: No such file or directory" >&2; ` +
+		`echo "srun: error: node2: task 0: Exited with exit code 2" >&2; exit 2`
+	p, err := s.Start(testCtx(t), "node2", []string{"sh", "-c", stderr}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	xe := wantExit(t, waitFor(t, p), 2, "execve(): /x/orted: No such file or directory")
+	if xe.Error() != "exit status 2: execve(): /x/orted: No such file or directory" {
+		t.Errorf("Error() = %q", xe.Error())
 	}
 }
