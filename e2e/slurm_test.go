@@ -62,6 +62,16 @@ func TestSlurm(t *testing.T) {
 			}
 			checkLines(t, res.stdout, want)
 		}},
+		{"Open MPI program", func(t *testing.T) {
+			where := openMPI(t, "where")
+			res := inSlurm(t, c, append(salloc, mpirun, where)...)
+			wantSuccess(t, res)
+			var want []string
+			for r := range 8 {
+				want = append(want, fmt.Sprintf("rank %d of 8 on node%d", r, r/2+1))
+			}
+			checkLines(t, res.stdout, want)
+		}},
 		{"Slurm variables per rank", func(t *testing.T) {
 			// A chain of daemons: each orted starts the next through srun.
 			script := `echo $(hostname) $SLURM_PROCID $SLURM_NTASKS $SLURM_LOCALID $SLURM_NODEID $SLURM_NNODES ` +
