@@ -114,7 +114,7 @@ kill -INT $pid; wait $pid; rm $out`, mpirun)
 			if res.status == 0 {
 				t.Errorf("exit 0 without node3's orted")
 			}
-			checkOneLine(t, res.stderr, `^mpirun: node3: .*/tmp/prsh/orted: No such file or directory$`)
+			checkOneLine(t, res.stderr, `^mpirun: node3: orted exited before calling back: exit status \d+: execve\(\): /tmp/prsh/orted: No such file or directory$`)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

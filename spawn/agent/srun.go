@@ -23,8 +23,7 @@ import (
 // ours; srun's stdin, the secret and then the lifeline, goes to the
 // step's one task (--input=0); --ntasks-per-node overrides an
 // allocation's own (salloc --ntasks-per-node exports it); --quiet keeps
-// srun's notes (such as "cluster configuration lacks support for cpu
-// binding") out of a failure's message. srun execs the argv itself: no
+// srun's notes out of a failure's message. srun execs the argv itself: no
 // shell, no quoting.
 type Srun struct {
 	// JobID is the allocation's SLURM_JOB_ID, whose steps the daemons
@@ -78,9 +77,11 @@ func (s *Srun) Start(ctx context.Context, host string, argv []string, stdin []by
 type srunProcess struct{ Process }
 
 // Wait implements Process: srun's tail of stderr loses its report of the
-// task's exit status (the ExitError has it) and the prefix of the node's
-// slurmstepd (the caller names the node); what is left joins into one
-// line, such as "execve(): /x/orted: No such file or directory".
+// task's exit status (the ExitError has it), its note that --cpu-bind
+// has nothing to do (a cluster without task/affinity, which --quiet does
+// not silence) and the prefix of the node's slurmstepd (the caller names
+// the node); what is left joins into one line, such as "execve():
+// /x/orted: No such file or directory".
 func (p srunProcess) Wait() error {
 	err := p.Process.Wait()
 	var xe *ExitError
@@ -90,7 +91,7 @@ func (p srunProcess) Wait() error {
 	var lines []string
 	for _, line := range strings.Split(xe.Stderr, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || taskExitLine.MatchString(line) {
+		if line == "" || taskExitLine.MatchString(line) || line == noCPUBinding {
 			continue
 		}
 		lines = append(lines, stepdPrefix.ReplaceAllString(line, ""))
@@ -108,6 +109,10 @@ var (
 	// "slurmstepd-node2: error: ".
 	stepdPrefix = regexp.MustCompile(`^slurmstepd(-\S+)?: (error: )?`)
 )
+
+// noCPUBinding is srun's note on --cpu-bind=none where Slurm binds no
+// task anyway.
+const noCPUBinding = "srun: cluster configuration lacks support for cpu binding"
 
 // String describes the agent for -v and --display-allocation.
 func (s *Srun) String() string {

@@ -65,7 +65,8 @@ func TestSrunMissing(t *testing.T) {
 // could not start read as one line, without what the caller says anyway.
 func TestSrunFailureLine(t *testing.T) {
 	s := &Srun{Path: fakeSrun(t)}
-	stderr := `echo "slurmstepd-node2: error: execve(): /x/orted: No such file or directory" >&2; ` +
+	stderr := `echo "srun: cluster configuration lacks support for cpu binding" >&2; ` +
+		`echo "slurmstepd-node2: error: execve(): /x/orted: No such file or directory" >&2; ` +
 		`echo "srun: error: node2: task 0: Exited with exit code 2" >&2; exit 2`
 	p, err := s.Start(testCtx(t), "node2", []string{"sh", "-c", stderr}, nil)
 	if err != nil {
