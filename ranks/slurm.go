@@ -39,7 +39,7 @@ var (
 		"SLURM_STEPID": true, "SLURM_TASKS_PER_NODE": true, "SLURM_TASK_PID": true,
 		"SLURM_SRUN_COMM_HOST": true, "SLURM_SRUN_COMM_PORT": true, "SLURM_DISTRIBUTION": true,
 		"SLURM_LAUNCH_NODE_IPADDR": true,
-		"SLURM_PROCID": true, "SLURM_NTASKS": true, "SLURM_NPROCS": true, "SLURM_LOCALID": true,
+		"SLURM_PROCID":             true, "SLURM_NTASKS": true, "SLURM_NPROCS": true, "SLURM_LOCALID": true,
 		"SLURM_NODEID": true, "SLURM_NNODES": true, "SLURM_GTIDS": true,
 	}
 	stepPrefixes = []string{"SLURM_STEP_", "SLURM_CPU_BIND"}
