@@ -35,19 +35,18 @@ func (req Request) slurmTaskEnv(env []string, local int) []string {
 // its tasks (those a rank gets anew among them); stepPrefixes begin
 // families of them.
 var (
-	stepVars = map[string]bool{
-		"SLURM_STEPID": true, "SLURM_TASKS_PER_NODE": true, "SLURM_TASK_PID": true,
-		"SLURM_SRUN_COMM_HOST": true, "SLURM_SRUN_COMM_PORT": true, "SLURM_DISTRIBUTION": true,
-		"SLURM_LAUNCH_NODE_IPADDR": true,
-		"SLURM_PROCID":             true, "SLURM_NTASKS": true, "SLURM_NPROCS": true, "SLURM_LOCALID": true,
-		"SLURM_NODEID": true, "SLURM_NNODES": true, "SLURM_GTIDS": true,
+	stepVars = []string{
+		"SLURM_STEPID", "SLURM_TASKS_PER_NODE", "SLURM_TASK_PID", "SLURM_SRUN_COMM_HOST",
+		"SLURM_SRUN_COMM_PORT", "SLURM_DISTRIBUTION", "SLURM_LAUNCH_NODE_IPADDR",
+		"SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_LOCALID", "SLURM_NODEID",
+		"SLURM_NNODES", "SLURM_GTIDS",
 	}
 	stepPrefixes = []string{"SLURM_STEP_", "SLURM_CPU_BIND"}
 )
 
 func isStepVar(kv string) bool {
 	name, _, _ := strings.Cut(kv, "=")
-	if stepVars[name] {
+	if slices.Contains(stepVars, name) {
 		return true
 	}
 	for _, p := range stepPrefixes {
