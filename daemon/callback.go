@@ -129,6 +129,9 @@ func agentFor(job protocol.JobSpec, log hclog.Logger) (agent.Agent, error) {
 	if job.LaunchAgent != "" {
 		return agent.NewCommand(job.LaunchAgent)
 	}
+	if job.SrunJob != "" {
+		return &agent.Srun{JobID: job.SrunJob, Logger: log.Named("srun")}, nil
+	}
 	return agent.NewSSH(agent.SSHOptions{
 		ConfigFile:       job.SSHConfig,
 		SystemConfigFile: job.SSHSystemConfig,

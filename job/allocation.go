@@ -12,6 +12,10 @@ import (
 type Allocation struct {
 	Source string // "Slurm (SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE)", …
 	Hosts  []Host
+	// SlurmJob is the Slurm job's id (SLURM_JOB_ID), whose steps can
+	// start the daemons; "" for other batch systems, or a Slurm
+	// environment without it.
+	SlurmJob string
 }
 
 // DetectAllocation finds the allocation of a Slurm, PBS/Torque or LSF
@@ -22,7 +26,11 @@ type Allocation struct {
 func DetectAllocation(getenv func(string) string) (*Allocation, error) {
 	if list := getenv("SLURM_JOB_NODELIST"); list != "" {
 		hosts, err := SlurmHosts(list, getenv("SLURM_TASKS_PER_NODE"))
-		return allocation("Slurm (SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE)", hosts, err)
+		a, err := allocation("Slurm (SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE)", hosts, err)
+		if a != nil {
+			a.SlurmJob = getenv("SLURM_JOB_ID")
+		}
+		return a, err
 	}
 	if path := getenv("PBS_NODEFILE"); path != "" {
 		hosts, err := ReadHostfile(path)

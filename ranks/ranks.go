@@ -71,6 +71,7 @@ type Request struct {
 	Node   string // this node's name, for the ranks' PRSH_NODE and --report-bindings
 	NodeID int    // this daemon's id, for PRSH_NODE_ID
 	Size   int    // the ranks of the whole job
+	Nodes  int    // the nodes of the whole job, for SLURM_NNODES
 	Ranks  []Rank // this node's, in local order
 	Bind   binding.Policy
 	// MergeStderr sends each rank's stderr to its stdout.

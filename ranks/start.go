@@ -46,7 +46,7 @@ func (n *Node) startRank(req Request, local int, bound binding.Binding) error {
 		return err
 	}
 	cmd.ExtraFiles = att.Files
-	cmd.Env = append(append(cmd.Env, req.rankEnv(local)...), att.Env...)
+	cmd.Env = append(append(req.slurmTaskEnv(cmd.Env, local), req.rankEnv(local)...), att.Env...)
 	err = n.startGuarded(req, local, bound, cmd, att)
 	for _, f := range att.Files {
 		f.Close() // the rank has its copies

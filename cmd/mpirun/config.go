@@ -66,7 +66,7 @@ func request(c *cli.Context) plan.Request {
 		SpawnDegree: c.String("spawn-degree"), SpawnHopHint: c.Duration("spawn-hop-hint"),
 		SpawnCostHint: c.Duration("spawn-cost-hint"),
 		Routed:        c.String("routed"), RoutedRadix: c.Int("routed-radix"),
-		LaunchAgent: c.String("launch-agent"), SSHConfig: c.String("ssh-config"),
+		LaunchAgent: c.String("launch-agent"), Launcher: c.String("launcher"), SSHConfig: c.String("ssh-config"),
 		SSHSystemConfig: c.String("ssh-system-config"), SSHConnectTimeout: c.Duration("ssh-connect-timeout"),
 		SSHMaxSessions: c.Int("ssh-max-sessions"), CallbackTimeout: c.Duration("callback-timeout"),
 		KillGrace: c.Duration("kill-grace"), Timeouts: c.String("timeouts"), OnUnreachable: c.String("on-unreachable"),

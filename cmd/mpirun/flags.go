@@ -40,7 +40,8 @@ func flags() []cli.Flag {
 		// from its String, which would join the pairs into one.
 		&cli.GenericFlag{Name: "gmca", Value: &rawList{}, Usage: "Open MPI's global MCA parameter `KEY VALUE`: as --mca"},
 		&cli.BoolFlag{Name: "oversubscribe", Usage: "allow more ranks than slots"},
-		&cli.StringFlag{Name: "launch-agent", Usage: "external launch command, e.g. `ssh -F cfg %h` or `srun -N1 -n1 -w %h` (default: native ssh)"},
+		&cli.StringFlag{Name: "launch-agent", Usage: "external launch command, e.g. `ssh -F cfg %h` or `srun --overlap -N1 -n1 -w %h` (default: native ssh, or srun inside a Slurm allocation)"},
+		&cli.StringFlag{Name: "launcher", Aliases: []string{"bootstrap"}, Usage: "how the daemons start: `auto` (srun inside a Slurm allocation whose hosts the job runs on, else ssh), ssh or srun; also Hydra's rsh and slurm (default: auto, or Open MPI's --mca plm rsh|slurm)"},
 		&cli.StringFlag{Name: "ssh-config", EnvVars: []string{"MPIRUN_SSH_CONFIG"}, Usage: "OpenSSH client config file (default: ~/.ssh/config)"},
 		&cli.StringFlag{Name: "ssh-system-config", EnvVars: []string{"MPIRUN_SSH_SYSTEM_CONFIG"}, Usage: "system-wide OpenSSH client config, read after the user's, or `none` (default: /etc/ssh/ssh_config; none with --ssh-config, as ssh -F)"},
 		&cli.DurationFlag{Name: "ssh-connect-timeout", Value: 10 * time.Second, Usage: "bound on an ssh connect, and on the server's silence in its handshake"},

@@ -83,8 +83,13 @@ Starting the daemons:
   --routed radix|binomial|direct
                                 topology of the launch (default: radix)
   --routed-radix K              its radix (default: the spawn degree)
-  --launch-agent 'CMD %h'       start daemons with CMD instead of mpirun's ssh,
-                                e.g. 'ssh %h' or 'srun -N1 -n1 -w %h'
+  --launcher auto|ssh|srun      how daemons start (default: auto = srun, a job
+                                step per daemon, inside a Slurm allocation
+                                whose hosts the job runs on, else ssh); also
+                                -launcher/-bootstrap rsh|slurm (Hydra's) and
+                                --mca plm rsh|slurm (Open MPI's)
+  --launch-agent 'CMD %h'       start daemons with CMD instead, e.g. 'ssh %h'
+                                or 'srun --overlap -N1 -n1 -w %h'
   --ssh-config FILE             OpenSSH client config (default: ~/.ssh/config,
                                 or $MPIRUN_SSH_CONFIG)
   --ssh-system-config FILE|none read after it (default: /etc/ssh/ssh_config;

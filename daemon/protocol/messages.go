@@ -115,7 +115,11 @@ type JobSpec struct {
 	Timeouts    timeouts.Timeouts
 	MaxSessions int
 	LaunchAgent string // external launch command template; "" = native ssh
-	SSHConfig   string // the user's ssh config file; "" = ~/.ssh/config
+	// SrunJob is the Slurm job (its SLURM_JOB_ID) in which each orted
+	// is a job step that its parent starts with srun; "" = LaunchAgent,
+	// else native ssh.
+	SrunJob   string `json:",omitempty"`
+	SSHConfig string // the user's ssh config file; "" = ~/.ssh/config
 	// SSHSystemConfig is read after SSHConfig: "" = /etc/ssh/ssh_config
 	// on each node, "none" = none (the default with an explicit SSHConfig,
 	// as ssh -F).

@@ -8,10 +8,8 @@ var PeerFlags = map[string]string{
 	"configfile":    "Hydra's -configfile: use --app FILE (one program per line), or separate the programs by ':'",
 	"iface":         "Hydra's -iface: give mpirun's address with --listen-ip",
 	"bind":          "--bind was renamed --listen-ip (the address mpirun listens on); to bind ranks Open MPI uses --bind-to",
-	"launcher":      "Hydra's -launcher: use --launch-agent 'CMD %h'",
 	"am":            "Open MPI's -am: give the file's parameters with --mca KEY VALUE",
 	"debug-daemons": "Open MPI's --debug-daemons: -v (--log-level debug) shows the daemons' logs",
 	"npersocket":    "Open MPI's -npersocket: use --map-by socket with -npernode, or --map-by ppr:N:node",
 	"tune":          "Open MPI's --tune: give the file's parameters with --mca KEY VALUE, its variables with -x",
-	"bootstrap":     "Hydra's -bootstrap: use --launch-agent 'CMD %h'",
 }

@@ -1,8 +1,12 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -10,11 +14,39 @@ import (
 	"prsh/daemon"
 	"prsh/daemon/protocol"
 	"prsh/job"
+	"prsh/job/compat"
 	"prsh/spawn/agent"
 )
 
+// srunJob is the Slurm job whose steps the daemons are (srun), or ""
+// when they start otherwise: srun if asked (--launcher srun, or a peer's
+// spelling), or by default when the hosts are a Slurm allocation's and no
+// --launch-agent is given; getenv reads mpirun's environment.
+func srunJob(req Request, src hostSource, getenv func(string) string) (string, error) {
+	env := req.Environment
+	launcher, err := compat.Launcher(req.Launcher, append(slices.Clone(env.GMCA), env.MCA...), getenv)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case launcher == compat.LauncherSSH:
+		return "", nil
+	case launcher == compat.LauncherSrun && req.LaunchAgent != "":
+		return "", errors.New("--launcher srun and --launch-agent contradict each other")
+	case launcher == compat.LauncherSrun && getenv("SLURM_JOB_ID") == "":
+		return "", errors.New("--launcher srun: not inside a Slurm allocation (SLURM_JOB_ID is not set)")
+	case launcher == compat.LauncherSrun:
+		return getenv("SLURM_JOB_ID"), nil
+	case req.LaunchAgent != "":
+		return "", nil
+	}
+	return src.slurmJob, nil
+}
+
 // pickAgent picks the launch agent: an external command if asked, a plain
-// fork when the only node is this host (self), native ssh otherwise.
+// fork when the only node is this host (self), srun inside a Slurm job
+// (spec.SrunJob), native ssh otherwise; the local node of several is
+// forked in any case.
 func pickAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, log hclog.Logger) (agent.Agent, error) {
 	if spec.LaunchAgent != "" {
 		a, err := agent.NewCommand(spec.LaunchAgent)
@@ -28,6 +60,25 @@ func pickAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, log 
 	if len(m.Nodes) == 1 && local {
 		return fork, nil
 	}
+	remote, err := remoteAgent(req, m, spec, self, log)
+	if err != nil {
+		return nil, err
+	}
+	if local {
+		return &agent.Split{Local: m.Nodes[0].Name, Fork: fork, Remote: remote}, nil
+	}
+	return remote, nil
+}
+
+// remoteAgent starts the daemons of other hosts than this one: srun in a
+// Slurm job, native ssh otherwise.
+func remoteAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, log hclog.Logger) (agent.Agent, error) {
+	if spec.SrunJob != "" {
+		if _, err := exec.LookPath("srun"); err != nil {
+			return nil, usage(fmt.Errorf("inside Slurm job %s the daemons start through srun: %w; --launcher ssh starts them with ssh", spec.SrunJob, err))
+		}
+		return &agent.Srun{JobID: spec.SrunJob, Logger: log.Named("srun")}, nil
+	}
 	a, err := agent.NewSSH(agent.SSHOptions{
 		ConfigFile: spec.SSHConfig, SystemConfigFile: spec.SSHSystemConfig,
 		ConnectTimeout: req.SSHConnectTimeout,
@@ -39,10 +90,28 @@ func pickAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, log 
 	if err != nil {
 		return nil, usage(err)
 	}
-	if local {
-		return &agent.Split{Local: m.Nodes[0].Name, Fork: fork, Remote: a}, nil
-	}
 	return a, nil
+}
+
+// describeAgent says how the daemons start, for -v and
+// --display-allocation.
+func describeAgent(a agent.Agent) string {
+	switch a := a.(type) {
+	case *agent.Srun:
+		return a.String()
+	case *agent.Command:
+		return "the launch agent " + a.String()
+	case *agent.Fork:
+		return "a fork on this host"
+	case *agent.Split:
+		return describeAgent(a.Remote) + ", and a fork on this host for " + a.Local
+	}
+	return "ssh"
+}
+
+// displayAgent prints how the daemons start (--display-allocation).
+func displayAgent(w io.Writer, a agent.Agent) {
+	fmt.Fprintf(w, "mpirun: daemons start through %s\n", describeAgent(a))
 }
 
 // remoteHosts are the host list's names of other hosts than this one.

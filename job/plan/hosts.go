@@ -15,6 +15,9 @@ import (
 type hostSource struct {
 	hosts []job.Host
 	from  string
+	// slurmJob is the Slurm job whose allocation the hosts are; "" when
+	// they come from elsewhere.
+	slurmJob string
 }
 
 // hostList reads -H, else --hostfile, else MPIRUN_HOSTFILE or Hydra's
@@ -32,7 +35,7 @@ func hostList(req Request, here Here) (hostSource, error) {
 			}
 			hosts = append(hosts, h...)
 		}
-		return hostSource{hosts, "hosts from -H"}, nil
+		return hostSource{hosts: hosts, from: "hosts from -H"}, nil
 	}
 	env := here.environ()
 	paths := []string{req.Hostfile}
@@ -42,7 +45,7 @@ func hostList(req Request, here Here) (hostSource, error) {
 	for _, path := range paths {
 		if path != "" {
 			hosts, err := job.ReadHostfile(path)
-			return hostSource{hosts, "hosts from " + path}, err
+			return hostSource{hosts: hosts, from: "hosts from " + path}, err
 		}
 	}
 	alloc, err := job.DetectAllocation(env.getenv)
@@ -51,17 +54,17 @@ func hostList(req Request, here Here) (hostSource, error) {
 	}
 	if path := compat.DefaultHostfile(env.getenv); path != "" {
 		hosts, err := job.ReadHostfile(path)
-		return hostSource{hosts, "hosts from " + path + " (" + compat.DefaultHostfileVar + ")"}, err
+		return hostSource{hosts: hosts, from: "hosts from " + path + " (" + compat.DefaultHostfileVar + ")"}, err
 	}
 	n := here.CPUs
-	return hostSource{[]job.Host{{Name: "localhost", Slots: n}}, "no hosts given: localhost with " + job.Slots(n)}, nil
+	return hostSource{hosts: []job.Host{{Name: "localhost", Slots: n}}, from: "no hosts given: localhost with " + job.Slots(n)}, nil
 }
 
 func allocationSource(a *job.Allocation) hostSource {
 	if a == nil {
 		return hostSource{}
 	}
-	return hostSource{a.Hosts, "hosts from the batch allocation of " + a.Source}
+	return hostSource{a.Hosts, "hosts from the batch allocation of " + a.Source, a.SlurmJob}
 }
 
 // displayAllocation prints the hosts and slots mpirun found, and where

@@ -38,7 +38,7 @@ func Make(req Request, here Here) (daemon.Config, error) {
 		return daemon.Config{}, usage(err)
 	}
 	np := totalRanks(progs)
-	placed, err := jobMap(req, here, np, len(progs))
+	placed, src, err := jobMap(req, here, np, len(progs))
 	if err != nil {
 		return daemon.Config{}, err
 	}
@@ -53,6 +53,9 @@ func Make(req Request, here Here) (daemon.Config, error) {
 	if err != nil {
 		return daemon.Config{}, err
 	}
+	if spec.SrunJob, err = srunJob(req, src, here.environ().getenv); err != nil {
+		return daemon.Config{}, usage(err)
+	}
 	if req.SpawnDegree == "auto" {
 		here.Log.Info("spawn degree auto", "chose", spec.SpawnDegree, "nodes", len(m.Nodes),
 			"hop", req.SpawnHopHint, "cost", req.SpawnCostHint)
@@ -60,6 +63,10 @@ func Make(req Request, here Here) (daemon.Config, error) {
 	launcher, err := pickAgent(req, m, spec, here.Hostname, here.Log)
 	if err != nil {
 		return daemon.Config{}, err
+	}
+	here.Log.Info("daemons start through " + describeAgent(launcher))
+	if req.DisplayAllocation {
+		displayAgent(here.Stderr, launcher)
 	}
 	app, err := application(req, here, m, progs)
 	if err != nil {
@@ -93,10 +100,10 @@ func Make(req Request, here Here) (daemon.Config, error) {
 
 // jobMap places np ranks, the sum of the -np of several programs, on
 // the hosts the user named or the batch system granted.
-func jobMap(req Request, here Here, np, programs int) (*job.Map, error) {
+func jobMap(req Request, here Here, np, programs int) (*job.Map, hostSource, error) {
 	src, err := hostList(req, here)
 	if err != nil {
-		return nil, usage(err)
+		return nil, src, usage(err)
 	}
 	here.Log.Debug("hosts", "from", src.from, "nodes", len(src.hosts))
 	if req.DisplayAllocation {
@@ -104,9 +111,9 @@ func jobMap(req Request, here Here, np, programs int) (*job.Map, error) {
 	}
 	m, err := placeRanks(req, src, np, programs)
 	if err != nil {
-		return nil, usage(err)
+		return nil, src, usage(err)
 	}
-	return m, nil
+	return m, src, nil
 }
 
 func nodes(m *job.Map) []spawn.Node {

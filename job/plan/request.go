@@ -42,6 +42,7 @@ type Request struct {
 	Routed            string
 	RoutedRadix       int
 	LaunchAgent       string
+	Launcher          string // auto, ssh or srun, or a peer's spelling (compat.Launcher); "" = auto
 	SSHConfig         string
 	SSHSystemConfig   string
 	SSHConnectTimeout time.Duration

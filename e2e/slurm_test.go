@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"prsh/testbed/slurm"
+)
+
+// slurmPatience turns a hang inside the Slurm cluster into a failure; it
+// is not a performance bound.
+const slurmPatience = 60 * time.Second
+
+// TestSlurm runs mpirun inside allocations of a real Slurm (4 nodes of 2
+// CPUs, testbed/slurm) as its users do, with no flag: the daemons start
+// as job steps through srun, never ssh (the nodes run no sshd), and
+// nothing is left running after any of it.
+func TestSlurm(t *testing.T) {
+	c := slurmCluster(t)
+	mpirun := filepath.Join(bin, "mpirun")
+	salloc := []string{"salloc", "-Q", "-N", "4", "--ntasks-per-node=2"}
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"salloc mpirun hostname", func(t *testing.T) {
+			res := inSlurm(t, c, append(salloc, mpirun, "hostname")...)
+			wantSuccess(t, res)
+			checkLines(t, res.stdout, []string{"node1", "node1", "node2", "node2", "node3", "node3", "node4", "node4"})
+		}},
+		{"display-allocation says srun", func(t *testing.T) {
+			res := inSlurm(t, c, append(salloc, mpirun, "--display-allocation", "true")...)
+			if res.status != 0 || !strings.Contains(res.stderr, "mpirun: daemons start through srun, a job step per daemon in Slurm job ") {
+				t.Errorf("exit %d, stderr:\n%s\nwant it to say the daemons start through srun", res.status, res.stderr)
+			}
+		}},
+		{"sbatch mpirun hostname", func(t *testing.T) {
+			// mpirun runs on node1: it forks node1's orted, srun starts node2's.
+			out := filepath.Join(c.Dir(), "sbatch.out")
+			res := inSlurm(t, c, "sbatch", "-Q", "--wait", "-N", "2", "--ntasks-per-node=2", "-o", out, "--wrap", mpirun+" hostname")
+			wantSuccess(t, res)
+			text, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkLines(t, string(text), []string{"node1", "node1", "node2", "node2"})
+		}},
+		{"MPICH program", func(t *testing.T) {
+			hello := mpich(t, "hello")
+			res := inSlurm(t, c, append(salloc, mpirun, hello)...)
+			wantSuccess(t, res)
+			var want []string
+			for r := range 8 {
+				want = append(want, fmt.Sprintf("rank %d of 8 sum 28", r))
+			}
+			checkLines(t, res.stdout, want)
+		}},
+		{"Open MPI program", func(t *testing.T) {
+			where := openMPI(t, "where")
+			res := inSlurm(t, c, append(salloc, mpirun, where)...)
+			wantSuccess(t, res)
+			var want []string
+			for r := range 8 {
+				want = append(want, fmt.Sprintf("rank %d of 8 on node%d", r, r/2+1))
+			}
+			checkLines(t, res.stdout, want)
+		}},
+		{"Slurm variables per rank", func(t *testing.T) {
+			// A chain of daemons: each orted starts the next through srun.
+			script := `echo $(hostname) $SLURM_PROCID $SLURM_NTASKS $SLURM_LOCALID $SLURM_NODEID $SLURM_NNODES ` +
+				`step=$SLURM_STEP_ID$SLURM_STEPID$SLURM_STEP_NODELIST$SLURM_TASKS_PER_NODE$SLURM_CPU_BIND`
+			res := inSlurm(t, c, append(salloc, mpirun, "--spawn-degree", "1", "sh", "-c", script)...)
+			wantSuccess(t, res)
+			var want []string
+			for r := range 8 {
+				want = append(want, fmt.Sprintf("node%d %d 8 %d %d 4 step=", r/2+1, r, r%2, r/2))
+			}
+			checkLines(t, res.stdout, want)
+		}},
+		{"other steps run meanwhile", func(t *testing.T) {
+			// While a job runs, a plain srun and a second mpirun in the same
+			// allocation start and end: the daemons' steps overlap. (-n 2:
+			// srun would take salloc's SLURM_NTASKS=8 for its own.)
+			script := fmt.Sprintf(`M=%s; out=$(mktemp)
+$M sh -c 'echo started; exec sleep 300' >$out & pid=$!
+until [ "$(grep -c started $out)" = 8 ]; do sleep 0.1; done
+timeout 20 srun -N 2 -n 2 hostname; echo srun=$?
+timeout 20 $M -np 2 echo second; echo mpirun=$?
+kill -INT $pid; wait $pid; rm $out`, mpirun)
+			res := inSlurm(t, c, append(salloc, "sh", "-c", script)...)
+			checkLines(t, res.stdout, []string{"node1", "node2", "srun=0", "second", "second", "mpirun=0"})
+		}},
+		{"scancel", func(t *testing.T) { testScancel(t, c, append(salloc, mpirun)) }},
+		{"a node whose orted cannot start", func(t *testing.T) {
+			// orted is at /tmp/prsh/orted on every node but node3 (each
+			// node has a /tmp of its own).
+			for _, node := range []string{"node1", "node2", "node4"} {
+				dir := filepath.Join(c.NodeTmp(node), "prsh")
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join(bin, "orted"), filepath.Join(dir, "orted")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := inSlurm(t, c, append(salloc, mpirun, "--orted", "/tmp/prsh/orted", "true")...)
+			if res.status == 0 {
+				t.Errorf("exit 0 without node3's orted")
+			}
+			checkOneLine(t, res.stderr, `^mpirun: node3: orted exited before calling back: exit status \d+: execve\(\): /tmp/prsh/orted: No such file or directory$`)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(t)
+			if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
+				t.Errorf("left running: %v", left)
+			}
+		})
+	}
+}
+
+// testScancel cancels the allocation while mpirun's ranks run: salloc
+// ends and nothing is left on any node.
+func testScancel(t *testing.T, c *slurm.Cluster, mpirun []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), slurmPatience)
+	defer cancel()
+	cmd := c.Command(ctx, append(mpirun, "sh", "-c", "echo started; exec sleep 300")...)
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdout.waitFor(t, strings.Repeat("started\n", 8))
+	job := strings.TrimSpace(inSlurm(t, c, "squeue", "-h", "-o", "%i").stdout)
+	if res := inSlurm(t, c, "scancel", job); res.status != 0 {
+		t.Fatalf("scancel %s: exit %d: %s", job, res.status, res.stderr)
+	}
+	cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("salloc still running after scancel; stderr:\n%s", stderr.String())
+	}
+}
+
+// slurmCluster starts a Slurm cluster of 4 nodes with 2 CPUs each for
+// the test, mpirun and orted at the same path on every node (bin is
+// shared), or skips the test when this machine cannot run one.
+func slurmCluster(t *testing.T) *slurm.Cluster {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a Slurm cluster on the testbed needs root (private namespaces)")
+	}
+	if err := slurm.Available(); err != nil {
+		t.Skipf("no Slurm cluster on this machine: %v", err)
+	}
+	c, err := slurm.Start(slurm.Config{Nodes: 4, CPUs: 2, Dir: t.TempDir(), Shared: []string{bin}})
+	if err != nil {
+		t.Fatalf("starting Slurm: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing Slurm: %v", err)
+		}
+	})
+	return c
+}
+
+// slurmResult is how a command in the cluster ended.
+type slurmResult struct {
+	stdout, stderr string
+	status         int
+}
+
+// inSlurm runs argv on the cluster's controller, as a user at its login
+// node would.
+func inSlurm(t *testing.T, c *slurm.Cluster, argv ...string) slurmResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), slurmPatience)
+	defer cancel()
+	cmd := c.Command(ctx, argv...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := slurmResult{stdout.String(), stderr.String(), 0}
+	if ee, ok := err.(*exec.ExitError); ok {
+		res.status = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.status = 128 + int(ws.Signal())
+		}
+	} else if err != nil {
+		t.Fatalf("%q: %v", argv, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%q did not end within %v; stderr:\n%s", argv, slurmPatience, res.stderr)
+	}
+	return res
+}
+
+// wantSuccess fails the test unless the command exited 0 and wrote
+// nothing on stderr.
+func wantSuccess(t *testing.T, res slurmResult) {
+	t.Helper()
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+}
