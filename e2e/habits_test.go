@@ -267,7 +267,8 @@ func TestPeerMistakes(t *testing.T) {
 }
 
 // TestDisplayAndVersion: --display-allocation and --display-map print
-// readable tables on stderr (stdout is the ranks'); --version answers.
+// readable tables on stderr (stdout is the ranks'), the allocation also
+// how the daemons start; --version answers.
 func TestDisplayAndVersion(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
 	res := mpirun(t, c, "--display-allocation", "--display-map", "-np", "2", "true", ":", "-np", "1", "true")
@@ -277,7 +278,8 @@ func TestDisplayAndVersion(t *testing.T) {
 	want := "mpirun: allocation (hosts from " + c.HostfilePath() + "):\n" +
 		"    node001  slots=2\n    node002  slots=2\n" +
 		"mpirun: map: 3 ranks on 2 nodes\n" +
-		"    node001  ranks 0-1  program 1\n    node002  ranks 2    program 2\n"
+		"    node001  ranks 0-1  program 1\n    node002  ranks 2    program 2\n" +
+		"mpirun: daemons start through ssh\n"
 	if res.stderr != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", res.stderr, want)
 	}
