@@ -53,6 +53,25 @@ func (m *Machine) stopDaemon(c *child) {
 	m.emit(StopDaemon{ID: c.id, Kill: hung && !m.mayHoldRanks(c.id)})
 }
 
+// awaitGuards keeps child c, which stopped answering, from counting as
+// gone until its ranks' guards must have killed it, if it may hold ranks:
+// its session's end here says nothing of the node, and the job is not
+// over while its ranks run.
+func (m *Machine) awaitGuards(c *child) {
+	if m.mayHoldRanks(c.id) {
+		c.guardsDue = true
+		m.emit(SetTimer{Timer{Kind: GuardsTimer, ID: c.id}, m.job.Timeouts.GuardsWaitMS()})
+	}
+}
+
+// guardsActed: child id's guards must have killed it by now.
+func (m *Machine) guardsActed(id int) {
+	if c, ok := m.children[id]; ok {
+		c.guardsDue = false
+		m.maybeFinish()
+	}
+}
+
 // mayHoldRanks says whether daemon id may have started ranks: the Launch
 // here places some on it, or no Launch came here and one may have reached
 // it around this daemon (from mpirun, the source, or another routing

@@ -31,7 +31,8 @@ type Timeouts struct {
 	// (mpirun --callback-timeout).
 	CallbackMS int64
 	// DrainMS bounds how long mpirun waits, once the job's end is
-	// decided, for every daemon to flush its output and exit.
+	// decided, for every daemon to flush its output and exit; longer
+	// than GuardsWaitMS.
 	DrainMS int64
 	// StopWaitMS bounds how long Ctrl-Z waits for the ranks to be
 	// stopped before it stops mpirun anyway.
@@ -53,11 +54,21 @@ func Default() Timeouts {
 		HandshakeMS:    10_000,
 		HelloMS:        10_000,
 		CallbackMS:     30_000,
-		DrainMS:        15_000,
+		DrainMS:        20_000,
 		StopWaitMS:     2_000,
 		GuardStoppedMS: 30_000,
 		PMIDrainMS:     2_000,
 	}
+}
+
+// GuardsWaitMS is how long after a daemon's parent found it silent its
+// ranks' guards must have killed it, were it stopped: the guards kill a
+// daemon stopped for GuardStoppedMS, seen by polling every second, and it
+// stopped at most two keep-alive intervals after its last byte (its
+// watch pings a link quiet for one, checked once every one), which was
+// SilenceMS before its parent found it silent.
+func (t Timeouts) GuardsWaitMS() int64 {
+	return t.GuardStoppedMS - t.SilenceMS + 2*t.KeepAliveMS + 1000
 }
 
 // WithDefaults fills t's zero bounds with the defaults, so that a value
@@ -106,6 +117,10 @@ func (t Timeouts) Validate() error {
 		// A stopped daemon's parent reports it as silent before its
 		// guard kills it: the user learns which node hung.
 		return fmt.Errorf("timeout guard-stopped (%s) must be longer than silence (%s)", Format(t.GuardStoppedMS), Format(t.SilenceMS))
+	case t.DrainMS <= t.GuardsWaitMS():
+		// A daemon waits that long for a silent child's guards before it
+		// exits; mpirun must not give up on it first.
+		return fmt.Errorf("timeout drain (%s) must be longer than guard-stopped - silence + 2 keep-alive + 1s (%s)", Format(t.DrainMS), Format(t.GuardsWaitMS()))
 	}
 	return nil
 }

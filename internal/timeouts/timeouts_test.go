@@ -46,6 +46,7 @@ func TestParseErrors(t *testing.T) {
 		"keep-alive=20s":               "keep-alive (20s) must be shorter than silence (20s)",
 		"silence=5s,guard-stopped=1s":  "guard-stopped (1s) must be longer than silence (5s)",
 		"silence=2s,keep-alive=2500ms": "keep-alive (2.5s) must be shorter than silence (2s)",
+		"guard-stopped=40s":            "drain (20s) must be longer than guard-stopped - silence + 2 keep-alive + 1s (25s)",
 	} {
 		if _, err := Parse(list); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) = %v, want an error saying %q", list, err, want)
