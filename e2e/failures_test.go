@@ -248,7 +248,7 @@ var stoppedBounds = []string{"--timeouts", "silence=10s,guard-stopped=13s"}
 
 // reapGrace is how long the processes killed as mpirun exits may take to
 // be gone: the kernel's reaping, not a bound of the runtime.
-const reapGrace = 2 * time.Second
+const reapGrace = time.Second
 
 // TestOrtedStopped: an orted stopped with SIGSTOP while its ranks run
 // cannot act; its parent notices within the silence bound and the job
