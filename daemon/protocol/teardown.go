@@ -26,7 +26,7 @@ func (m *Machine) teardown(kill bool) {
 		m.emit(SignalRanks{SIGKILL}) // what the ranks left behind
 	}
 	if m.root != nil {
-		m.emit(SetTimer{Timer{Kind: DrainTimer}, m.job.Timeouts.DrainMS})
+		m.emit(SetTimer{Timer{Kind: DrainTimer}, m.job.Timeouts.DrainWaitMS()})
 	}
 	m.maybeFinish()
 }

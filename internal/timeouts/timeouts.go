@@ -31,8 +31,8 @@ type Timeouts struct {
 	// (mpirun --callback-timeout).
 	CallbackMS int64
 	// DrainMS bounds how long mpirun waits, once the job's end is
-	// decided, for every daemon to flush its output and exit; longer
-	// than GuardsWaitMS.
+	// decided, for every daemon to flush its output and exit (see
+	// DrainWaitMS).
 	DrainMS int64
 	// StopWaitMS bounds how long Ctrl-Z waits for the ranks to be
 	// stopped before it stops mpirun anyway.
@@ -69,6 +69,16 @@ func Default() Timeouts {
 // SilenceMS before its parent found it silent.
 func (t Timeouts) GuardsWaitMS() int64 {
 	return t.GuardStoppedMS - t.SilenceMS + 2*t.KeepAliveMS + 1000
+}
+
+// DrainWaitMS is how long mpirun's drain timer runs: DrainMS, or longer
+// than GuardsWaitMS by a keep-alive interval where the bounds make that
+// wait the longer (a short silence bound, a long guard-stopped one). A
+// daemon that waits for a stopped child's guards began the wait when it
+// found the child silent, before the failure reached mpirun; mpirun must
+// not give up on it first.
+func (t Timeouts) DrainWaitMS() int64 {
+	return max(t.DrainMS, t.GuardsWaitMS()+t.KeepAliveMS)
 }
 
 // WithDefaults fills t's zero bounds with the defaults, so that a value
@@ -117,10 +127,6 @@ func (t Timeouts) Validate() error {
 		// A stopped daemon's parent reports it as silent before its
 		// guard kills it: the user learns which node hung.
 		return fmt.Errorf("timeout guard-stopped (%s) must be longer than silence (%s)", Format(t.GuardStoppedMS), Format(t.SilenceMS))
-	case t.DrainMS <= t.GuardsWaitMS():
-		// A daemon waits that long for a silent child's guards before it
-		// exits; mpirun must not give up on it first.
-		return fmt.Errorf("timeout drain (%s) must be longer than guard-stopped - silence + 2 keep-alive + 1s (%s)", Format(t.DrainMS), Format(t.GuardsWaitMS()))
 	}
 	return nil
 }
