@@ -73,6 +73,7 @@ var notThroughTheDriver = map[string]string{
 	"dmodex":             "direct modex is asked by a PMIx server, which the fake ranks do not run",
 	"hung-daemon":        "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
 	"hung-relay":         "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
+	"hung-leaf":          "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
 	"hung-before-launch": "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
 	"no-callback":        "needs an orted that starts but never calls back (a fault the fake agent does not play yet)",
 	"hold-launch":        "needs an orted that starts but never calls back (a fault the fake agent does not play yet)",

@@ -106,7 +106,7 @@ Starting the daemons:
   --timeouts NAME=D,…           other bounds on a stall: silence (20s: a daemon
                                 heard from for none of it is lost), guard-stopped
                                 (30s: a rank's guard kills its daemon stopped that
-                                long), drain (15s), hello, handshake, keep-alive,
+                                long), drain (20s), hello, handshake, keep-alive,
                                 stop-wait, pmi-drain
   --orted PATH                  the daemon on the nodes, for every job (default:
                                 orted beside mpirun; orted-pmix for PMIx jobs)

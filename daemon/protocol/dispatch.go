@@ -63,6 +63,8 @@ func (m *Machine) timerFired(t Timer) {
 		m.emit(SignalRanks{SIGKILL})
 	case ProgressTimer:
 		m.progressDue()
+	case GuardsTimer:
+		m.guardsActed(t.ID)
 	case DrainTimer, JobTimer, StopTimer:
 		if m.root != nil {
 			m.root.timerFired(t)

@@ -62,6 +62,7 @@ func (m *Machine) linkDown(e LinkDown) {
 	}
 	if e.Silent {
 		m.moveCall(c, callSilent)
+		m.awaitGuards(c)
 	} else {
 		m.moveCall(c, callLinkLost)
 	}

@@ -109,6 +109,9 @@ type child struct {
 	outputSeen bool
 	pending    *Pending // what it last said of its subtree's missing daemons
 	size       int      // its spawn subtree's daemons, itself included; 0 until needed
+	// guardsDue: it stopped answering while it may hold ranks, and its
+	// ranks' guards may not have killed it yet (GuardsTimer).
+	guardsDue bool
 }
 
 // calledBack says the child's orted called back (its link may be gone
@@ -125,7 +128,7 @@ func (c *child) running() bool { return c.session == sessionRunning }
 
 // drained says the child is gone and everything it sent has been passed on.
 func (c *child) drained() bool {
-	return c.session == sessionEnded && c.outputs == 0 && (c.outputSeen || !c.linked())
+	return c.session == sessionEnded && c.outputs == 0 && (c.outputSeen || !c.linked()) && !c.guardsDue
 }
 
 // rank is one local rank as the protocol sees it.

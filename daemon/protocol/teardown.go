@@ -26,7 +26,7 @@ func (m *Machine) teardown(kill bool) {
 		m.emit(SignalRanks{SIGKILL}) // what the ranks left behind
 	}
 	if m.root != nil {
-		m.emit(SetTimer{Timer{Kind: DrainTimer}, m.job.Timeouts.DrainMS})
+		m.emit(SetTimer{Timer{Kind: DrainTimer}, m.job.Timeouts.DrainWaitMS()})
 	}
 	m.maybeFinish()
 }
@@ -51,6 +51,25 @@ func (m *Machine) passTeardown(kill bool) {
 func (m *Machine) stopDaemon(c *child) {
 	hung := c.call == callSilent || !c.calledBack()
 	m.emit(StopDaemon{ID: c.id, Kill: hung && !m.mayHoldRanks(c.id)})
+}
+
+// awaitGuards keeps child c, which stopped answering, from counting as
+// gone until its ranks' guards must have killed it, if it may hold ranks:
+// its session's end here says nothing of the node, and the job is not
+// over while its ranks run.
+func (m *Machine) awaitGuards(c *child) {
+	if m.mayHoldRanks(c.id) {
+		c.guardsDue = true
+		m.emit(SetTimer{Timer{Kind: GuardsTimer, ID: c.id}, m.job.Timeouts.GuardsWaitMS()})
+	}
+}
+
+// guardsActed: child id's guards must have killed it by now.
+func (m *Machine) guardsActed(id int) {
+	if c, ok := m.children[id]; ok {
+		c.guardsDue = false
+		m.maybeFinish()
+	}
 }
 
 // mayHoldRanks says whether daemon id may have started ranks: the Launch

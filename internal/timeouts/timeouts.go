@@ -31,7 +31,8 @@ type Timeouts struct {
 	// (mpirun --callback-timeout).
 	CallbackMS int64
 	// DrainMS bounds how long mpirun waits, once the job's end is
-	// decided, for every daemon to flush its output and exit.
+	// decided, for every daemon to flush its output and exit (see
+	// DrainWaitMS).
 	DrainMS int64
 	// StopWaitMS bounds how long Ctrl-Z waits for the ranks to be
 	// stopped before it stops mpirun anyway.
@@ -53,11 +54,31 @@ func Default() Timeouts {
 		HandshakeMS:    10_000,
 		HelloMS:        10_000,
 		CallbackMS:     30_000,
-		DrainMS:        15_000,
+		DrainMS:        20_000,
 		StopWaitMS:     2_000,
 		GuardStoppedMS: 30_000,
 		PMIDrainMS:     2_000,
 	}
+}
+
+// GuardsWaitMS is how long after a daemon's parent found it silent its
+// ranks' guards must have killed it, were it stopped: the guards kill a
+// daemon stopped for GuardStoppedMS, seen by polling every second, and it
+// stopped at most two keep-alive intervals after its last byte (its
+// watch pings a link quiet for one, checked once every one), which was
+// SilenceMS before its parent found it silent.
+func (t Timeouts) GuardsWaitMS() int64 {
+	return t.GuardStoppedMS - t.SilenceMS + 2*t.KeepAliveMS + 1000
+}
+
+// DrainWaitMS is how long mpirun's drain timer runs: DrainMS, or longer
+// than GuardsWaitMS by a keep-alive interval where the bounds make that
+// wait the longer (a short silence bound, a long guard-stopped one). A
+// daemon that waits for a stopped child's guards began the wait when it
+// found the child silent, before the failure reached mpirun; mpirun must
+// not give up on it first.
+func (t Timeouts) DrainWaitMS() int64 {
+	return max(t.DrainMS, t.GuardsWaitMS()+t.KeepAliveMS)
 }
 
 // WithDefaults fills t's zero bounds with the defaults, so that a value

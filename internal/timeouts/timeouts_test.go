@@ -74,3 +74,22 @@ func TestDurationsAsGoWritesThem(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainOutlastsGuardsWait: mpirun's drain timer outlasts a daemon's
+// wait for a stopped child's guards, whatever the bounds.
+func TestDrainOutlastsGuardsWait(t *testing.T) {
+	for list, want := range map[string]int64{
+		"":                     20_000, // the guards wait 15 s
+		"silence=8s":           29_000, // 30 - 8 + 2×2 + 1, and a keep-alive
+		"guard-stopped=25s":    20_000,
+		"silence=10s,drain=1m": 60_000,
+	} {
+		b, err := Parse(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.DrainWaitMS(); got != want || got <= b.GuardsWaitMS() {
+			t.Errorf("%q: drain wait %d ms, want %d, longer than the guards wait (%d ms)", list, got, want, b.GuardsWaitMS())
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/sys/unix"
 )
 
 // SSHOptions configure the native ssh Agent.
@@ -32,7 +33,7 @@ type SSHOptions struct {
 	User string
 	// ConnectTimeout bounds the TCP connect, then the silence of the
 	// server during the ssh handshake and the start of the remote command
-	// (a handshake that keeps progressing may take up to 6 times as long:
+	// (a set-up that keeps progressing may take up to 6 times as long:
 	// slow is not failed); default 10s. A ConnectTimeout in the config,
 	// being per host, wins.
 	ConnectTimeout time.Duration
@@ -256,9 +257,9 @@ func (s *SSH) start(client *ssh.Client, t *target, argv []string, log hclog.Logg
 // connGuard holds the ConnectTimeout and ctx over a connection until the
 // command has started: a server that accepts TCP and never speaks, or
 // stalls later, must not hang Launch. Slow is not failed: the timeout
-// counts silence, so a handshake on an overloaded node that keeps
-// progressing (bytes keep coming from the server) lives on, up to
-// slowLimit times the timeout in all.
+// counts silence, so a handshake or a command start on an overloaded node
+// that keeps progressing (bytes keep coming from the server, read or
+// waiting to be) lives on, up to slowLimit times the timeout in all.
 type connGuard struct {
 	conn    net.Conn
 	timeout time.Duration
@@ -305,13 +306,23 @@ func (g *connGuard) expire() {
 	if g.released {
 		return
 	}
-	if n := g.reads.Load(); n != g.seen && time.Since(g.start) < slowLimit*g.timeout {
-		g.seen = n
+	if g.progressed() && time.Since(g.start) < slowLimit*g.timeout {
+		g.seen = g.reads.Load()
 		g.timer.Reset(g.timeout)
 		return
 	}
 	g.struck = true
 	g.strike()
+}
+
+// progressed says the server sent something since the timer was set:
+// bytes were read, or wait unread in this side's socket. Unread bytes mean
+// that this side, not the server, did not run: on a machine so loaded
+// that the timer ran before the reader (a process with many runnable
+// goroutines polls its sockets late), the server answered a step, such
+// as the command's start, in time.
+func (g *connGuard) progressed() bool {
+	return g.reads.Load() != g.seen || unread(g.conn) > 0
 }
 
 // watched is the connection, counting the reads that bring bytes.
@@ -354,6 +365,25 @@ func (g *connGuard) timedOut() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.struck
+}
+
+// unread is how many bytes a TCP socket holds that were received and not
+// yet read (0 where that cannot be told: a proxy command's pipes, a
+// channel through a jump host).
+func unread(conn net.Conn) int {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return 0
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	raw.Control(func(fd uintptr) {
+		n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	})
+	return n
 }
 
 // progressConn counts the reads that bring bytes.

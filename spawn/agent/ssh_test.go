@@ -269,6 +269,64 @@ func TestSSHSlowHandshake(t *testing.T) {
 	}
 }
 
+// TestSSHSlowCommandStart: a server that takes longer than ConnectTimeout
+// to start the command but keeps talking meanwhile is slow, not failed;
+// one that stays silent as long fails, naming the step.
+func TestSSHSlowCommandStart(t *testing.T) {
+	e := newSSHEnv(t)
+	e.srv.set(func(s *testServer) { s.execDelay, s.execPings = 2500*time.Millisecond, 200*time.Millisecond })
+	a := e.agent("", SSHOptions{ConnectTimeout: time.Second})
+	if err := run(t, a, "127.0.0.1", "true"); err != nil {
+		t.Errorf("slow command start: %v", err)
+	}
+	e.srv.set(func(s *testServer) { s.execPings = 0 })
+	_, err := a.Start(testCtx(t), "127.0.0.1", []string{"true"}, nil)
+	if err == nil || err.Error() != "ssh: starting the command timed out after 1s" {
+		t.Errorf("silent command start: got %v, want the start timed out after 1s", err)
+	}
+}
+
+// TestConnGuardUnreadIsProgress: bytes the server sent that wait unread in
+// this side's socket (this side's reader did not run, as on a loaded
+// machine) are progress; a silent server is not.
+func TestConnGuardUnreadIsProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sends bool
+	}{{"unread", true}, {"silent", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := tcpPair(t)
+			if tc.sends {
+				server.Write([]byte("x"))
+			}
+			g := guardConn(context.Background(), client, 100*time.Millisecond)
+			time.Sleep(350 * time.Millisecond) // three timeouts, nothing read
+			if alive := g.release(); alive != tc.sends {
+				t.Errorf("connection alive %v after three timeouts, want %v", alive, tc.sends)
+			}
+		})
+	}
+}
+
+// tcpPair is both ends of a loopback TCP connection, closed when the test
+// ends.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if client, err = net.Dial("tcp", ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	if server, err = ln.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
 // TestSSHDroppedRetried: connections the server closes at accept (as sshd
 // past MaxStartups) are tried again; after dropTries drops Launch fails
 // saying so.

@@ -37,6 +37,8 @@ type testServer struct {
 	agentKeys    []int                   // keys seen through each forwarded agent
 	dropFirst    int                     // close this many connections at accept
 	trickle      time.Duration           // pause before each write of the server
+	execDelay    time.Duration           // pause before answering an exec request
+	execPings    time.Duration           // during execDelay, a keep-alive this often (0: silent)
 	dropped      int
 	users        []string
 	opening      int
@@ -236,6 +238,7 @@ func (s *testServer) session(sc ssh.Conn, ch ssh.Channel, reqs <-chan *ssh.Reque
 			req.Reply(false, nil)
 			continue
 		}
+		s.delayExec(sc)
 		cmd := exec.Command("/bin/sh", "-c", exe.Command)
 		stdin, err := cmd.StdinPipe()
 		cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
@@ -257,6 +260,22 @@ func (s *testServer) session(sc ssh.Conn, ch ssh.Channel, reqs <-chan *ssh.Reque
 		}()
 		s.sendExit(ch, cmd.Wait())
 		return
+	}
+}
+
+// delayExec pauses for execDelay, as a server slow to start the command;
+// with execPings it sends a keep-alive request that often meanwhile: slow
+// but progressing.
+func (s *testServer) delayExec(sc ssh.Conn) {
+	s.mu.Lock()
+	delay, every := s.execDelay, s.execPings
+	s.mu.Unlock()
+	if every == 0 {
+		time.Sleep(delay)
+		return
+	}
+	for end := time.Now().Add(delay); time.Now().Before(end); time.Sleep(every) {
+		sc.SendRequest("keepalive@openssh.com", false, nil)
 	}
 }
 

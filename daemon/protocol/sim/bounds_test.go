@@ -32,7 +32,7 @@ import (
 )
 
 // maxDelay bounds a message's delay in random order, in ms. It is kept
-// small because the teardown must cross the tree within DrainMS (15 s):
+// small because the teardown must cross the tree within DrainMS (20 s):
 // down the path of 1000 orteds, at 8.5 ms a hop on average, it takes
 // about 9 s.
 const maxDelay = 16
@@ -318,7 +318,7 @@ func runLaunch(c launchCase) (*watch, error) {
 
 // settle runs until nothing is left to happen. Each launch here comes to
 // rest within about a minute of virtual time, the last events being
-// timers (30 s for a callback, 15 s for the drain); one still busy ten
+// timers (30 s for a callback, 20 s for the drain); one still busy ten
 // minutes on never ends.
 func (w *watch) settle() error {
 	w.s.Run(w.s.Now() + 10*60_000)

@@ -168,6 +168,8 @@ func timerName(t protocol.Timer) string {
 		return "stop-wait"
 	case protocol.ProgressTimer:
 		return "progress"
+	case protocol.GuardsTimer:
+		return fmt.Sprintf("guards(d%d)", t.ID)
 	}
 	return fmt.Sprint(t.Kind)
 }

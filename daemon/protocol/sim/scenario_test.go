@@ -171,6 +171,9 @@ func play(script string) (string, error) {
 	for _, l := range s.Stderr {
 		fmt.Fprintf(&out, "-- stderr: %s\n", l)
 	}
+	if len(s.RunningAtExit) > 0 {
+		fmt.Fprintf(&out, "-- running when mpirun exited: %v\n", s.RunningAtExit)
+	}
 	fmt.Fprintf(&out, "-- left running: %v\n", s.Running())
 	for _, e := range s.Errors {
 		fmt.Fprintf(&out, "-- error: %s\n", e)

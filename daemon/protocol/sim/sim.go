@@ -110,9 +110,12 @@ type Sim struct {
 	Stderr  []string // what mpirun printed
 	Status  int      // mpirun's exit status, once it exited
 	ExitAt  int64    // when mpirun exited
-	Done    bool     // mpirun exited
-	Errors  []string // what the sim found wrong in the machine's actions
-	Steps   int
+	// RunningAtExit names the nodes whose orted still ran when mpirun
+	// exited.
+	RunningAtExit []string
+	Done          bool     // mpirun exited
+	Errors        []string // what the sim found wrong in the machine's actions
+	Steps         int
 	// Reached is when each milestone reached mpirun (-1: never).
 	Reached [protocol.NumMilestones]int64
 	// LastExit is when the last orted ended.
@@ -741,6 +744,7 @@ func (s *Sim) setTimer(d *daemon, t protocol.Timer, ms int64) {
 func (s *Sim) exit(d *daemon, status int) {
 	if d.id == 0 {
 		s.Status, s.ExitAt, s.Done = status, s.now, true
+		s.RunningAtExit = s.Running()
 		s.die(d, "")
 		return
 	}
