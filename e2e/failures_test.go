@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"prsh/ranks/guard"
 	"prsh/testbed"
 )
 
@@ -397,4 +398,39 @@ func setAffinity(t *testing.T, set unix.CPUSet) {
 		}
 	}
 	t.Fatal("this process's threads kept changing their CPU sets")
+}
+
+// TestOOMKilled: a rank that allocates until the kernel's OOM killer acts
+// (under a memory limit the rank puts on its own job cgroup, as root) ends
+// the job with 137 and one line naming the rank and the OOM killer, not a
+// bare SIGKILL; nothing is left running. It needs the memory controller
+// of cgroup v2 enabled for the job cgroups, which only then count OOM
+// kills.
+func TestOOMKilled(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a memory limit on the job cgroup needs root")
+	}
+	probe, err := guard.NewCgroup()
+	if err != nil {
+		t.Skipf("no job cgroup here: %v", err)
+	}
+	base := filepath.Dir(probe.Dir()) // the orteds run in our cgroup, their job cgroups below it
+	_, noMemory := os.Stat(filepath.Join(probe.Dir(), "memory.max"))
+	probe.Remove(time.Second)
+	if noMemory != nil {
+		t.Skipf("cgroup v2's memory controller is not enabled for the job cgroups here (%s): %v", base, noMemory)
+	}
+	c := cluster(t, testbed.Config{Nodes: 2})
+	// Rank 1 limits its node's job cgroup to 64 MiB without swap, then
+	// doubles a string until the OOM killer takes it; rank 0 waits.
+	script := `if [ "$PRSH_RANK" != 1 ]; then exec sleep 60; fi
+cg=` + base + `/$(basename "$(sed -n 's/^0:://p' /proc/self/cgroup)")
+if [ -e "$cg/memory.swap.max" ]; then echo 0 > "$cg/memory.swap.max"; fi
+echo 64M > "$cg/memory.max" || exit 3
+a=x; while :; do a=$a$a; done`
+	res := mpirun(t, c, "-np", "2", "sh", "-c", script)
+	if res.status != 137 {
+		t.Errorf("exit %d, want 137; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: node002: rank 1 was killed by the kernel's OOM killer \(out of memory; signal 9\)$`)
 }

@@ -22,6 +22,9 @@ type Node struct {
 
 	cgroup      *guard.Cgroup // the job's cgroup on this node, where there can be one
 	cgroupHolds bool          // a guard has started in the cgroup: the kernel can start processes there
+	// oomExplained is how many of the job cgroup's OOM kills explain
+	// a rank's end (oom.go).
+	oomExplained int
 }
 
 // rank is one started rank.
@@ -31,6 +34,7 @@ type rank struct {
 	reaped    bool
 	groupGone bool // reaped, and nothing left in its process group
 	openPipes int
+	oom       oomCount // its OOM kills, where the job cgroup counts them
 }
 
 // NewNode makes the Starter of this node's ranks; report hears every

@@ -81,6 +81,7 @@ func (n *Node) startGuarded(req Request, local int, bound binding.Binding, cmd *
 	if req.Bind.Report {
 		err = out.report(bindingLine(req.Node, id, bound))
 	}
+	oom, counted := n.oomCountBefore()
 	if err == nil {
 		g.BindTo(bound.CPUs)
 		err = g.Start()
@@ -93,7 +94,11 @@ func (n *Node) startGuarded(req Request, local int, bound binding.Binding, cmd *
 		return fmt.Errorf("cannot run %s: %w", cmd.Args[0], err)
 	}
 	n.checkCgroup(g)
-	n.watch(req, &rank{id: id, guard: g, openPipes: 2}, out, att)
+	r := &rank{id: id, guard: g, openPipes: 2}
+	if counted && n.cgroup != nil && g.OutsideCgroup == nil {
+		r.oom = oom
+	}
+	n.watch(req, r, out, att)
 	return nil
 }
 
@@ -112,7 +117,7 @@ func (n *Node) watch(req Request, r *rank, out *pipes, att Attachment) {
 		ws := r.guard.Wait()
 		call(att.Ended)
 		n.reaped(r)
-		n.report(Exited{Rank: r.id, Status: status.ExitStatus(ws), How: status.Describe(ws)})
+		n.report(Exited{Rank: r.id, Status: status.ExitStatus(ws), How: n.describe(r, ws)})
 		r.guard.Reap() // once what the rank left behind is gone
 	}()
 }

@@ -59,6 +59,12 @@ func Describe(ws syscall.WaitStatus) string {
 	return fmt.Sprintf("exited with status %d", ws.ExitStatus())
 }
 
+// DescribeOOMKill says how a process ended that the kernel's OOM killer
+// killed: its signal, named after the cause, which the user acts on.
+func DescribeOOMKill(ws syscall.WaitStatus) string {
+	return fmt.Sprintf("was killed by the kernel's OOM killer (out of memory; signal %d)", int(ws.Signal()))
+}
+
 // SignalName is a signal's name without the SIG prefix: "KILL".
 func SignalName(s syscall.Signal) string {
 	return strings.TrimPrefix(unix.SignalName(s), "SIG")

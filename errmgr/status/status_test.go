@@ -30,6 +30,18 @@ func TestExitStatusAndDescribe(t *testing.T) {
 	}
 }
 
+// TestDescribeOOMKill: the OOM killer's kill keeps its status (137) and
+// says so.
+func TestDescribeOOMKill(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "kill -KILL $$")
+	cmd.Run()
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	want := "was killed by the kernel's OOM killer (out of memory; signal 9)"
+	if got := DescribeOOMKill(ws); got != want || ExitStatus(ws) != 137 {
+		t.Errorf("%q, status %d; want %q, 137", got, ExitStatus(ws), want)
+	}
+}
+
 func TestExecStatus(t *testing.T) {
 	_, notFound := exec.LookPath("no-such-program-xyz")
 	if got := ExecStatus(notFound); got != 127 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -72,6 +73,23 @@ func (c *Cgroup) Place(cmd *exec.Cmd) {
 	}
 	cmd.SysProcAttr.UseCgroupFD = true
 	cmd.SysProcAttr.CgroupFD = int(c.fd.Fd())
+}
+
+// OOMKills is how many processes in the cgroup, or below it, the
+// kernel's OOM killer has killed (memory.events' oom_kill). It fails
+// where the memory controller is not enabled for the cgroup: no
+// memory.events.
+func (c *Cgroup) OOMKills() (int, error) {
+	b, err := os.ReadFile(c.file("memory.events"))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if n, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			return strconv.Atoi(n)
+		}
+	}
+	return 0, fmt.Errorf("no oom_kill in %s", c.file("memory.events"))
 }
 
 // unplaced is cmd, not yet started, as it was before Place.

@@ -83,3 +83,20 @@ func startIn(t *testing.T, cg *Cgroup) *Guard {
 	g.Reap()
 	return g
 }
+
+// TestOOMKills reads the OOM killer's count from memory.events, and
+// fails where the memory controller gives the cgroup none.
+func TestOOMKills(t *testing.T) {
+	dir := t.TempDir()
+	cg := &Cgroup{dir: dir}
+	if _, err := cg.OOMKills(); err == nil {
+		t.Error("a count without memory.events")
+	}
+	events := "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n"
+	if err := os.WriteFile(filepath.Join(dir, "memory.events"), []byte(events), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := cg.OOMKills(); n != 2 || err != nil {
+		t.Errorf("OOMKills = %d, %v; want 2", n, err)
+	}
+}

@@ -270,7 +270,10 @@ func RunGuard(args []string) {
 		fmt.Fprintf(os.Stderr, "orted: cannot bind %s to its CPUs: %v\n", rank.Args[0], err)
 		os.Exit(errmgr.StatusFailed)
 	}
-	if err := rank.Start(); err != nil {
+	lowerOOMScore := raiseOOMScore()
+	err := rank.Start()
+	lowerOOMScore()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "orted: cannot run %s: %v\n", rank.Args[0], status.UnwrapExec(err))
 		os.Exit(status.ExecStatus(err))
 	}

@@ -1,0 +1,50 @@
+package guard
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Out of memory, the kernel kills the process it scores worst: mostly
+// the largest, shifted by its oom_score_adj (-1000 to 1000). The rank
+// should go before its guard and its daemon, which would take the whole
+// job, and the node's other ranks, with them. So the guard raises its
+// own adjustment just before it starts the rank, which inherits it, and
+// lowers its own back at once. Any process may raise its own, and lower
+// it back as far as the least it inherited, so this works for an
+// ordinary user as for root, who gains no more: the daemon and the guard
+// keep what they were given.
+//
+// rankOOMScoreRaise puts the rank ahead of its guard and daemon unless
+// they hold half the node's memory more than it does, and leaves a
+// larger process outside the job still ahead of it.
+const rankOOMScoreRaise = 500
+
+// oomScoreAdjMax is the kernel's largest adjustment.
+const oomScoreAdjMax = 1000
+
+const ownOOMScoreAdj = "/proc/self/oom_score_adj"
+
+// raiseOOMScore raises the guard's oom_score_adj for the rank it is about
+// to start, and returns what lowers it back. Where the file cannot be
+// read or written (a read-only /proc) the rank runs at the guard's.
+func raiseOOMScore() (lower func()) {
+	own, err := readOOMScoreAdj(ownOOMScoreAdj)
+	if err != nil || writeOOMScoreAdj(min(own+rankOOMScoreRaise, oomScoreAdjMax)) != nil {
+		return func() {}
+	}
+	return func() { writeOOMScoreAdj(own) }
+}
+
+func readOOMScoreAdj(file string) (int, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+func writeOOMScoreAdj(adj int) error {
+	return os.WriteFile(ownOOMScoreAdj, []byte(strconv.Itoa(adj)), 0)
+}

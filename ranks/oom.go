@@ -1,0 +1,64 @@
+package ranks
+
+import (
+	"syscall"
+
+	"prsh/errmgr/status"
+)
+
+// A rank killed by SIGKILL may have been killed by the kernel's OOM
+// killer, which users meet more than any other fault and act on
+// differently (less memory per node, more nodes). The kernel says so
+// only in the job cgroup's count of OOM kills (memory.events), where the
+// memory controller is enabled for it: a rank is said to be the OOM
+// killer's when it died of SIGKILL and the count rose during its life by
+// a kill that no other rank's end has been put down to. Elsewhere the
+// node says nothing of memory: the kernel's other records (its log, the
+// machine-wide count in /proc/vmstat, a cgroup v1 memory group shared
+// with the rest of the node) do not say whose process it was.
+
+// oomCount is where a rank's OOM kills are counted, and the count when
+// it started.
+type oomCount struct {
+	kills  func() (int, error)
+	before int
+}
+
+// oomCountBefore reads the job cgroup's count of OOM kills before a rank
+// starts; ok is false where there is none.
+func (n *Node) oomCountBefore() (count oomCount, ok bool) {
+	if n.cgroup == nil {
+		return oomCount{}, false
+	}
+	before, err := n.cgroup.OOMKills()
+	return oomCount{kills: n.cgroup.OOMKills, before: before}, err == nil
+}
+
+// describe says how the rank ended, naming the OOM killer where the job
+// cgroup says it killed the rank.
+func (n *Node) describe(r *rank, ws syscall.WaitStatus) string {
+	if ws.Signaled() && ws.Signal() == syscall.SIGKILL && n.oomKilled(r) {
+		return status.DescribeOOMKill(ws)
+	}
+	return status.Describe(ws)
+}
+
+// oomKilled says whether an OOM kill during the rank's life is left to
+// explain its end, and puts it down to the rank.
+func (n *Node) oomKilled(r *rank) bool {
+	if r.oom.kills == nil {
+		return false
+	}
+	now, err := r.oom.kills()
+	if err != nil {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	explained := max(r.oom.before, n.oomExplained)
+	if now <= explained {
+		return false
+	}
+	n.oomExplained = explained + 1
+	return true
+}
