@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"net"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"prsh/internal/tcp"
+
 	"github.com/hashicorp/yamux"
-	"golang.org/x/sys/unix"
 )
 
 // SilentError ends a link whose peer has sent nothing for Options.Silence:
@@ -81,29 +81,11 @@ func newConn(raw net.Conn, k keys, opt Options, dialer bool) (*Conn, error) {
 // side, not the peer, did not run (a machine so loaded that the watch
 // woke before the reader), and count as heard now.
 func (c *Conn) silent() bool {
-	if unread(c.link.Conn) > 0 {
+	if tcp.Unread(c.link.Conn) > 0 {
 		c.heard.Store(int64(time.Since(epoch)))
 		return false
 	}
 	return true
-}
-
-// unread is how many bytes a TCP socket holds that were received and not
-// yet read (0 where that cannot be told).
-func unread(conn net.Conn) int {
-	sc, ok := conn.(syscall.Conn)
-	if !ok {
-		return 0
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return 0
-	}
-	n := 0
-	raw.Control(func(fd uintptr) {
-		n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
-	})
-	return n
 }
 
 // quiet is how long ago the last byte of a record (heard or sent) passed.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"prsh/internal/tcp"
 )
 
 // freezer relays TCP between a dialer and a listener; once one side is
@@ -251,9 +253,9 @@ func TestUnreadBytesAreLife(t *testing.T) {
 	if _, err := a.Write([]byte("record")); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); unread(b) < len("record"); {
+	for deadline := time.Now().Add(10 * time.Second); tcp.Unread(b) < len("record"); {
 		if time.Now().After(deadline) {
-			t.Fatalf("the socket shows %d unread bytes, want %d", unread(b), len("record"))
+			t.Fatalf("the socket shows %d unread bytes, want %d", tcp.Unread(b), len("record"))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -15,9 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"prsh/internal/tcp"
+
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/crypto/ssh"
-	"golang.org/x/sys/unix"
 )
 
 // SSHOptions configure the native ssh Agent.
@@ -322,7 +323,7 @@ func (g *connGuard) expire() {
 // goroutines polls its sockets late), the server answered a step, such
 // as the command's start, in time.
 func (g *connGuard) progressed() bool {
-	return g.reads.Load() != g.seen || unread(g.conn) > 0
+	return g.reads.Load() != g.seen || tcp.Unread(g.conn) > 0
 }
 
 // watched is the connection, counting the reads that bring bytes.
@@ -365,25 +366,6 @@ func (g *connGuard) timedOut() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.struck
-}
-
-// unread is how many bytes a TCP socket holds that were received and not
-// yet read (0 where that cannot be told: a proxy command's pipes, a
-// channel through a jump host).
-func unread(conn net.Conn) int {
-	sc, ok := conn.(syscall.Conn)
-	if !ok {
-		return 0
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return 0
-	}
-	n := 0
-	raw.Control(func(fd uintptr) {
-		n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
-	})
-	return n
 }
 
 // progressConn counts the reads that bring bytes.
