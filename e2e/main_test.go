@@ -13,17 +13,18 @@ import (
 	"testing"
 	"time"
 
+	"prsh/job/plan"
 	"prsh/modex/pmix"
 	"prsh/testbed"
 )
 
-// What mpirun shows from outside, as cmd/mpirun defines it: the exit
-// status of a usage error, and the name suffix of the orted built with the
-// PMIx server (orted-pmix), which mpirun looks for beside orted.
-const (
-	statusUsage = 2
-	pmixSuffix  = "-pmix"
-)
+// statusUsage is mpirun's exit status for a usage error, as cmd/mpirun
+// defines it: what a user sees from outside.
+const statusUsage = 2
+
+// pmixSuffix names the orted built with the PMIx server (orted-pmix),
+// which mpirun looks for beside orted.
+const pmixSuffix = plan.PMIxSuffix
 
 // bin holds mpirun and orted, built once for the end-to-end tests.
 var bin string

@@ -25,6 +25,9 @@ type Node struct {
 	// oomExplained is how many of the job cgroup's OOM kills explain
 	// a rank's end (oom.go).
 	oomExplained int
+	// oomUncounted: the job cgroup counts no OOM kills (no memory
+	// controller), so the count is not asked for again at each start.
+	oomUncounted bool
 }
 
 // rank is one started rank.

@@ -27,10 +27,11 @@ type oomCount struct {
 // oomCountBefore reads the job cgroup's count of OOM kills before a rank
 // starts; ok is false where there is none.
 func (n *Node) oomCountBefore() (count oomCount, ok bool) {
-	if n.cgroup == nil {
+	if n.cgroup == nil || n.oomUncounted {
 		return oomCount{}, false
 	}
 	before, err := n.cgroup.OOMKills()
+	n.oomUncounted = err != nil
 	return oomCount{kills: n.cgroup.OOMKills, before: before}, err == nil
 }
 

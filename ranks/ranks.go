@@ -35,8 +35,9 @@ type Starter interface {
 	Signal(sig syscall.Signal)
 	// Live says whether a rank runs and has not begun to exit.
 	Live(rank int) bool
-	// Close kills what is left of the ranks and lets go of the node's
-	// job resources (its cgroup), when the daemon ends.
+	// Close lets go of the node's job resources when the daemon ends:
+	// its cgroup, killing what is left in it (without one, the guards
+	// end their ranks when the daemon exits).
 	Close()
 }
 

@@ -176,7 +176,7 @@ func (c *Cluster) inspect(pid int, node string) (Proc, bool) {
 	if err != nil {
 		return Proc{}, false
 	}
-	return Proc{PID: pid, Node: pnode, Cmdline: formatCmdline(cmdline)}, true
+	return Proc{PID: pid, Node: pnode, Cmdline: FormatCmdline(cmdline)}, true
 }
 
 // envLookup finds KEY's value in a NUL-separated environ block.
@@ -205,7 +205,8 @@ func zombie(dir string) bool {
 	return state == 'Z' || state == 'X'
 }
 
-func formatCmdline(b []byte) string {
+// FormatCmdline words /proc/PID/cmdline as a command line.
+func FormatCmdline(b []byte) string {
 	b = bytes.TrimRight(b, "\x00")
 	return strings.ReplaceAll(string(b), "\x00", " ")
 }

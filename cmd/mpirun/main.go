@@ -19,16 +19,11 @@ import (
 
 	"prsh/daemon"
 	"prsh/internal/profile"
-	"prsh/job/plan"
 	"prsh/stage"
 )
 
 // statusUsage is the exit status for bad flags or input.
 const statusUsage = 2
-
-// pmixSuffix names orted-pmix beside orted; the end-to-end tests build
-// and recognise it.
-const pmixSuffix = plan.PMIxSuffix
 
 func main() {
 	start := time.Now()

@@ -22,7 +22,7 @@ func slurmCommand(std stdio) *cli.Command {
 			&cli.IntFlag{Name: "nodes", Aliases: []string{"n"}, Value: 4, Usage: "compute nodes (node1 …)"},
 			&cli.IntFlag{Name: "cpus", Value: 1, Usage: "CPUs per node"},
 			&cli.StringFlag{Name: "dir", Usage: "slurm.conf, logs, spool, the nodes' /tmp (default: a temporary dir)"},
-			&cli.StringSliceFlag{Name: "shared", Usage: "directories under /tmp the nodes see as the host does (default: the current directory, if under /tmp)"},
+			&cli.StringSliceFlag{Name: "shared", Usage: "directories under /tmp the nodes see as the host does (the current directory always is)"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log start-up and shutdown on stderr"},
 		},
 		Action: func(c *cli.Context) error { return slurmAction(c, std) },
@@ -37,12 +37,8 @@ func slurmAction(c *cli.Context, std stdio) error {
 	defer signal.Stop(sigs)
 
 	status := statusf(c, std.err)
-	shared := c.StringSlice("shared")
-	if wd, err := os.Getwd(); err == nil && len(shared) == 0 {
-		shared = []string{wd}
-	}
 	begin := time.Now()
-	cl, err := slurm.Start(slurm.Config{Nodes: c.Int("nodes"), CPUs: c.Int("cpus"), Dir: c.String("dir"), Shared: shared})
+	cl, err := slurm.Start(slurm.Config{Nodes: c.Int("nodes"), CPUs: c.Int("cpus"), Dir: c.String("dir"), Shared: c.StringSlice("shared")})
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"prsh/daemon/protocol/sim"
+	"prsh/testbed"
 )
 
 // row is one simulated launch of a sweep.
@@ -94,20 +93,5 @@ func writeCSV(path string, rows []row) error {
 			strconv.FormatInt(r.Messages, 10), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Events),
 			strconv.FormatBool(!r.OverBudget), strconv.FormatFloat(rw.wall.Seconds(), 'f', 2, 64)})
 	}
-	return writeCSVFile(path, records)
-}
-
-// writeCSVFile writes records, the header first.
-func writeCSVFile(path string, records [][]string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.WriteAll(records)
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return testbed.WriteCSV(path, records)
 }

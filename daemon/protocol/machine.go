@@ -157,7 +157,7 @@ func New(cfg Config) (*Machine, error) {
 		cfg: cfg, self: cfg.ID, job: job, routing: rt, spawnTree: rt.Tree(),
 		links: map[int]LinkID{}, linkPeer: map[LinkID]int{}, dialing: map[int][]Message{},
 		children: map[int]*child{}, ranks: map[int]*rank{},
-		acks: map[int]*reduction{}, coll: collective.New(cfg.Parent < 0),
+		acks: map[int]*reduction{},
 	}
 	if m.self == 0 {
 		m.root = &rootState{m: m, skipped: map[int]bool{}}
@@ -165,6 +165,7 @@ func New(cfg Config) (*Machine, error) {
 	} else {
 		m.role = &orted{m: m}
 	}
+	m.coll = collective.New(m.root != nil)
 	if job.SpawnDegree > 0 {
 		m.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
 	}

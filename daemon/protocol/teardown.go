@@ -67,8 +67,7 @@ func (m *Machine) awaitGuards(c *child) {
 // guardsActed: child id's guards must have killed it by now.
 func (m *Machine) guardsActed(id int) {
 	if c, ok := m.children[id]; ok {
-		c.guardsDue = false
-		m.maybeFinish()
+		c.guardsDue = false // the step's settle pass looks at the end again
 	}
 }
 

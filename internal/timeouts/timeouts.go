@@ -68,8 +68,12 @@ func Default() Timeouts {
 // watch pings a link quiet for one, checked once every one), which was
 // SilenceMS before its parent found it silent.
 func (t Timeouts) GuardsWaitMS() int64 {
-	return t.GuardStoppedMS - t.SilenceMS + 2*t.KeepAliveMS + 1000
+	return t.GuardStoppedMS - t.SilenceMS + 2*t.KeepAliveMS + GuardPollMS
 }
+
+// GuardPollMS is how often a rank's guard looks whether its daemon is
+// stopped.
+const GuardPollMS = 1000
 
 // DrainWaitMS is how long mpirun's drain timer runs: DrainMS, or longer
 // than GuardsWaitMS by a keep-alive interval where the bounds make that

@@ -102,7 +102,6 @@ type RingEntry struct {
 func (p *Part) merge(q Part) {
 	p.KVs = append(p.KVs, q.KVs...)
 	p.Values = append(p.Values, q.Values...)
-	p.Ordered = append(p.Ordered, q.Ordered...)
 	p.Ring = append(p.Ring, q.Ring...)
 }
 

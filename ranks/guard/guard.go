@@ -23,6 +23,7 @@ import (
 
 	"prsh/errmgr"
 	"prsh/errmgr/status"
+	"prsh/internal/timeouts"
 	"prsh/job/binding"
 )
 
@@ -94,6 +95,9 @@ type Guard struct {
 // (its PMI socket) pass through the guard, which hands them to the rank
 // from descriptor 3 on, where the rank would see them without a guard.
 func GuardCommand(rank *exec.Cmd, stoppedLimit time.Duration) (*Guard, error) {
+	if stoppedLimit < time.Millisecond {
+		return nil, fmt.Errorf("the guard's bound on a stopped daemon must be at least 1ms, not %v", stoppedLimit)
+	}
 	self, err := guardBinary()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find orted to guard the rank: %w", err)
@@ -327,7 +331,7 @@ const sigRTMin, sigRTMax = 34, 64
 // parent reports the daemon first, as one that stopped answering. A
 // daemon stopped by a debugger is left alone. It never returns.
 func watch(parent, group int, ended <-chan struct{}, stoppedLimit time.Duration) {
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(timeouts.GuardPollMS * time.Millisecond)
 	var stoppedSince time.Time
 	for {
 		select {

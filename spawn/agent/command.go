@@ -75,10 +75,10 @@ func quoteAll(words []string) []string {
 	return out
 }
 
-// Launch implements Agent.
+// Start implements Agent.
 func (c *Command) Start(ctx context.Context, host string, argv []string, stdin []byte) (Process, error) {
 	if len(argv) == 0 {
-		return nil, errors.New("launch: empty argv")
+		return nil, errors.New("command: empty argv")
 	}
 	full := c.Argv(host, argv)
 	log := orNull(c.Logger).With("host", host)

@@ -12,7 +12,7 @@ import (
 // startExec starts a local command (the daemon itself for Fork, the
 // launcher for Command) with the shared stdin/stderr discipline. ctx bounds
 // the start only: the command is deliberately not an exec.CommandContext,
-// it outlives the Launch call.
+// it outlives the Start call.
 func startExec(ctx context.Context, cmd *exec.Cmd, payload []byte, log hclog.Logger) (Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ type Fork struct {
 
 var _ Agent = (*Fork)(nil)
 
-// Launch implements Agent.
+// Start implements Agent.
 func (f *Fork) Start(ctx context.Context, host string, argv []string, stdin []byte) (Process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("fork: empty argv")

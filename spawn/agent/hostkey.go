@@ -23,7 +23,7 @@ type hostKeys struct {
 }
 
 // hostKeyError marks errors of the host key check, which x/crypto wraps in
-// "ssh: handshake failed: …"; Launch unwraps them, they say it all.
+// "ssh: handshake failed: …"; Start unwraps them, they say it all.
 type hostKeyError struct{ error }
 
 func (e hostKeyError) Unwrap() error { return e.error }

@@ -94,7 +94,7 @@ func (p *proc) Kill() error {
 	return p.closeErr
 }
 
-// abort ends the command at once; used when Launch fails half-way.
+// abort ends the command at once; used when Start fails half-way.
 func (p *proc) abort() {
 	p.closeOnce.Do(func() { p.closeErr = p.shutdown(0) })
 }

@@ -14,7 +14,7 @@ type Split struct {
 
 var _ Agent = (*Split)(nil)
 
-// Launch implements Agent.
+// Start implements Agent.
 func (s *Split) Start(ctx context.Context, host string, argv []string, stdin []byte) (Process, error) {
 	if host == s.Local {
 		return s.Fork.Start(ctx, host, argv, stdin)

@@ -39,7 +39,7 @@ type SSHOptions struct {
 	// being per host, wins.
 	ConnectTimeout time.Duration
 	// MaxSessions is how many sessions this Agent opens at once; default
-	// 64. More Launch calls wait (honouring ctx). It bounds the opening
+	// 64. More Start calls wait (honouring ctx). It bounds the opening
 	// only, not how many started commands are alive: it keeps a wide tree
 	// level from hammering sshd's MaxStartups and the local file table.
 	MaxSessions int
@@ -48,7 +48,7 @@ type SSHOptions struct {
 	Logger hclog.Logger
 }
 
-// SSH is the native ssh Agent. Each Launch makes its own connection (every
+// SSH is the native ssh Agent. Each Start makes its own connection (every
 // host differs) and runs Quote(argv) there; Close ends the session and the
 // connection.
 type SSH struct {
@@ -89,7 +89,7 @@ func NewSSH(opts SSHOptions) (*SSH, error) {
 	}, nil
 }
 
-// Launch implements Agent. A connection the server drops before
+// Start implements Agent. A connection the server drops before
 // authentication (see dropError) is tried again, up to dropTries times.
 func (s *SSH) Start(ctx context.Context, host string, argv []string, stdin []byte) (Process, error) {
 	if len(argv) == 0 {
@@ -257,7 +257,7 @@ func (s *SSH) start(client *ssh.Client, t *target, argv []string, log hclog.Logg
 
 // connGuard holds the ConnectTimeout and ctx over a connection until the
 // command has started: a server that accepts TCP and never speaks, or
-// stalls later, must not hang Launch. Slow is not failed: the timeout
+// stalls later, must not hang Start. Slow is not failed: the timeout
 // counts silence, so a handshake or a command start on an overloaded node
 // that keeps progressing (bytes keep coming from the server, read or
 // waiting to be) lives on, up to slowLimit times the timeout in all.
@@ -276,7 +276,7 @@ type connGuard struct {
 }
 
 // slowLimit bounds a set-up that progresses, in ConnectTimeouts: a server
-// that trickles its handshake forever must not hang Launch either.
+// that trickles its handshake forever must not hang Start either.
 const slowLimit = 6
 
 // guardConn bounds the connection's set-up by the timeout and ctx. It does

@@ -24,7 +24,7 @@ func (m strictMode) String() string {
 	return [...]string{"yes", "accept-new", "no"}[m]
 }
 
-// target is what one Launch needs to know about its host, resolved from the
+// target is what one Start needs to know about its host, resolved from the
 // host argument, the ssh config and the options.
 type target struct {
 	alias          string // host as given, without user@: the config's Host
@@ -440,7 +440,7 @@ func localUser() string {
 	return os.Getenv("USER")
 }
 
-// Address is the host:port that Launch dials for host, after the ssh
+// Address is the host:port that Start dials for host, after the ssh
 // config has had its say (HostName, Port). mpirun uses it to pick the
 // local address its daemons can call back on.
 func (s *SSH) Address(host string) (string, error) {

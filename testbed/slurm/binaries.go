@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+
+	"prsh/testbed"
 )
 
 // ErrUnavailable is wrapped by the errors of Available and Start when this
@@ -49,19 +50,10 @@ func findBinaries() (binaries, error) {
 	return b, nil
 }
 
-// lookSbin is exec.LookPath that also tries the sbin directories, which
+// lookSbin looks name up in the PATH, then in the sbin directories, which
 // an ordinary user's PATH may lack.
 func lookSbin(name string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/bin"} {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", exec.ErrNotFound
+	return testbed.LookPath(name, os.Getenv("PATH")+":/usr/sbin:/sbin:/usr/bin")
 }
 
 // Available tells whether Start can work here: it needs root (namespaces,

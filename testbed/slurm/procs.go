@@ -135,7 +135,7 @@ func (c *Cluster) inspect(pid int) (nsProc, bool) {
 	exe, _ := os.Readlink(dir + "/exe")
 	uts, _ := os.Readlink(dir + "/ns/uts")
 	return nsProc{
-		Proc: testbed.Proc{PID: pid, Cmdline: formatCmdline(cmdline)},
+		Proc: testbed.Proc{PID: pid, Cmdline: testbed.FormatCmdline(cmdline)},
 		ppid: ppid, exe: filepath.Clean(exe), uts: uts,
 	}, true
 }
@@ -154,8 +154,4 @@ func parseStat(stat []byte) (state byte, ppid int, ok bool) {
 	}
 	ppid, err := strconv.Atoi(f[1])
 	return f[0][0], ppid, err == nil
-}
-
-func formatCmdline(b []byte) string {
-	return strings.ReplaceAll(string(bytes.TrimRight(b, "\x00")), "\x00", " ")
 }

@@ -12,6 +12,7 @@ import (
 
 	"prsh/daemon/protocol"
 	"prsh/daemon/protocol/sim"
+	"prsh/testbed"
 )
 
 // printBenchHeader: besides the wall and CPU of the whole launch, our
@@ -63,7 +64,7 @@ func orDash(x float64, prec int) string {
 
 func writeBenchOutputs(c *cli.Context, points []benchPoint) error {
 	if path := c.String("csv"); path != "" {
-		if err := writeCSVFile(path, benchRecords(points)); err != nil {
+		if err := testbed.WriteCSV(path, benchRecords(points)); err != nil {
 			return err
 		}
 	}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/csv"
 	"image/color"
 	"math"
-	"os"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -59,21 +57,6 @@ func savePlot(path, title string, lines []series, logTime bool) error {
 		p.Legend.Add(s.name, l, pts)
 	}
 	return p.Save(16*vg.Centimeter, 11*vg.Centimeter, path)
-}
-
-// writeCSVFile writes records, the header first.
-func writeCSVFile(path string, records [][]string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.WriteAll(records)
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // oneTwoFive labels 1, 2 and 5 times each power of ten on a log axis:

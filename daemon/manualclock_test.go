@@ -68,17 +68,6 @@ func (c *ManualClock) Advance(d time.Duration) {
 	}
 }
 
-// Next is how far the earliest pending timer is, if there is one.
-func (c *ManualClock) Next() (time.Duration, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.dropDone()
-	if len(c.pending) == 0 {
-		return 0, false
-	}
-	return c.earliest().at.Sub(c.now), true
-}
-
 // takeDue removes and returns the earliest timer that is due, or nil.
 func (c *ManualClock) takeDue() *manualTimer {
 	c.mu.Lock()
