@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -129,7 +130,10 @@ func (p *proc) ended(d time.Duration) bool {
 
 // feed writes the launch payload to stdin, bounded by ctx. When the write
 // fails the command is closed, and its exit error is returned if it has one:
-// "exit status 127: …orted: not found" tells more than "broken pipe".
+// "exit status 127: …orted: not found" tells more than "broken pipe". A
+// command that ended successfully before its payload was written (the
+// reaper closes the pipe) is no failure of the start: Wait says how it
+// ended.
 func (p *proc) feed(ctx context.Context, data []byte) error {
 	if len(data) == 0 {
 		return nil
@@ -145,9 +149,13 @@ func (p *proc) feed(ctx context.Context, data []byte) error {
 			return nil
 		}
 		p.Close()
+		werr := p.Wait()
 		var xe *ExitError
-		if errors.As(p.Wait(), &xe) {
+		switch {
+		case errors.As(werr, &xe):
 			return xe
+		case werr == nil && errors.Is(err, os.ErrClosed):
+			return nil
 		}
 		return fmt.Errorf("write stdin: %w", err)
 	case <-ctx.Done():
