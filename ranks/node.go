@@ -48,11 +48,14 @@ func NewNode(log hclog.Logger, report func(Event)) *Node {
 
 // Signal signals every rank's process group (Starter).
 func (n *Node) Signal(sig syscall.Signal) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if sig == syscall.SIGKILL {
+		n.noteTeardownKill()
+	}
 	if sig == syscall.SIGKILL && n.cgroup != nil {
 		n.cgroup.Kill()
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	for _, r := range n.ranks {
 		r.signalGroup(sig)
 		if sig == syscall.SIGKILL {
