@@ -7,6 +7,7 @@ import (
 	"os/exec"
 
 	"prsh/errmgr/status"
+	"prsh/internal/fdlimit"
 	"prsh/iof"
 	"prsh/job/binding"
 	"prsh/ranks/guard"
@@ -27,7 +28,7 @@ func (n *Node) Start(req Request) []NotStarted {
 			err = n.startRank(req, local, bound[local])
 		}
 		if err != nil {
-			failed = append(failed, NotStarted{Rank: r.ID, Status: status.ExecStatus(err), Err: err.Error()})
+			failed = append(failed, NotStarted{Rank: r.ID, Status: status.ExecStatus(err), Err: fdlimit.Explain(err, req.Daemon).Error()})
 		}
 	}
 	return failed
