@@ -15,8 +15,9 @@ import (
 type series struct {
 	name   string
 	points plotter.XYs
-	color  int  // index into plotutil's palette, so a model line can match its δ
-	dashed bool // a model, not a measurement
+	color  int         // index into plotutil's palette, so a model line can match its δ
+	dashed bool        // a model, not a measurement
+	dashes []vg.Length // a measurement's dash pattern; nil: solid
 }
 
 // savePlot draws time against nodes, one line per series, as the paper's
@@ -47,6 +48,7 @@ func savePlot(path, title string, lines []series, logTime bool) error {
 			l.Color = color.Black
 		}
 		pts.Color, pts.Shape = l.Color, plotutil.Shape(s.color)
+		l.Dashes = s.dashes
 		if s.dashed {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			p.Add(l)
