@@ -290,8 +290,8 @@ func writeSlurmOutputs(c *cli.Context, out io.Writer, points []slurmPoint) error
 		}
 	}
 	if path := c.String("plot"); path != "" {
-		title := fmt.Sprintf("one rank per node in a Slurm allocation: median of %d", c.Int("runs"))
-		return savePlot(path, title, slurmSeries(points), true)
+		title := fmt.Sprintf("one rank per node, one Slurm allocation per size: median of %d runs", c.Int("runs"))
+		return savePlotLegendBeside(path, title, slurmSeries(points), true)
 	}
 	return nil
 }

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"encoding/csv"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"prsh/testbed/slurm"
 )
 
 // TestSlurmCases: every launcher runs /bin/true, and each MPI build only
@@ -144,4 +148,42 @@ func TestMarkdownTable(t *testing.T) {
 	if len(lines) != 2 || lines[0].name != "prsh, true" || len(lines[0].points) != 2 || lines[1].dashes == nil || lines[1].color == lines[0].color {
 		t.Errorf("plot series: %+v", lines)
 	}
+}
+
+// TestBenchSlurm: on a Slurm of 2 nodes, one repetition prints a table
+// with a row per launcher and program, our mpirun's /bin/true measured,
+// and writes the CSV and the PNG.
+func TestBenchSlurm(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a Slurm cluster needs root (private namespaces)")
+	}
+	if err := slurm.Available(); err != nil {
+		t.Skipf("no Slurm on this machine: %v", err)
+	}
+	buildLaunchers(t)
+	dir := t.TempDir()
+	csvPath, pngPath := filepath.Join(dir, "s.csv"), filepath.Join(dir, "s.png")
+	code, out, errOut := runMain(t, "slurm", "--nodes", "2", "--runs", "1", "--timeout", "1m", "--csv", csvPath, "--plot", pngPath)
+	if code != 0 {
+		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !regexp.MustCompile(`(?m)^\| true \| prsh \| \d+\.\d\d \(`).MatchString(out) {
+		t.Errorf("no time of our mpirun with /bin/true:\n%s", out)
+	}
+	records, err := csv.NewReader(strings.NewReader(readFile(t, csvPath))).ReadAll()
+	if err != nil || len(records) != 14 {
+		t.Errorf("CSV: %d records, %v; want a header and 13 rows", len(records), err)
+	}
+	if !strings.HasPrefix(readFile(t, pngPath), "\x89PNG") {
+		t.Errorf("%s is not a PNG", pngPath)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
