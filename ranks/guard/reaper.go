@@ -48,7 +48,7 @@ func (g *node) reap(pid int) {
 // exitedChild waits until a child has ended and returns its pid, leaving
 // it to be reaped (waitid with WNOWAIT, which syscall does not wrap).
 func exitedChild() (int, error) {
-	var info [128]byte // a siginfo_t
+	var info [16]uint64 // a siginfo_t, aligned as its pointers
 	_, _, e := syscall.Syscall6(syscall.SYS_WAITID, unix.P_ALL, 0, uintptr(unsafe.Pointer(&info[0])),
 		unix.WEXITED|unix.WNOWAIT, 0, 0)
 	if e != 0 {
@@ -59,7 +59,7 @@ func exitedChild() (int, error) {
 	if unsafe.Sizeof(uintptr(0)) == 8 {
 		at = 16
 	}
-	return int(*(*int32)(unsafe.Pointer(&info[at]))), nil
+	return int(*(*int32)(unsafe.Add(unsafe.Pointer(&info[0]), at))), nil
 }
 
 func (g *node) isKilling() bool {

@@ -10,13 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The daemon and its node's guard talk over a SOCK_SEQPACKET socket
-// pair (the package doc gives the messages). A message is cut into
-// datagrams of at most maxDatagram bytes: a datagram's first byte is 1
-// when more of the message follows, 0 in its last; the descriptors the
-// message passes ride on its first datagram (SCM_RIGHTS). A message's
-// body is its kind (one byte) and then fields, each an unsigned varint
-// or a string (a varint length and the bytes).
+// The framing and encoding of the daemon's socket, as the package doc
+// specifies them.
 
 // maxDatagram keeps each datagram well under a unix socket's default
 // send buffer (about 208 KiB), which bounds a SOCK_SEQPACKET datagram.
