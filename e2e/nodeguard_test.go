@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -116,4 +118,28 @@ func TestManyRanksInterrupted(t *testing.T) {
 		c.KillLeftovers()
 		t.Fatalf("left running after Ctrl-C to %d ranks: %+v", manyRanks, left)
 	}
+}
+
+// TestGuardThatRefuses: a guard beside orted that will not serve it (here
+// one saying it is of another prsh, as one is) ends the job with one line
+// naming the node, the rank and what the guard said.
+func TestGuardThatRefuses(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1, Slots: 2})
+	dir := t.TempDir()
+	orted, err := os.ReadFile(filepath.Join(bin, "orted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refuses := "#!/bin/sh\necho \"prsh-guard: $0 is of another prsh than the orted that started it: install the same prsh on every node\" >&2\nexit 255\n"
+	if err := os.WriteFile(filepath.Join(dir, "orted"), orted, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, guard.GuardBinary), []byte(refuses), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := mpirun(t, c, "--orted", filepath.Join(dir, "orted"), "-np", "2", "/bin/true")
+	if res.status != 255 {
+		t.Errorf("exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: node001: rank [01]: the ranks' guard exited with status 255: prsh-guard: \S+/prsh-guard is of another prsh than the orted that started it: install the same prsh on every node$`)
 }

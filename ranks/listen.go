@@ -59,12 +59,15 @@ func (n *Node) guardEnded(g *guard.Guard, ws syscall.WaitStatus) {
 	if n.guard == g {
 		n.guard = nil
 	}
+	why := "the ranks' guard " + status.Describe(ws)
+	if said := g.Said(); said != "" {
+		why += ": " + said
+	}
 	for _, r := range n.ranks {
 		switch {
 		case r.guard != g || r.exited:
 		case r.pid == 0:
-			answer(r, guard.Report{Kind: guard.Failed, Rank: r.id, Status: errmgr.StatusFailed,
-				Err: "the ranks' guard " + status.Describe(ws)})
+			answer(r, guard.Report{Kind: guard.Failed, Rank: r.id, Status: errmgr.StatusFailed, Err: why})
 		default:
 			r.exited = true
 			r.signalGroup(syscall.SIGKILL)

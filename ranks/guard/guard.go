@@ -39,6 +39,7 @@
 package guard
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -99,6 +100,7 @@ type Guard struct {
 
 	mu   sync.Mutex // sock, closed by Wait while sends may still come
 	sock int        // the daemon's end; -1 once closed
+	said firstLine  // the first line the guard wrote on its stderr
 	// OutsideCgroup is why the guard could not start in its cgroup, if
 	// it was placed in one and started outside it.
 	OutsideCgroup error
@@ -123,7 +125,7 @@ func Start(stoppedLimit time.Duration, cg *Cgroup) (*Guard, error) {
 	defer theirs.Close()
 	g := &Guard{sock: fds[0]}
 	g.cmd = &exec.Cmd{Path: self, Args: []string{self, GuardArg, strconv.FormatInt(stoppedLimit.Milliseconds(), 10)},
-		Dir: "/", Stderr: os.Stderr, ExtraFiles: []*os.File{theirs}, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+		Dir: "/", Stderr: &g.said, ExtraFiles: []*os.File{theirs}, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	if cg != nil {
 		cg.Place(g.cmd)
 	}
@@ -223,4 +225,25 @@ func (g *Guard) Wait() syscall.WaitStatus {
 	g.cmd.Process.Kill() // it broke the protocol, if it has not exited
 	g.cmd.Wait()
 	return g.cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+// Said is the first line the guard wrote on its stderr (why it could
+// not serve: a guard of another prsh, a crash), once Wait has returned.
+func (g *Guard) Said() string { return string(g.said.line) }
+
+// firstLine keeps the first line written to it, up to maxLine bytes.
+type firstLine struct {
+	line []byte
+	full bool
+}
+
+const maxLine = 512
+
+func (f *firstLine) Write(p []byte) (int, error) {
+	if !f.full {
+		line, _, ended := bytes.Cut(p, []byte("\n"))
+		f.line = append(f.line, line[:min(len(line), maxLine-len(f.line))]...)
+		f.full = ended || len(f.line) == maxLine
+	}
+	return len(p), nil
 }
