@@ -270,7 +270,7 @@ func TestSignalGroupForgetsEmptyGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd.Wait()
-		return &rank{guard: &guard.Guard{Cmd: cmd}, reaped: true}
+		return &rank{pid: cmd.Process.Pid, reaped: true}
 	}
 
 	alone := start("exit 0")

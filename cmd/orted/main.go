@@ -35,7 +35,7 @@ import (
 )
 
 // It parses its flags with the standard library rather than urfave/cli,
-// as mpirun does: orted also starts once per rank as the rank's guard
+// as mpirun does: orted also starts once per node as the node's guard
 // where no prsh-guard binary is beside it, and cli's package
 // initialisation (its man-page generator) made every start several times
 // slower.
