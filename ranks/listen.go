@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"syscall"
+	"time"
 
 	"prsh/errmgr"
 	"prsh/errmgr/status"
@@ -25,6 +26,7 @@ func (n *Node) listen(g *guard.Guard) {
 func (n *Node) heard(rep guard.Report) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.heardAt = time.Now()
 	r := n.ranks[rep.Rank]
 	if r == nil || r.exited {
 		return

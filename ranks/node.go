@@ -20,6 +20,8 @@ type Node struct {
 	mu    sync.Mutex // the ranks' state, which their goroutines change
 	ranks map[int]*rank
 	guard *guard.Guard // the node's guard, once started, until it ends
+	// heardAt is when the guard last reported, for watchAnswers.
+	heardAt time.Time
 
 	cgroup *guard.Cgroup // the job's cgroup on this node, where there can be one
 	// oomExplained is how many of the job cgroup's OOM kills explain

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"prsh/errmgr/status"
 	"prsh/iof"
@@ -21,6 +22,9 @@ func (n *Node) Start(req Request) []NotStarted {
 	}
 	n.openCgroup()
 	g, err := n.startGuard(req.GuardStopped)
+	if err == nil {
+		defer n.watchAnswers(g, req.GuardStopped)()
+	}
 	bound, bindErr := bindRanks(req.Bind, len(req.Ranks))
 	if err == nil {
 		err = bindErr
@@ -44,6 +48,39 @@ func (n *Node) Start(req Request) []NotStarted {
 		}
 	}
 	return notStarted
+}
+
+// watchAnswers kills guard g if it stays silent for limit while a start
+// waits on it (a guard stopped by hand, or stuck in the kernel): the
+// daemon's loop must not wait on it for ever. The listener then fails
+// the ranks with the guard's status. Slow is not failed: each report
+// heard from the guard starts the bound again. The returned func ends
+// the watch.
+func (n *Node) watchAnswers(g *guard.Guard, limit time.Duration) (stop func()) {
+	done := make(chan struct{})
+	n.mu.Lock()
+	n.heardAt = time.Now()
+	n.mu.Unlock()
+	go func() {
+		tick := time.NewTicker(max(limit/4, 10*time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			n.mu.Lock()
+			silent := time.Since(n.heardAt)
+			n.mu.Unlock()
+			if silent >= limit {
+				n.log.Warn("the ranks' guard gave no answer; killing it", "pid", g.Pid(), "silent", silent)
+				g.KillProcess()
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // handed is a rank handed to the guard, with the daemon's ends of its

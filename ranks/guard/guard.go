@@ -185,6 +185,10 @@ func (g *Guard) StartRank(s RankStart) error {
 // ends and exit.
 func (g *Guard) Kill() { g.send(newMessage(kindKill), nil) }
 
+// KillProcess kills the guard's own process, for a guard that does not
+// answer: what it started is then the caller's to kill.
+func (g *Guard) KillProcess() { g.cmd.Process.Kill() }
+
 // End closes the daemon's side of the socket: the guard kills
 // everything under it, reports the ranks' ends and exits.
 func (g *Guard) End() {
