@@ -166,7 +166,10 @@ func New(cfg Config) (*Machine, error) {
 		m.role = &orted{m: m}
 	}
 	m.coll = collective.New(m.root != nil)
-	if job.SpawnDegree > 0 {
+	switch {
+	case job.OneStep: // a star: mpirun spawns every node in one step
+		m.spawnTree = topo.Radix(job.Daemons, job.Daemons-1)
+	case job.SpawnDegree > 0:
 		m.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
 	}
 	m.phase1 = spawn.NewPhase1(m.self, m.spawnTree)

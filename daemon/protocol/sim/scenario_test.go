@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //
 // Directives, one per line before "----":
 //
-//	cluster nodes=N degree=δ routed=radix|binomial|direct [skip] [hold] [ranks=R]
+//	cluster nodes=N degree=δ routed=radix|binomial|direct [skip] [hold] [step] [ranks=R]
 //	        [rank-ms=T|forever] [timeout=MS] [grace=MS] [callback=MS]
 //	        [fences=K] [allgathers=G] [ring]
 //	                            each rank runs K PMI fences, G allgathers
@@ -88,6 +88,7 @@ func play(script string) (string, error) {
 			}
 			opt.Job.SkipUnreachable = kv.has("skip")
 			opt.Job.HoldLaunch = kv.has("hold")
+			opt.Job.OneStep = kv.has("step")
 			if kv.has("ranks") {
 				ranks = kv.int("ranks")
 			}

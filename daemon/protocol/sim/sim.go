@@ -567,6 +567,10 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 		s.closeEnd(d.id, a.Link, protocol.LinkDown{Err: "EOF"})
 	case protocol.Spawn:
 		s.spawn(d, a.Node.ID)
+	case protocol.SpawnStep: // one session per node still: the cost model knows no steps
+		for _, n := range a.Nodes {
+			s.spawn(d, n.ID)
+		}
 	case protocol.StopDaemon:
 		s.stopDaemon(s.d[a.ID], a.Kill)
 	case protocol.StartRanks:
