@@ -137,6 +137,24 @@ echo left=$(ours) steps=$(squeue -h -s -j $SLURM_JOB_ID | wc -l); rm $out`, mpir
 				checkLines(t, res.stdout, []string{"before=1", "status=" + sig.status, "left=0 steps=0"})
 			}
 		}},
+		{"srun killed", func(t *testing.T) {
+			// Slurm ends the step's tasks on every node; mpirun names a
+			// node and what ended it.
+			script := fmt.Sprintf(`out=$(mktemp)
+%s sh -c 'echo started; exec sleep 300' >$out 2>$out.err & pid=$!
+until [ "$(grep -c started $out)" = 8 ]; do sleep 0.1; done
+pkill -KILL -x srun; wait $pid; echo status=$? >&2; cat $out.err >&2
+ours() { ps -eo comm= | grep -cxE 'orted|sleep|srun|prsh-guard'; }
+for i in $(seq 200); do [ $(ours) = 0 ] && break; sleep 0.1; done
+echo left=$(ours); rm $out $out.err`, mpirun)
+			res := inSlurm(t, c, append(salloc, "sh", "-c", script)...)
+			checkLines(t, res.stdout, []string{"left=0"})
+			status, line, _ := strings.Cut(res.stderr, "\n")
+			if status != "status=255" {
+				t.Errorf("mpirun's %s, want 255", status)
+			}
+			checkOneLine(t, line, `^mpirun: node\d: orted exited unexpectedly: signal KILL: it went to srun, which runs the daemons' job step$`)
+		}},
 		{"a node whose orted cannot start", func(t *testing.T) {
 			// orted is at /tmp/prsh/orted on every node but node3 (each
 			// node has a /tmp of its own).

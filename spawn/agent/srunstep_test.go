@@ -92,6 +92,17 @@ func TestSrunStepFails(t *testing.T) {
 	}
 }
 
+// TestSrunStepKilled: srun killed by a signal says so for every host.
+func TestSrunStepKilled(t *testing.T) {
+	ps := startFakeStep(t, `kill -KILL $$`)
+	for _, p := range ps {
+		xe := wantExit(t, waitFor(t, p), 128+9, "")
+		if xe.Error() != "signal KILL: it went to srun, which runs the daemons' job step" {
+			t.Errorf("Wait: %q", xe.Error())
+		}
+	}
+}
+
 // TestSrunStepMissing: without srun no host starts.
 func TestSrunStepMissing(t *testing.T) {
 	s := &SrunStep{Path: filepath.Join(t.TempDir(), "srun")}

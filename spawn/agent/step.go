@@ -141,6 +141,9 @@ func (s *step) srunFailure(err error) error {
 	}
 	short := *xe
 	short.Stderr = stepStderr(strings.Split(xe.Stderr, "\n"))
+	if short.Stderr == "" && short.Signal != "" {
+		short.Stderr = "it went to srun, which runs the daemons' job step"
+	}
 	return &short
 }
 
