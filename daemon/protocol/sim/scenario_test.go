@@ -28,7 +28,8 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //	                            each rank runs K PMI fences, G allgathers
 //	                            (and a ring), then finalises
 //	rank R exits S              rank R exits with status S
-//	refuse N "why"              node N's spawn fails
+//	refuse N "why"              node N's spawn fails (in a step: its task
+//	                            starts and ends at once)
 //	no-callback N               node N's orted never calls back
 //	silent N                    node N's session starts, its orted never does
 //	slow N callback=MS          node N's orted calls back MS after it started
