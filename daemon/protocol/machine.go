@@ -167,7 +167,10 @@ func New(cfg Config) (*Machine, error) {
 	}
 	m.coll = collective.New(m.root != nil)
 	switch {
-	case job.OneStep: // a star: mpirun spawns every node in one step
+	case job.OneStep:
+		// A star: mpirun spawns every node in one step. Phase 2 floods
+		// over it too, so mpirun sends each of n orteds what it lacks:
+		// O(n²) addresses in all, fine at hundreds of nodes, not at 10k.
 		m.spawnTree = topo.Radix(job.Daemons, job.Daemons-1)
 	case job.SpawnDegree > 0:
 		m.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
