@@ -69,12 +69,14 @@ func (n *Node) oomKilled(r *rank) bool {
 	return true
 }
 
-// noteTeardownKill marks the ranks that run as the node SIGKILLs them:
-// their SIGKILL is the node's. A rank already exiting died of something
-// else, perhaps the OOM killer. Called under the Node's lock.
+// noteTeardownKill marks the ranks that run, or are still to start, as
+// the node SIGKILLs them (and their guard, whose own SIGKILL becomes the
+// status of the ranks it had not reported): their SIGKILL is the node's.
+// A rank already exiting died of something else, perhaps the OOM killer.
+// Called under the Node's lock.
 func (n *Node) noteTeardownKill() {
 	for _, r := range n.ranks {
-		if !r.reaped && !r.guard.RankExiting() {
+		if !r.exited && (r.pid == 0 || !r.guard.RankExiting(r.pid)) {
 			r.oom.killedByNode = true
 		}
 	}

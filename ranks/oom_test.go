@@ -84,16 +84,16 @@ func TestTeardownKillIsNotOOM(t *testing.T) {
 	kills := 0
 	count := func() (int, error) { mu.Lock(); defer mu.Unlock(); return kills, nil }
 	d.node.mu.Lock()
-	victim := d.node.ranks[0].guard
+	victim := d.node.ranks[0].pid
 	for _, r := range d.node.ranks {
 		r.oom = oomCount{kills: count}
 	}
 	d.node.mu.Unlock()
 
-	syscall.Kill(-victim.Cmd.Process.Pid, syscall.SIGKILL) // as the OOM killer would
-	for deadline := time.Now().Add(30 * time.Second); !victim.RankExiting(); time.Sleep(10 * time.Millisecond) {
+	syscall.Kill(-victim, syscall.SIGKILL) // as the OOM killer would
+	for deadline := time.Now().Add(30 * time.Second); !d.exitHeard(0); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("rank 0 still runs 30 s after its SIGKILL")
+			t.Fatal("rank 0's end not heard 30 s after its SIGKILL")
 		}
 	}
 	mu.Lock()
@@ -109,6 +109,13 @@ func TestTeardownKillIsNotOOM(t *testing.T) {
 	if want := "was killed by the kernel's OOM killer (out of memory; signal 9)"; oom.Rank != 0 || oom.How != want {
 		t.Errorf("then: rank %d %q, want rank 0 %q", oom.Rank, oom.How, want)
 	}
+}
+
+// exitHeard says whether the guard reported the rank's end.
+func (d *daemon) exitHeard(rank int) bool {
+	d.node.mu.Lock()
+	defer d.node.mu.Unlock()
+	return d.node.ranks[rank].exited
 }
 
 // waitOutput waits until each of ranks ranks has written want.
