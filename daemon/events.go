@@ -63,7 +63,7 @@ func (d *Daemon) handle(ev any) {
 		d.linkUp(d.newLink(e.peer, e.conn, e.ctrl))
 	case dialled:
 		if e.err != nil {
-			d.step(protocol.DialFailed{Peer: e.peer, Err: e.err.Error()})
+			d.step(protocol.DialFailed{Peer: e.peer, Err: d.explain(e.err).Error()})
 			return
 		}
 		d.linkUp(d.newLink(e.peer, e.conn, e.ctrl))
@@ -118,7 +118,7 @@ func (d *Daemon) linkUp(l *link) {
 
 func (d *Daemon) spawned(e spawned) {
 	if e.err != nil {
-		d.step(protocol.SpawnFailed{ID: e.id, Err: spawnFailure(e.err)})
+		d.step(protocol.SpawnFailed{ID: e.id, Err: spawnFailure(d.explain(e.err))})
 		return
 	}
 	d.procs[e.id] = e.proc

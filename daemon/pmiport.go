@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 
+	"prsh/daemon/protocol"
 	"prsh/modex/pmi"
 )
 
@@ -65,7 +66,11 @@ func (d *Daemon) openPMIPort(localRanks int) {
 		return
 	}
 	d.pmiPort = port
-	go port.Serve(d.ctx)
+	go func() {
+		if err := port.Serve(d.ctx); err != nil {
+			d.post(protocol.CannotContinue{Err: "cannot accept the ranks' PMI_PORT connections: " + d.explain(err).Error()})
+		}
+	}()
 }
 
 // pmiPortEnv gives rank r an id on the PMI_PORT: PMI_PORT and PMI_ID for

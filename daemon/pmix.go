@@ -4,12 +4,15 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"prsh/daemon/protocol"
 	"prsh/internal/tcp"
@@ -89,17 +92,51 @@ func (d *Daemon) bootPMIx(job protocol.JobSpec) {
 	boot := make(chan pmixBoot, 1)
 	d.pmixBoot = boot
 	go func() {
-		dir, err := guard.ScratchDir("prsh-pmix-") // a killed orted's is removed by the next
+		dir, err := guard.ScratchDir("prsh-pmix-", "the PMIx server's directory") // a killed orted's is removed by the next
 		if err != nil {
 			boot <- pmixBoot{err: err}
 			return
 		}
-		s, err := startPMIxServer(dir, d.cfg.Node, pmixUpcalls{d})
+		var s *pmix.Server
+		if err = reserveStore(dir); err == nil {
+			s, err = startPMIxServer(dir, d.cfg.Node, pmixUpcalls{d})
+		}
 		if err != nil {
 			os.RemoveAll(dir)
 		}
 		boot <- pmixBoot{s, dir, err}
 	}()
+}
+
+// pmixStoreBytes is what the library's shared-memory stores (ds12 and
+// ds21) take of its directory for a job, whatever the number of ranks:
+// two segments of 4 MiB and four pages (measured: PMIx 4.2, the
+// directory's files with 1 and 12 local ranks).
+const pmixStoreBytes = 8<<20 + 16<<10
+
+// reserveStore makes sure the library's stores fit in its directory.
+// Where they do not, PMIx 4.2 fails each client's start with lines of
+// its own, and its server thread can deadlock on a store's lock, which
+// a client that died left held; a node that says so at once is the
+// user's one line instead.
+func reserveStore(dir string) error {
+	f, err := os.CreateTemp(dir, ".reserve-")
+	if err == nil {
+		defer os.Remove(f.Name())
+		defer f.Close()
+		err = unix.Fallocate(int(f.Fd()), 0, 0, pmixStoreBytes)
+	}
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return nil // the file system cannot say ahead
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	if err != nil {
+		return fmt.Errorf("no room for its shared-memory store (%d MiB) in %s: %w", pmixStoreBytes>>20, os.TempDir(), err)
+	}
+	return nil
 }
 
 // startPMIxServer starts the library's server with the node's topology
@@ -405,9 +442,26 @@ func (d *Daemon) stopPMIx() {
 		b = <-d.pmixBoot
 	}
 	if b.server != nil {
-		b.server.Close()
+		d.finalizePMIx(b.server)
 	}
 	if b.tmpdir != "" {
 		os.RemoveAll(b.tmpdir)
+	}
+}
+
+// finalizePMIx finalises the library, waiting for it at most the
+// pmi-drain bound: a server thread deadlocked on a store's lock (see
+// reserveStore) never lets it finish, and the orted then exits without
+// it, which ends the library's threads with the process.
+func (d *Daemon) finalizePMIx(s *pmix.Server) {
+	done := make(chan struct{})
+	go func() {
+		s.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(ms(d.cfg.Timeouts.PMIDrainMS)):
+		d.log.Warn("the PMIx library did not finalise: exiting without it", "waited", ms(d.cfg.Timeouts.PMIDrainMS))
 	}
 }

@@ -26,7 +26,7 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	d.startPMIx(app, mine)
 	d.openPMIPort(len(mine))
 	req := ranks.Request{
-		Node: d.cfg.Node, NodeID: d.cfg.ID, Size: len(app.RankNode), Nodes: d.machine.Job().Daemons - 1, Bind: app.Bind,
+		Node: d.cfg.Node, Daemon: d.name(), NodeID: d.cfg.ID, Size: len(app.RankNode), Nodes: d.machine.Job().Daemons - 1, Bind: app.Bind,
 		MergeStderr: app.MergeStderr, Output: d.sink, Input: d.stdinTree, Attach: d.attach,
 		GuardStopped: ms(d.cfg.Timeouts.GuardStoppedMS),
 	}

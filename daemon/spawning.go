@@ -33,6 +33,9 @@ func (d *Daemon) acceptLoop() {
 	for {
 		conn, err := d.ln.Accept(d.ctx)
 		if err != nil {
+			if d.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				d.post(protocol.CannotContinue{Err: "cannot accept connections from other daemons: " + d.explain(err).Error()})
+			}
 			return
 		}
 		go d.greet(conn)

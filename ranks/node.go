@@ -59,10 +59,13 @@ func NewNode(log hclog.Logger, report func(Event)) *Node {
 // Signal signals every rank's process group (Starter); SIGKILL also
 // has the guard kill all it started.
 func (n *Node) Signal(sig syscall.Signal) {
-	if sig == syscall.SIGKILL && n.cgroup != nil {
-		n.cgroup.Kill()
-	}
 	n.mu.Lock()
+	if sig == syscall.SIGKILL {
+		n.noteTeardownKill()
+		if n.cgroup != nil {
+			n.cgroup.Kill()
+		}
+	}
 	for _, r := range n.ranks {
 		r.signalGroup(sig)
 	}

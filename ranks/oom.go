@@ -12,7 +12,10 @@ import (
 // only in the job cgroup's count of OOM kills (memory.events), where the
 // memory controller is enabled for it: a rank is said to be the OOM
 // killer's when it died of SIGKILL and the count rose during its life by
-// a kill that no other rank's end has been put down to. Elsewhere the
+// a kill that no other rank's end has been put down to, and the rank had
+// not been killed by its node's own teardown: a rank reaped after that
+// SIGKILL died of it, even when an OOM kill of another rank is not yet
+// put down to anyone (that rank's guard reports later). Elsewhere the
 // node says nothing of memory: the kernel's other records (its log, the
 // machine-wide count in /proc/vmstat, a cgroup v1 memory group shared
 // with the rest of the node) do not say whose process it was.
@@ -22,6 +25,8 @@ import (
 type oomCount struct {
 	kills  func() (int, error)
 	before int
+	// killedByNode: the node's teardown SIGKILLed the rank while it ran.
+	killedByNode bool
 }
 
 // oomCountBefore reads the job cgroup's count of OOM kills before a rank
@@ -47,19 +52,32 @@ func (n *Node) describe(r *rank, ws syscall.WaitStatus) string {
 // oomKilled says whether an OOM kill during the rank's life is left to
 // explain its end, and puts it down to the rank.
 func (n *Node) oomKilled(r *rank) bool {
-	if r.oom.kills == nil {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if r.oom.kills == nil || r.oom.killedByNode {
 		return false
 	}
 	now, err := r.oom.kills()
 	if err != nil {
 		return false
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	explained := max(r.oom.before, n.oomExplained)
 	if now <= explained {
 		return false
 	}
 	n.oomExplained = explained + 1
 	return true
+}
+
+// noteTeardownKill marks the ranks that run, or are still to start, as
+// the node SIGKILLs them (and their guard, whose own SIGKILL becomes the
+// status of the ranks it had not reported): their SIGKILL is the node's.
+// A rank already exiting died of something else, perhaps the OOM killer.
+// Called under the Node's lock.
+func (n *Node) noteTeardownKill() {
+	for _, r := range n.ranks {
+		if !r.exited && (r.pid == 0 || !r.guard.RankExiting(r.pid)) {
+			r.oom.killedByNode = true
+		}
+	}
 }

@@ -3,10 +3,14 @@ package ranks
 import (
 	"errors"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"prsh/iof"
 )
 
 // TestOOMKillNamed: a rank killed by SIGKILL is the OOM killer's only
@@ -54,4 +58,93 @@ func waitStatus(t *testing.T, sig string) syscall.WaitStatus {
 	cmd := exec.Command("sh", "-c", "kill -"+sig+" $$")
 	cmd.Run()
 	return cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+// TestTeardownKillIsNotOOM: the node's teardown SIGKILLs a running rank
+// while another rank, killed by the OOM killer just before, has not yet
+// been reported: the rank reaped first died of the teardown's kill and
+// is reported as such; the OOM kill stays for the rank it killed.
+func TestTeardownKillIsNotOOM(t *testing.T) {
+	d := newDaemon(t)
+	req := d.request(nil, "echo up; exec sleep 100", "echo up; exec sleep 100")
+	release := make(chan struct{})
+	attach := req.Attach
+	req.Attach = func(rank int) (Attachment, error) {
+		att, err := attach(rank)
+		if rank == 0 { // its report waits until the teardown's is in
+			att.Ended = func() { <-release }
+		}
+		return att, err
+	}
+	if failed := d.node.Start(req); len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	d.waitOutput(t, "up\n", 2)
+	var mu sync.Mutex
+	kills := 0
+	count := func() (int, error) { mu.Lock(); defer mu.Unlock(); return kills, nil }
+	d.node.mu.Lock()
+	victim := d.node.ranks[0].pid
+	for _, r := range d.node.ranks {
+		r.oom = oomCount{kills: count}
+	}
+	d.node.mu.Unlock()
+
+	syscall.Kill(-victim, syscall.SIGKILL) // as the OOM killer would
+	for deadline := time.Now().Add(30 * time.Second); !d.exitHeard(0); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("rank 0's end not heard 30 s after its SIGKILL")
+		}
+	}
+	mu.Lock()
+	kills = 1
+	mu.Unlock()
+	d.node.Signal(syscall.SIGKILL)
+	teardown := d.nextExit(t)
+	close(release)
+	oom := d.nextExit(t)
+	if want := "was killed by signal 9 (SIGKILL)"; teardown.Rank != 1 || teardown.How != want {
+		t.Errorf("first reported: rank %d %q, want rank 1 %q", teardown.Rank, teardown.How, want)
+	}
+	if want := "was killed by the kernel's OOM killer (out of memory; signal 9)"; oom.Rank != 0 || oom.How != want {
+		t.Errorf("then: rank %d %q, want rank 0 %q", oom.Rank, oom.How, want)
+	}
+}
+
+// exitHeard says whether the guard reported the rank's end.
+func (d *daemon) exitHeard(rank int) bool {
+	d.node.mu.Lock()
+	defer d.node.mu.Unlock()
+	return d.node.ranks[rank].exited
+}
+
+// waitOutput waits until each of ranks ranks has written want.
+func (d *daemon) waitOutput(t *testing.T, want string, ranks int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		d.mu.Lock()
+		n := 0
+		for _, out := range d.output[iof.Stdout] {
+			if out == want {
+				n++
+			}
+		}
+		d.mu.Unlock()
+		if n == ranks {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ranks have not all written %q in 30 s", want)
+		}
+	}
+}
+
+// nextExit is the next rank's exit reported.
+func (d *daemon) nextExit(t *testing.T) Exited {
+	t.Helper()
+	for {
+		if e, ok := d.next(t).(Exited); ok {
+			return e
+		}
+	}
 }

@@ -69,7 +69,10 @@ func (Drained) rankEvent()    {}
 
 // Request is a node's share of the job's ranks, and how they start.
 type Request struct {
-	Node   string // this node's name, for the ranks' PRSH_NODE and --report-bindings
+	Node string // this node's name, for the ranks' PRSH_NODE and --report-bindings
+	// Daemon is the process that starts the ranks as the user knows it
+	// ("mpirun", "the orted on node002"), named with its limits when it reaches one.
+	Daemon string
 	NodeID int    // this daemon's id, for PRSH_NODE_ID
 	Size   int    // the ranks of the whole job
 	Nodes  int    // the nodes of the whole job, for SLURM_NNODES

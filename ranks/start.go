@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"prsh/errmgr/status"
+	"prsh/internal/fdlimit"
 	"prsh/iof"
 	"prsh/job/binding"
 	"prsh/ranks/guard"
@@ -35,7 +36,7 @@ func (n *Node) Start(req Request) []NotStarted {
 		if err == nil {
 			handed[local], failed[local] = n.hand(g, req, local, bound[local])
 		} else {
-			failed[local] = &NotStarted{Rank: r.ID, Status: status.ExecStatus(err), Err: err.Error()}
+			failed[local] = &NotStarted{Rank: r.ID, Status: status.ExecStatus(err), Err: fdlimit.Explain(err, req.Daemon).Error()}
 		}
 	}
 	var notStarted []NotStarted
@@ -97,7 +98,7 @@ type handed struct {
 func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Binding) (*handed, *NotStarted) {
 	id := req.Ranks[local].ID
 	notStarted := func(err error) *NotStarted {
-		return &NotStarted{Rank: id, Status: status.ExecStatus(err), Err: err.Error()}
+		return &NotStarted{Rank: id, Status: status.ExecStatus(err), Err: fdlimit.Explain(err, req.Daemon).Error()}
 	}
 	cmd, err := req.Ranks[local].Program.command()
 	if err != nil {

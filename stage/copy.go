@@ -15,7 +15,6 @@ package stage
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -46,9 +45,9 @@ var errAbandoned = errors.New("the stage copy was abandoned")
 // named after the orted (guard.ScratchDir: the next orted on the node
 // removes the directory of one that was killed outright).
 func NewCopy(files []protocol.StagedFile) (*Copy, error) {
-	dir, err := guard.ScratchDir("prsh-stage-")
+	dir, err := guard.ScratchDir("prsh-stage-", "the stage directory")
 	if err != nil {
-		return nil, fmt.Errorf("cannot make the stage directory: %w", err)
+		return nil, err
 	}
 	return newCopy(dir, files), nil
 }

@@ -171,6 +171,10 @@ type Listener struct {
 	slots  chan struct{} // one per handshake under way
 	done   chan struct{}
 	once   sync.Once // closes done
+	// failed is closed when the socket stopped accepting of itself (no
+	// descriptor left for a new connection): err says why.
+	failed chan struct{}
+	err    error
 }
 
 // Listen listens on a TCP address ("127.0.0.1:0", ":0", ...); port 0 is
@@ -190,7 +194,7 @@ func Listen(addr string, secret []byte, opt Options) (*Listener, error) {
 		return nil, err
 	}
 	l := &Listener{ln: ln, secret: secret, opt: opt, conns: make(chan *Conn),
-		slots: make(chan struct{}, opt.maxHandshakes()), done: make(chan struct{})}
+		slots: make(chan struct{}, opt.maxHandshakes()), done: make(chan struct{}), failed: make(chan struct{})}
 	go l.acceptLoop()
 	return l, nil
 }
@@ -198,13 +202,17 @@ func Listen(addr string, secret []byte, opt Options) (*Listener, error) {
 // Addr is the address the listener is bound to.
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 
-// Accept returns the next authenticated connection.
+// Accept returns the next authenticated connection. Once the socket has
+// failed (out of descriptors), it returns that failure: a listener that
+// accepts nobody must say so rather than leave its peers' dials hanging.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	select {
 	case c := <-l.conns:
 		return c, nil
 	case <-l.done:
 		return nil, net.ErrClosed
+	case <-l.failed:
+		return nil, l.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -228,6 +236,10 @@ func (l *Listener) acceptLoop() {
 		}
 		raw, err := l.ln.Accept()
 		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				l.err = err
+				close(l.failed)
+			}
 			return
 		}
 		go l.admit(raw)

@@ -10,10 +10,13 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"prsh/internal/fdlimit/fdtest"
 )
 
 // patience turns a hang into a failure; nothing here is meant to take
@@ -897,4 +900,20 @@ func FuzzHandshake(f *testing.F) {
 			t.Fatalf("dialer accepted %q", data)
 		}
 	})
+}
+
+// TestListenerOutOfDescriptors: a listener whose process has no
+// descriptor left for a new connection says so on Accept, rather than
+// leave its peers waiting for a callback it cannot take.
+func TestListenerOutOfDescriptors(t *testing.T) {
+	ln := listen(t, secret(t), Options{})
+	fdtest.Exhaust(t, 1) // for the dialer's socket
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := ln.Accept(timeout(t)); !errors.Is(err, syscall.EMFILE) {
+		t.Errorf("Accept with no descriptor left: %v, want EMFILE", err)
+	}
 }

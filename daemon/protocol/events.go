@@ -168,6 +168,10 @@ type Interrupt struct {
 // Orphaned: an orted's lifeline ended: the session of its parent is gone.
 type Orphaned struct{ Why string }
 
+// CannotContinue: this daemon cannot go on with the job; Err says why, in
+// words (a listener that stopped accepting: no descriptor left).
+type CannotContinue struct{ Err string }
+
 func (LinkUp) event()            {}
 func (LinkDown) event()          {}
 func (Received) event()          {}
@@ -195,6 +199,7 @@ func (RingEntered) event()       {}
 func (AllgatherEntered) event()  {}
 func (Interrupt) event()         {}
 func (Orphaned) event()          {}
+func (CannotContinue) event()    {}
 
 // Action is what the machine asks its driver to do, in order.
 type Action interface{ action() }

@@ -295,6 +295,8 @@ func (m *Machine) Step(ev Event) []Action {
 		m.interrupted(e)
 	case Orphaned:
 		m.lifelineLost(e.Why)
+	case CannotContinue:
+		m.fail(m.failure(errmgr.StatusFailed, "%s", e.Err))
 	default:
 		m.warn("unknown event %T", ev)
 	}

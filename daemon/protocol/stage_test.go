@@ -111,6 +111,17 @@ func TestStagingFailureNamesTheNode(t *testing.T) {
 	}
 }
 
+// A daemon that cannot go on (its listener stopped accepting) is the
+// node's failure, sent up.
+func TestAcceptFailureNamesTheNode(t *testing.T) {
+	m := stagingOrted(t, nil)
+	acts := m.Step(CannotContinue{Err: "cannot accept connections from other daemons: accept4: too many open files"})
+	want := Send{Link: 1, Msg: Failure{Msg: "node001: cannot accept connections from other daemons: accept4: too many open files", Status: 255}}
+	if !reflect.DeepEqual(acts, []Action{want}) {
+		t.Fatalf("got %v, want %v", acts, want)
+	}
+}
+
 // mpirun stages nothing for itself: its ranks run the originals at once.
 func TestMpirunRanksNeedNoStaging(t *testing.T) {
 	m, err := New(Config{

@@ -119,17 +119,19 @@ func (p *Port) claim(id uint32) func(net.Conn) {
 	return serve
 }
 
-// Serve accepts connections until ctx ends, then closes the port.
-func (p *Port) Serve(ctx context.Context) {
+// Serve accepts connections until ctx ends, then closes the port. It
+// returns why the port stopped accepting before that (no descriptor
+// left): a rank whose connection waits unaccepted would wait forever.
+func (p *Port) Serve(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { p.ln.Close() })
 	defer stop()
 	for {
 		conn, err := p.ln.Accept()
 		if err != nil {
-			if ctx.Err() == nil {
-				p.log.Warn("PMI_PORT closed", "error", err)
+			if ctx.Err() != nil {
+				return nil
 			}
-			return
+			return err
 		}
 		go p.admit(conn)
 	}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"prsh/internal/fdlimit/fdtest"
 )
 
 // portJob is a Port whose ids serve the ranks of an in-memory job.
@@ -206,5 +208,31 @@ func TestSocketOwner(t *testing.T) {
 	}
 	if _, err := socketOwner(strings.NewReader(table), addr(0xD432), addr(0x1F90)); !errors.Is(err, errNoSocket) {
 		t.Errorf("a socket not in the table: %v, want errNoSocket", err)
+	}
+}
+
+// TestPortOutOfDescriptors: a port whose process has no descriptor left
+// for a rank's connection stops serving and says why, rather than leave
+// the rank waiting for an answer that never comes.
+func TestPortOutOfDescriptors(t *testing.T) {
+	p, err := ListenPort(testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(context.Background()) }()
+	fdtest.Exhaust(t, 1) // for the rank's socket
+	conn, err := net.Dial("tcp4", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	select {
+	case err := <-served:
+		if !errors.Is(err, syscall.EMFILE) {
+			t.Errorf("Serve with no descriptor left: %v, want EMFILE", err)
+		}
+	case <-time.After(30 * time.Second): // a bound on a hang
+		t.Fatal("Serve still accepting 30 s after the process ran out of descriptors")
 	}
 }

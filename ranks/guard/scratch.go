@@ -1,7 +1,9 @@
 package guard
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,14 +17,24 @@ import (
 // prefix whose process is gone. A daemon killed outright cannot remove
 // its own scratch directory; the next daemon of the same kind on the
 // node does, while the name tells it from a live one's (the start time
-// guards against a reused pid).
-func ScratchDir(prefix string) (string, error) {
+// guards against a reused pid). The error names what the directory is
+// for (what) and where it could not be made: a full disk is the usual
+// cause, and the user's to fix.
+func ScratchDir(prefix, what string) (string, error) {
 	sweepScratch(os.TempDir(), prefix)
 	start, ok := startTime(os.Getpid())
 	if !ok {
-		return "", fmt.Errorf("scratch directory: cannot read this process's start time in /proc")
+		return "", fmt.Errorf("cannot make %s: cannot read this process's start time in /proc", what)
 	}
-	return os.MkdirTemp("", prefix+strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(start, 10)+"-")
+	dir, err := os.MkdirTemp("", prefix+strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(start, 10)+"-")
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot make %s in %s: %w", what, os.TempDir(), err)
+	}
+	return dir, nil
 }
 
 // sweepScratch removes dir's prefix-PID-START-* directories, owned by

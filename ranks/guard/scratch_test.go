@@ -32,7 +32,7 @@ func TestScratchDirSweepsTheDead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir, err := ScratchDir("prsh-x-")
+	dir, err := ScratchDir("prsh-x-", "a test directory")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,5 +48,16 @@ func TestScratchDirSweepsTheDead(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(tmp, name)); err != nil {
 			t.Errorf("%s was removed: %v", name, err)
 		}
+	}
+}
+
+// TestScratchDirError: a directory that cannot be made is named by what
+// it is for and where it was to be, with the system's cause.
+func TestScratchDirError(t *testing.T) {
+	tmp := filepath.Join(t.TempDir(), "missing")
+	t.Setenv("TMPDIR", tmp)
+	_, err := ScratchDir("prsh-x-", "a test directory")
+	if want := "cannot make a test directory in " + tmp + ": no such file or directory"; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
 	}
 }
