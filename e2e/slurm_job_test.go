@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"prsh/job/binding"
 	"prsh/testbed"
+	"prsh/testbed/slurm"
 )
 
 // TestBindWithinAffinityMask: mpirun started under taskset binds its
@@ -70,4 +74,87 @@ func lastCPU(t *testing.T) string {
 		t.Fatalf("cpus %q: %v", all, err)
 	}
 	return fmt.Sprint(ids[len(ids)-1])
+}
+
+// trapTERM is a rank that says when it starts and, trapping SIGTERM, says
+// once that it got it and on which node, then ends. Slurm signals every
+// process of the step, the ranks too, besides their orted: a rank may get
+// SIGTERM twice, as under Open MPI's orted.
+const trapTERM = `h=$(hostname); trap 'trap "" TERM; kill $! 2>/dev/null; echo "TERM on $h"; exit 0' TERM; echo started; while :; do sleep 1 & wait $!; done`
+
+// TestSlurmJob runs jobs inside a real Slurm (testbed/slurm) up to their
+// limits. The time limit (salloc -t 1, sbatch -t 1: Slurm's shortest, one
+// minute, ended within Slurm's 30 s check): every rank gets SIGTERM first
+// and can say so, mpirun says in one line why the job ended, and nothing
+// is left on any node.
+//
+// CPUs: testbed/slurm runs TaskPlugin=task/none, so its Slurm confines no
+// job to CPUs. task/cgroup would make cpusets in the host's one cgroup v1
+// hierarchy, named by node and job id (slurm_node1/uid_0/job_1), which
+// clusters running at once would share; task/affinity binds no task that
+// srun starts with --cpu-bind=none, as the daemons' steps are.
+// TestBindWithinAffinityMask covers the confinement with taskset.
+func TestSlurmJob(t *testing.T) {
+	c := slurmCluster(t)
+	mpirun := filepath.Join(bin, "mpirun")
+	t.Run("time limit", func(t *testing.T) {
+		t.Run("salloc", func(t *testing.T) {
+			t.Parallel()
+			res := inSlurmFor(t, c, 3*time.Minute, "salloc", "-Q", "-t", "1", "-N", "2", "--ntasks-per-node=1", mpirun, "sh", "-c", trapTERM)
+			checkTimeLimit(t, res.status, res.stdout, res.stderr, ortedTERM)
+		})
+		t.Run("sbatch", func(t *testing.T) {
+			t.Parallel()
+			out, errs := filepath.Join(c.Dir(), "timelimit.out"), filepath.Join(c.Dir(), "timelimit.err")
+			res := inSlurmFor(t, c, 3*time.Minute, "sbatch", "-Q", "--wait", "-t", "1", "-N", "2", "--ntasks-per-node=1", "-o", out, "-e", errs,
+				"--wrap", mpirun+" sh -c '"+strings.ReplaceAll(trapTERM, "'", `'\''`)+"'")
+			stdout, err1 := os.ReadFile(out)
+			stderr, err2 := os.ReadFile(errs)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			// mpirun, in the batch step, gets the SIGTERM too.
+			checkTimeLimit(t, res.status, string(stdout), string(stderr),
+				ortedTERM+`|^mpirun: caught SIGTERM, terminating the job$`)
+		})
+	})
+	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
+		t.Errorf("left running: %v", left)
+	}
+}
+
+// ortedTERM is mpirun's line when an orted got Slurm's SIGTERM.
+const ortedTERM = `^mpirun: node[12]: orted got SIGTERM from Slurm \(job \d+'s time limit or scancel\), terminating the job$`
+
+// checkTimeLimit: both ranks started and got SIGTERM, and mpirun wrote
+// one line saying Slurm ended the job.
+func checkTimeLimit(t *testing.T, status int, stdout, stderr, line string) {
+	t.Helper()
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", status, stdout, stderr)
+	checkLines(t, stdout, []string{"started", "started", "TERM on node1", "TERM on node2"})
+	if status == 0 {
+		t.Errorf("exit 0 at the time limit")
+	}
+	checkMpirunLine(t, stderr, line)
+}
+
+// inSlurmFor is inSlurm for a command that runs up to patience.
+func inSlurmFor(t *testing.T, c *slurm.Cluster, patience time.Duration, argv ...string) slurmResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	cmd := c.Command(ctx, argv...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := slurmResult{stdout.String(), stderr.String(), 0}
+	if ee, ok := err.(*exec.ExitError); ok {
+		res.status = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%q: %v", argv, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%q did not end within %v; stderr:\n%s", argv, patience, res.stderr)
+	}
+	return res
 }
