@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,8 +83,8 @@ func lastCPU(t *testing.T) string {
 // SIGTERM twice, as under Open MPI's orted.
 const trapTERM = `h=$(hostname); trap 'trap "" TERM; kill $! 2>/dev/null; echo "TERM on $h"; exit 0' TERM; echo started; while :; do sleep 1 & wait $!; done`
 
-// TestSlurmJob runs jobs inside a real Slurm (testbed/slurm) up to their
-// limits. The time limit (salloc -t 1, sbatch -t 1: Slurm's shortest, one
+// TestSlurmJob runs jobs inside a real Slurm (testbed/slurm) as an
+// ordinary user, and up to their limits. The time limit (salloc -t 1, sbatch -t 1: Slurm's shortest, one
 // minute, ended within Slurm's 30 s check): every rank gets SIGTERM first
 // and can say so, mpirun says in one line why the job ended, and nothing
 // is left on any node.
@@ -95,8 +96,9 @@ const trapTERM = `h=$(hostname); trap 'trap "" TERM; kill $! 2>/dev/null; echo "
 // srun starts with --cpu-bind=none, as the daemons' steps are.
 // TestBindWithinAffinityMask covers the confinement with taskset.
 func TestSlurmJob(t *testing.T) {
-	c := slurmCluster(t)
+	c := slurmClusterForUsers(t)
 	mpirun := filepath.Join(bin, "mpirun")
+	t.Run("ordinary user", func(t *testing.T) { testAsUser(t, c, mpirun) })
 	t.Run("time limit", func(t *testing.T) {
 		t.Run("salloc", func(t *testing.T) {
 			t.Parallel()
@@ -157,4 +159,85 @@ func inSlurmFor(t *testing.T, c *slurm.Cluster, patience time.Duration, argv ...
 		t.Fatalf("%q did not end within %v; stderr:\n%s", argv, patience, res.stderr)
 	}
 	return res
+}
+
+// asUser runs a command as nobody (uid and gid 65534, no other group),
+// an account every Linux has: an ordinary user without a home.
+var asUser = []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}
+
+// testAsUser runs TestSlurm's main cases through salloc as an ordinary
+// user: the daemons and ranks run as that user, and nothing is left.
+func testAsUser(t *testing.T, c *slurm.Cluster, mpirun string) {
+	salloc := append(slices.Clone(asUser), "salloc", "-Q", "-N", "4", "--ntasks-per-node=2", mpirun)
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"hostname", func(t *testing.T) {
+			res := inSlurm(t, c, append(salloc, "sh", "-c", "echo $(hostname) $(id -u)")...)
+			wantSuccess(t, res)
+			var want []string
+			for r := range 8 {
+				want = append(want, fmt.Sprintf("node%d 65534", r/2+1))
+			}
+			checkLines(t, res.stdout, want)
+		}},
+		{"MPICH program", func(t *testing.T) {
+			hello := mpich(t, "hello")
+			res := inSlurm(t, c, append(salloc, hello)...)
+			wantSuccess(t, res)
+			var want []string
+			for r := range 8 {
+				want = append(want, fmt.Sprintf("rank %d of 8 sum 28", r))
+			}
+			checkLines(t, res.stdout, want)
+		}},
+		{"scancel", func(t *testing.T) { testScancel(t, c, salloc) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(t)
+			if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
+				t.Errorf("left running: %v", left)
+			}
+		})
+	}
+}
+
+// slurmClusterForUsers is slurmCluster in a directory any user may read
+// (slurm.conf), with the daemons' directory readable too, so that an
+// ordinary user can run salloc, mpirun and orted. The directory is kept
+// for its logs when the test fails.
+func slurmClusterForUsers(t *testing.T) *slurm.Cluster {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a Slurm cluster on the testbed needs root (private namespaces)")
+	}
+	if err := slurm.Available(); err != nil {
+		t.Skipf("no Slurm cluster on this machine: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "prsh-slurm-job-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		}
+	})
+	// bin's race reports come from the daemons of every user.
+	for path, mode := range map[string]os.FileMode{dir: 0o755, bin: 0o755, raceLogs: 0o1777} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := slurm.Start(slurm.Config{Nodes: 4, CPUs: 2, Dir: dir, Shared: []string{bin}})
+	if err != nil {
+		t.Fatalf("starting Slurm: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing Slurm: %v", err)
+		}
+	})
+	return c
 }

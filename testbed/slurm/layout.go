@@ -64,8 +64,13 @@ func (l layout) write(cpus int) error {
 			return err
 		}
 	}
-	// munged refuses a key or socket directory others may write or read.
-	if err := os.MkdirAll(l.mungeDir(), 0o700); err != nil {
+	// munged refuses a key or socket directory others may write; others
+	// may pass through it (not list it) to reach the socket, so that any
+	// user can run salloc, while the key stays 0600.
+	if err := os.MkdirAll(l.mungeDir(), 0o711); err != nil {
+		return err
+	}
+	if err := os.Chmod(l.mungeDir(), 0o711); err != nil {
 		return err
 	}
 	for i := 1; i <= l.nodes; i++ {
