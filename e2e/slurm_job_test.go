@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,6 +76,29 @@ func lastCPU(t *testing.T) string {
 		t.Fatalf("cpus %q: %v", all, err)
 	}
 	return fmt.Sprint(ids[len(ids)-1])
+}
+
+// TestOrtedSIGTERM: an orted that gets SIGTERM (what Slurm sends its
+// steps; here by hand, on the testbed's ssh nodes) passes it to its ranks,
+// which trap it, and mpirun ends the job with one line naming the node,
+// exit 143, nothing left running.
+func TestOrtedSIGTERM(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	trap := `trap 'trap "" TERM; kill $! 2>/dev/null; echo "TERM $PRSH_RANK"; exit 0' TERM; echo started; while :; do sleep 1 & wait $!; done`
+	cmd, stdout, stderr := startMpirun(t, c, "sh", "-c", trap)
+	stdout.waitFor(t, "started\nstarted\n")
+	if err := syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if status := waitExit(t, cmd); status != 143 {
+		t.Errorf("exit %d, want 143", status)
+	}
+	checkLines(t, stdout.String(), []string{"started", "started", "TERM 0", "TERM 1"})
+	checkMpirunLine(t, stderr.String(), `^mpirun: node002: orted got SIGTERM, terminating the job$`)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Fatalf("left running: %+v", left)
+	}
 }
 
 // trapTERM is a rank that says when it starts and, trapping SIGTERM, says
