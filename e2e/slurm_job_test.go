@@ -113,16 +113,17 @@ const trapTERM = `h=$(hostname); trap 'trap "" TERM; kill $! 2>/dev/null; echo "
 // and can say so, mpirun says in one line why the job ended, and nothing
 // is left on any node.
 //
-// CPUs: testbed/slurm runs TaskPlugin=task/none, so its Slurm confines no
-// job to CPUs. task/cgroup would make cpusets in the host's one cgroup v1
-// hierarchy, named by node and job id (slurm_node1/uid_0/job_1), which
-// clusters running at once would share; task/affinity binds no task that
-// srun starts with --cpu-bind=none, as the daemons' steps are.
-// TestBindWithinAffinityMask covers the confinement with taskset.
+// CPUs: the cluster binds tasks (task/affinity), so a job of one task per
+// node has one CPU on each, the daemons' steps included; task/cgroup,
+// which confines through a cpuset, would put every cluster running at once
+// in the host's one cgroup hierarchy under the same names
+// (slurm_node1/uid_0/job_1), so it is left out. TestBindWithinAffinityMask
+// covers the same without Slurm, with taskset.
 func TestSlurmJob(t *testing.T) {
 	c := slurmClusterForUsers(t)
 	mpirun := filepath.Join(bin, "mpirun")
 	t.Run("ordinary user", func(t *testing.T) { testAsUser(t, c, mpirun) })
+	t.Run("binding inside the job's CPUs", func(t *testing.T) { testSlurmBinding(t, c, mpirun) })
 	t.Run("time limit", func(t *testing.T) {
 		t.Run("salloc", func(t *testing.T) {
 			t.Parallel()
@@ -183,6 +184,34 @@ func inSlurmFor(t *testing.T, c *slurm.Cluster, patience time.Duration, argv ...
 		t.Fatalf("%q did not end within %v; stderr:\n%s", argv, patience, res.stderr)
 	}
 	return res
+}
+
+// testSlurmBinding: in an allocation of one CPU per node, mpirun's ranks,
+// bound to a core or not, run on the CPUs Slurm gives its own tasks there
+// (srun), never on the node's others; two ranks on a node of one CPU
+// cannot each have a core, which one line says, naming the CPUs.
+func testSlurmBinding(t *testing.T, c *slurm.Cluster, mpirun string) {
+	cores, _ := machineCores(t)
+	if cores < 2 {
+		t.Skip("one core: an allocation cannot have fewer")
+	}
+	script := fmt.Sprintf(`show='echo $(hostname) $(grep Cpus_allowed_list /proc/self/status | cut -f2)'
+srun sh -c "$show"; echo ---
+%[1]s --bind-to core sh -c "$show"; echo ---
+%[1]s sh -c "$show"; echo ---
+%[1]s -np 4 --oversubscribe --bind-to core true; echo status=$?`, mpirun)
+	res := inSlurm(t, c, "salloc", "-Q", "-N", "2", "--ntasks-per-node=1", "sh", "-c", script)
+	blocks := strings.Split(res.stdout, "---\n")
+	if len(blocks) != 4 || len(lines(blocks[0])) != 2 || strings.Contains(blocks[0], ",") || strings.Contains(blocks[0], "-") {
+		t.Fatalf("srun's tasks should each have one CPU; stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	}
+	slurmCPUs := lines(blocks[0])
+	checkLines(t, blocks[1], slices.Clone(slurmCPUs))
+	checkLines(t, blocks[2], slices.Clone(slurmCPUs))
+	if blocks[3] != "status=255\n" {
+		t.Errorf("two ranks on one CPU: %q, want status=255", blocks[3])
+	}
+	checkMpirunLine(t, res.stderr, `^mpirun: node[12]: rank \d: cannot bind: 2 ranks but 1 cores to bind them to \(--bind-to core\); .*; the job may use cpus \d+ here$`)
 }
 
 // asUser runs a command as nobody (uid and gid 65534, no other group),
@@ -254,7 +283,7 @@ func slurmClusterForUsers(t *testing.T) *slurm.Cluster {
 			t.Fatal(err)
 		}
 	}
-	c, err := slurm.Start(slurm.Config{Nodes: 4, CPUs: 2, Dir: dir, Shared: []string{bin}})
+	c, err := slurm.Start(slurm.Config{Nodes: 4, CPUs: 2, Dir: dir, Shared: []string{bin}, BindTasks: true})
 	if err != nil {
 		t.Fatalf("starting Slurm: %v", err)
 	}
