@@ -164,7 +164,7 @@ func checkTimeLimit(t *testing.T, status int, stdout, stderr, line string) {
 	termed := regexp.MustCompile(`^TERM on node\d+$`)
 	if len(got) != 4 || got[0] == got[1] || !termed.MatchString(got[0]) || !termed.MatchString(got[1]) ||
 		got[2] != "started" || got[3] != "started" { // "TERM" sorts first
-		t.Errorf("stdout:\n%s\nwant two ranks started, then each saying TERM on its node", stdout)
+		t.Errorf("stdout:\n%s\nwant two ranks started, then each saying TERM on its node; stderr:\n%s", stdout, stderr)
 	}
 	if status == 0 {
 		t.Errorf("exit 0 at the time limit")
