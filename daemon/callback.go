@@ -145,8 +145,14 @@ func agentFor(job protocol.JobSpec, log hclog.Logger) (agent.Agent, error) {
 // whose parent listens at parent. The secret is not in it: it goes on the
 // child's stdin.
 func ortedArgv(job protocol.JobSpec, parent string, id int, host string) []string {
-	argv := []string{job.OrtedPath, "--protocol", strconv.Itoa(protocol.Version), "--parent", parent,
-		"--id", strconv.Itoa(id), "--node", host}
+	return ortedCommand(job, parent, "--id", strconv.Itoa(id), "--node", host)
+}
+
+// ortedCommand is the orted's command line with identity, the words that
+// say which daemon it is.
+func ortedCommand(job protocol.JobSpec, parent string, identity ...string) []string {
+	argv := []string{job.OrtedPath, "--protocol", strconv.Itoa(protocol.Version), "--parent", parent}
+	argv = append(argv, identity...)
 	if bounds := job.Timeouts.String(); bounds != "" {
 		argv = append(argv, "--timeouts", bounds)
 	}

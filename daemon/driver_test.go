@@ -88,7 +88,7 @@ var notThroughTheDriver = map[string]string{
 type scenario struct {
 	nodes, degree, ranks int
 	routed               string
-	skip, hold           bool
+	skip, hold, step     bool
 	rankMS               int // -1: until signalled
 	timeoutMS, graceMS   int
 	callbackMS, fences   int
@@ -150,6 +150,7 @@ func (sc *scenario) directive(f []string, line string) error {
 		sc.nodes, sc.degree, sc.routed = num("nodes"), num("degree"), cmpOr(kv["routed"], sc.routed)
 		_, sc.skip = kv["skip"]
 		_, sc.hold = kv["hold"]
+		_, sc.step = kv["step"]
 		if _, ok := kv["ranks"]; ok {
 			sc.ranks = num("ranks")
 		}
@@ -226,7 +227,7 @@ func (sc scenario) job() protocol.JobSpec {
 	return protocol.JobSpec{
 		Daemons: sc.nodes + 1, SpawnDegree: sc.degree, Routed: sc.routed, OrtedPath: "orted",
 		KillGraceMS: int64(sc.graceMS), Hosts: sim.Hosts(sc.nodes), ID: "driver-test",
-		SkipUnreachable: sc.skip, HoldLaunch: sc.hold, NoPMIx: true,
+		SkipUnreachable: sc.skip, HoldLaunch: sc.hold, NoPMIx: true, OneStep: sc.step,
 		Timeouts: timeouts.Timeouts{CallbackMS: int64(sc.callbackMS), PMIDrainMS: 500}.WithDefaults(),
 	}
 }
@@ -279,7 +280,7 @@ func (c *cluster) mpirunConfig(stdout, stderr *lockedBuffer, signals chan os.Sig
 	}
 	return Config{
 		ID: 0, Node: "mpirun", Secret: c.secret, Log: c.log.Named("mpirun"),
-		Network: c.net.Host(), Clock: c.clock, Ranks: c.starter(0), Agent: &fakeAgent{c: c},
+		Network: c.net.Host(), Clock: c.clock, Ranks: c.starter(0), Agent: c.rootAgent(),
 		Job: sc.job(), Nodes: nodes, App: app, Stdout: stdout, Stderr: stderr,
 		StopSelf: func() { c.stopped <- struct{}{} },
 		Signals:  signals, Start: c.clock.Now(), Timeout: time.Duration(sc.timeoutMS) * time.Millisecond,
@@ -385,6 +386,9 @@ func (c *cluster) checkOutcome(t *testing.T, code int, stderr string) {
 		if d != want {
 			t.Errorf("rank %d started on daemon %d, want %d", r, d, want)
 		}
+	}
+	if sc.step && c.groups.Load() != 1 {
+		t.Errorf("%d job steps started, want one for all the orteds", c.groups.Load())
 	}
 	done := make(chan struct{})
 	go func() { c.running.Wait(); close(done) }()

@@ -156,6 +156,8 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			}
 		case protocol.Spawn:
 			d.spawn(a.Node)
+		case protocol.SpawnStep:
+			d.spawnStep(a.Nodes)
 		case protocol.StopDaemon:
 			if p, ok := d.procs[a.ID]; ok && a.Kill {
 				go p.Kill()

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,6 +39,7 @@ type cluster struct {
 	ranksUp chan struct{}  // one token per rank started
 	stopped chan struct{}  // one token per time mpirun stopped itself
 	stops   int            // the times playTimed saw it stop
+	groups  atomic.Int32   // the job steps started (fakeGroup)
 }
 
 // fakeOrted is one in-process orted, seen as its parent's agent sees it.

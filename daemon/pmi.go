@@ -19,7 +19,7 @@ import (
 )
 
 // pmiFD is where a rank finds its PMI socket: the first descriptor after
-// stdio, passed through the rank's guard.
+// stdio, passed on by the node's guard.
 const pmiFD = 3
 
 // pmiSocket makes the socket pair of one rank's PMI connection: the

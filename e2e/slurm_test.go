@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,9 +38,25 @@ func TestSlurm(t *testing.T) {
 		}},
 		{"display-allocation says srun", func(t *testing.T) {
 			res := inSlurm(t, c, append(salloc, mpirun, "--display-allocation", "true")...)
-			if res.status != 0 || !strings.Contains(res.stderr, "mpirun: daemons start through srun, a job step per daemon in Slurm job ") {
-				t.Errorf("exit %d, stderr:\n%s\nwant it to say the daemons start through srun", res.status, res.stderr)
+			if res.status != 0 || !strings.Contains(res.stderr, "mpirun: daemons start through srun, one job step for all daemons in Slurm job ") {
+				t.Errorf("exit %d, stderr:\n%s\nwant it to say the daemons start through srun in one step", res.status, res.stderr)
 			}
+			res = inSlurm(t, c, append(salloc, mpirun, "--display-allocation", "--spawn-degree", "2", "true")...)
+			if res.status != 0 || !strings.Contains(res.stderr, "mpirun: daemons start through srun, a job step per daemon in Slurm job ") {
+				t.Errorf("exit %d, stderr:\n%s\nwant it to say the daemons start through srun, a step each", res.status, res.stderr)
+			}
+		}},
+		{"one job step for all daemons", func(t *testing.T) {
+			// While the ranks run, the allocation's one step is the
+			// daemons' (named orted, on all 4 nodes). The ranks wait for a
+			// file in the cluster's directory, which every node sees.
+			script := `echo started; until [ -e $STOP ]; do sleep 0.1; done`
+			check := fmt.Sprintf(`export STOP=%s; out=$(mktemp)
+%s sh -c '%s' >$out & pid=$!
+until [ "$(grep -c started $out)" = 8 ]; do sleep 0.1; done
+squeue -h -s -j $SLURM_JOB_ID -o '%%j %%N' | sort; touch $STOP; wait $pid; echo mpirun=$?; rm $out $STOP`, filepath.Join(c.Dir(), "stop"), mpirun, script)
+			res := inSlurm(t, c, append(salloc, "sh", "-c", check)...)
+			checkLines(t, res.stdout, []string{"orted node[1-4]", "mpirun=0"})
 		}},
 		{"sbatch mpirun hostname", func(t *testing.T) {
 			// mpirun runs on node1: it forks node1's orted, srun starts node2's.
@@ -73,16 +90,20 @@ func TestSlurm(t *testing.T) {
 			checkLines(t, res.stdout, want)
 		}},
 		{"Slurm variables per rank", func(t *testing.T) {
-			// A chain of daemons: each orted starts the next through srun.
+			// In one step for all daemons, and along a chain of daemons
+			// (each orted starts the next through srun).
 			script := `echo $(hostname) $SLURM_PROCID $SLURM_NTASKS $SLURM_LOCALID $SLURM_NODEID $SLURM_NNODES ` +
 				`step=$SLURM_STEP_ID$SLURM_STEPID$SLURM_STEP_NODELIST$SLURM_TASKS_PER_NODE$SLURM_CPU_BIND`
-			res := inSlurm(t, c, append(salloc, mpirun, "--spawn-degree", "1", "sh", "-c", script)...)
-			wantSuccess(t, res)
 			var want []string
 			for r := range 8 {
 				want = append(want, fmt.Sprintf("node%d %d 8 %d %d 4 step=", r/2+1, r, r%2, r/2))
 			}
-			checkLines(t, res.stdout, want)
+			for _, tree := range [][]string{nil, {"--spawn-degree", "1"}} {
+				args := append(append(append(slices.Clone(salloc), mpirun), tree...), "sh", "-c", script)
+				res := inSlurm(t, c, args...)
+				wantSuccess(t, res)
+				checkLines(t, res.stdout, want)
+			}
 		}},
 		{"other steps run meanwhile", func(t *testing.T) {
 			// While a job runs, a plain srun and a second mpirun in the same
@@ -98,6 +119,42 @@ kill -INT $pid; wait $pid; rm $out`, mpirun)
 			checkLines(t, res.stdout, []string{"node1", "node2", "srun=0", "second", "second", "mpirun=0"})
 		}},
 		{"scancel", func(t *testing.T) { testScancel(t, c, append(salloc, mpirun)) }},
+		{"mpirun interrupted or killed", func(t *testing.T) {
+			// Inside the allocation, before salloc's end would clean up:
+			// no daemon, rank, guard or srun is left on any node, nor a
+			// step, after mpirun's Ctrl-C and after its SIGKILL (srun's
+			// stdin, every orted's lifeline, closes with it).
+			for _, sig := range []struct{ name, status string }{{"INT", "130"}, {"KILL", "137"}} {
+				script := fmt.Sprintf(`out=$(mktemp)
+%s sh -c 'echo started; exec sleep 300' >$out & pid=$!
+until [ "$(grep -c started $out)" = 8 ]; do sleep 0.1; done
+ours() { ps -eo comm= | grep -cxE 'orted|sleep|srun|prsh-guard'; }
+echo before=$(ours | grep -vx 0 | wc -l)
+kill -%s $pid; wait $pid; echo status=$?
+for i in $(seq 200); do [ $(ours) = 0 ] && break; sleep 0.1; done
+echo left=$(ours) steps=$(squeue -h -s -j $SLURM_JOB_ID | wc -l); rm $out`, mpirun, sig.name)
+				res := inSlurm(t, c, append(salloc, "sh", "-c", script)...)
+				checkLines(t, res.stdout, []string{"before=1", "status=" + sig.status, "left=0 steps=0"})
+			}
+		}},
+		{"srun killed", func(t *testing.T) {
+			// Slurm ends the step's tasks on every node; mpirun names a
+			// node and what ended it.
+			script := fmt.Sprintf(`out=$(mktemp)
+%s sh -c 'echo started; exec sleep 300' >$out 2>$out.err & pid=$!
+until [ "$(grep -c started $out)" = 8 ]; do sleep 0.1; done
+pkill -KILL -x srun; wait $pid; echo status=$? >&2; cat $out.err >&2
+ours() { ps -eo comm= | grep -cxE 'orted|sleep|srun|prsh-guard'; }
+for i in $(seq 200); do [ $(ours) = 0 ] && break; sleep 0.1; done
+echo left=$(ours); rm $out $out.err`, mpirun)
+			res := inSlurm(t, c, append(salloc, "sh", "-c", script)...)
+			checkLines(t, res.stdout, []string{"left=0"})
+			status, line, _ := strings.Cut(res.stderr, "\n")
+			if status != "status=255" {
+				t.Errorf("mpirun's %s, want 255", status)
+			}
+			checkOneLine(t, line, `^mpirun: node\d: orted exited unexpectedly: signal KILL: it went to srun, which runs the daemons' job step$`)
+		}},
 		{"a node whose orted cannot start", func(t *testing.T) {
 			// orted is at /tmp/prsh/orted on every node but node3 (each
 			// node has a /tmp of its own).
@@ -115,6 +172,14 @@ kill -INT $pid; wait $pid; rm $out`, mpirun)
 				t.Errorf("exit 0 without node3's orted")
 			}
 			checkOneLine(t, res.stderr, `^mpirun: node3: orted exited before calling back: exit status \d+: execve\(\): /tmp/prsh/orted: No such file or directory$`)
+			// With --on-unreachable skip the job runs on the three others,
+			// and succeeds.
+			res = inSlurm(t, c, append(salloc, mpirun, "--orted", "/tmp/prsh/orted", "--on-unreachable", "skip", "hostname")...)
+			if res.status != 0 {
+				t.Errorf("--on-unreachable skip: exit %d", res.status)
+			}
+			checkOneLine(t, res.stderr, `^mpirun: warning: node3: orted exited before calling back: exit status \d+: execve\(\): /tmp/prsh/orted: No such file or directory \(left out: --on-unreachable skip\)$`)
+			checkLines(t, res.stdout, []string{"node1", "node1", "node2", "node2", "node4", "node4"})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

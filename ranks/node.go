@@ -11,17 +11,19 @@ import (
 	"prsh/ranks/guard"
 )
 
-// Node is the Starter of a node's real ranks: each a process under its
-// guard, in the job's cgroup where there can be one.
+// Node is the Starter of a node's real ranks: each a process started
+// by the node's guard, in the job's cgroup where there can be one.
 type Node struct {
 	log    hclog.Logger
 	report func(Event)
 
 	mu    sync.Mutex // the ranks' state, which their goroutines change
 	ranks map[int]*rank
+	guard *guard.Guard // the node's guard, once started, until it ends
+	// heardAt is when the guard last reported, for watchAnswers.
+	heardAt time.Time
 
-	cgroup      *guard.Cgroup // the job's cgroup on this node, where there can be one
-	cgroupHolds bool          // a guard has started in the cgroup: the kernel can start processes there
+	cgroup *guard.Cgroup // the job's cgroup on this node, where there can be one
 	// oomExplained is how many of the job cgroup's OOM kills explain
 	// a rank's end (oom.go).
 	oomExplained int
@@ -30,11 +32,19 @@ type Node struct {
 	oomUncounted bool
 }
 
-// rank is one started rank.
+// rank is one rank handed to the guard.
 type rank struct {
-	id        int
-	guard     *guard.Guard
-	reaped    bool
+	id    int
+	guard *guard.Guard
+	att   Attachment
+	// answer is the guard's answer to its start.
+	answer chan guard.Report
+	// settled is closed once its start is settled: the daemon's hook
+	// on its start or failure has run.
+	settled   chan struct{}
+	pid       int  // its process, and process group, once it runs
+	exited    bool // the guard reported its end, or itself ended
+	reaped    bool // its end has been seen to
 	groupGone bool // reaped, and nothing left in its process group
 	openPipes int
 	oom       oomCount // its OOM kills, where the job cgroup counts them
@@ -46,18 +56,20 @@ func NewNode(log hclog.Logger, report func(Event)) *Node {
 	return &Node{log: log, report: report, ranks: map[int]*rank{}}
 }
 
-// Signal signals every rank's process group (Starter).
+// Signal signals every rank's process group (Starter); SIGKILL also
+// has the guard kill all it started.
 func (n *Node) Signal(sig syscall.Signal) {
 	if sig == syscall.SIGKILL && n.cgroup != nil {
 		n.cgroup.Kill()
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	for _, r := range n.ranks {
 		r.signalGroup(sig)
-		if sig == syscall.SIGKILL {
-			r.guard.End()
-		}
+	}
+	g := n.guard
+	n.mu.Unlock()
+	if sig == syscall.SIGKILL && g != nil {
+		g.Kill()
 	}
 }
 
@@ -68,13 +80,20 @@ func (n *Node) Signal(sig syscall.Signal) {
 func (n *Node) Live(id int) bool {
 	n.mu.Lock()
 	r, ok := n.ranks[id]
-	reaped := ok && r.reaped
+	running := ok && r.pid != 0 && !r.exited
 	n.mu.Unlock()
-	return ok && !reaped && !r.guard.RankExiting()
+	return running && !r.guard.RankExiting(r.pid)
 }
 
-// Close removes the job's cgroup, killing what is left in it (Starter).
+// Close ends the guard, which kills what is left under it, and removes
+// the job's cgroup, killing what is left in it (Starter).
 func (n *Node) Close() {
+	n.mu.Lock()
+	g := n.guard
+	n.mu.Unlock()
+	if g != nil {
+		g.End()
+	}
 	if n.cgroup == nil {
 		return
 	}
@@ -88,10 +107,10 @@ func (n *Node) Close() {
 // its number is free for the system to give to someone else's group.
 // Called under the Node's lock.
 func (r *rank) signalGroup(sig syscall.Signal) {
-	if r.groupGone {
+	if r.groupGone || r.pid == 0 {
 		return
 	}
-	if err := syscall.Kill(-r.guard.Cmd.Process.Pid, sig); errors.Is(err, syscall.ESRCH) && r.reaped {
+	if err := syscall.Kill(-r.pid, sig); errors.Is(err, syscall.ESRCH) && r.reaped {
 		r.groupGone = true
 	}
 }
@@ -118,35 +137,43 @@ func (n *Node) pipeClosed(r *rank) {
 }
 
 // openCgroup makes the job's cgroup, where cgroup v2 is delegated to us;
-// elsewhere the guards alone contain the ranks.
+// elsewhere the guard alone contains the ranks.
 func (n *Node) openCgroup() {
 	if n.cgroup != nil {
 		return
 	}
 	cg, err := guard.NewCgroup()
 	if err != nil {
-		n.log.Debug("no job cgroup: the rank guards alone contain the ranks", "error", err)
+		n.log.Debug("no job cgroup: the guard alone contains the ranks", "error", err)
 		return
 	}
 	n.log.Debug("job cgroup", "dir", cg.Dir())
 	n.cgroup = cg
 }
 
-// checkCgroup learns from the guard just started whether the kernel
-// starts processes in the job's cgroup (Linux 5.7 and later, clone3 not
-// filtered). If the first guard could not start in it, the node does
-// without; a later guard that could not (a transient fork failure) runs
-// outside it, beside the guards already in it.
-func (n *Node) checkCgroup(g *guard.Guard) {
-	switch {
-	case n.cgroup == nil:
-	case g.OutsideCgroup == nil:
-		n.cgroupHolds = true
-	case !n.cgroupHolds:
-		n.log.Debug("no job cgroup: cannot start a process in it (Linux < 5.7, or clone3 filtered); the rank guards alone contain the ranks", "error", g.OutsideCgroup)
-		n.Close()
-		n.cgroup = nil
-	default:
-		n.log.Warn("a rank's guard runs outside the job cgroup", "error", g.OutsideCgroup)
+// startGuard starts the node's guard unless it runs, in the job's
+// cgroup where there is one: the ranks it starts are born there. A
+// guard that could not start in it (Linux < 5.7, clone3 filtered) runs
+// outside it, and the node does without.
+func (n *Node) startGuard(stoppedLimit time.Duration) (*guard.Guard, error) {
+	n.mu.Lock()
+	g := n.guard
+	n.mu.Unlock()
+	if g != nil {
+		return g, nil
 	}
+	g, err := guard.Start(stoppedLimit, n.cgroup)
+	if err != nil {
+		return nil, err
+	}
+	if n.cgroup != nil && g.OutsideCgroup != nil {
+		n.log.Debug("no job cgroup: cannot start a process in it (Linux < 5.7, or clone3 filtered); the guard alone contains the ranks", "error", g.OutsideCgroup)
+		n.cgroup.Remove(2 * time.Second)
+		n.cgroup = nil
+	}
+	n.mu.Lock()
+	n.guard = g
+	n.mu.Unlock()
+	go n.listen(g)
+	return g, nil
 }

@@ -7,9 +7,9 @@
 // socket end the rank inherits, the variables that find its server, and
 // hooks on its life.
 //
-// Each rank runs under a guard (ranks/guard) that keeps anything it
-// started from outliving the job; the job's cgroup, where there is one,
-// holds them all.
+// The node's ranks are started by its guard (ranks/guard), one process
+// per node that keeps anything they started from outliving the job; the
+// job's cgroup, where there is one, holds them all.
 package ranks
 
 import (
@@ -36,8 +36,8 @@ type Starter interface {
 	// Live says whether a rank runs and has not begun to exit.
 	Live(rank int) bool
 	// Close lets go of the node's job resources when the daemon ends:
-	// its cgroup, killing what is left in it (without one, the guards
-	// end their ranks when the daemon exits).
+	// its guard, which kills what is left under it, and its cgroup,
+	// killing what is left in it.
 	Close()
 }
 
@@ -82,8 +82,8 @@ type Request struct {
 	// Input takes the write end of the stdin of every rank whose Stdin
 	// is set; the others read /dev/null.
 	Input Inputs
-	// GuardStopped is how long a rank's guard lets this daemon stay
-	// stopped before it kills it and the rank (the job's guard-stopped
+	// GuardStopped is how long the node's guard lets this daemon stay
+	// stopped before it kills it and the ranks (the job's guard-stopped
 	// bound).
 	GuardStopped time.Duration
 	// Attach gives a rank whose program was found what the daemon hands

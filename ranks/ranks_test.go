@@ -259,6 +259,27 @@ func TestNotStarted(t *testing.T) {
 	}
 }
 
+// TestSilentGuardKilled: a guard that stops answering (stopped by hand)
+// holds no start for ever: silent for the guard-stopped bound, it is
+// killed, the rank waiting fails naming it, and the rank it ran ends.
+func TestSilentGuardKilled(t *testing.T) {
+	d := newDaemon(t)
+	if failed := d.node.Start(d.request(nil, "exec sleep 60")); len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	syscall.Kill(d.node.guard.Pid(), syscall.SIGSTOP)
+	req := d.request(nil, "", "exit 0")
+	req.Ranks = req.Ranks[1:]
+	req.GuardStopped = 300 * time.Millisecond
+	failed := d.node.Start(req)
+	if len(failed) != 1 || failed[0].Rank != 1 || !strings.HasPrefix(failed[0].Err, "the ranks' guard was killed by signal") {
+		t.Fatalf("not started %+v, want rank 1 failed by the guard's kill", failed)
+	}
+	if e := d.ended(t, 1)[0]; e.Status == 0 {
+		t.Errorf("the running rank of the killed guard: %+v", e)
+	}
+}
+
 // TestSignalGroupForgetsEmptyGroups: a reaped rank's process group is
 // signalled while something it left behind lives in it, and never again
 // once it is empty, since its number may then go to a stranger's group.
@@ -270,7 +291,7 @@ func TestSignalGroupForgetsEmptyGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd.Wait()
-		return &rank{guard: &guard.Guard{Cmd: cmd}, reaped: true}
+		return &rank{pid: cmd.Process.Pid, reaped: true}
 	}
 
 	alone := start("exit 0")

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
+	"time"
 
 	"prsh/errmgr/status"
 	"prsh/iof"
@@ -12,114 +12,173 @@ import (
 	"prsh/ranks/guard"
 )
 
-// Start starts the node's ranks in order (Starter). A rank that cannot be
-// bound does not start: a silent unbound run is not what the user asked
-// for.
+// Start starts the node's ranks in order (Starter): each is handed to the
+// node's guard, then their answers are awaited, so that the guard starts
+// one while the daemon readies the next. A rank that cannot be bound
+// does not start: a silent unbound run is not what the user asked for.
 func (n *Node) Start(req Request) []NotStarted {
-	if len(req.Ranks) > 0 {
-		n.openCgroup()
+	if len(req.Ranks) == 0 {
+		return nil
+	}
+	n.openCgroup()
+	g, err := n.startGuard(req.GuardStopped)
+	if err == nil {
+		defer n.watchAnswers(g, req.GuardStopped)()
 	}
 	bound, bindErr := bindRanks(req.Bind, len(req.Ranks))
-	var failed []NotStarted
+	if err == nil {
+		err = bindErr
+	}
+	failed := make([]*NotStarted, len(req.Ranks))
+	handed := make([]*handed, len(req.Ranks))
 	for local, r := range req.Ranks {
-		err := bindErr
 		if err == nil {
-			err = n.startRank(req, local, bound[local])
-		}
-		if err != nil {
-			failed = append(failed, NotStarted{Rank: r.ID, Status: status.ExecStatus(err), Err: err.Error()})
+			handed[local], failed[local] = n.hand(g, req, local, bound[local])
+		} else {
+			failed[local] = &NotStarted{Rank: r.ID, Status: status.ExecStatus(err), Err: err.Error()}
 		}
 	}
-	return failed
+	var notStarted []NotStarted
+	for local := range req.Ranks {
+		if handed[local] != nil {
+			failed[local] = n.settle(req, handed[local])
+		}
+		if failed[local] != nil {
+			notStarted = append(notStarted, *failed[local])
+		}
+	}
+	return notStarted
 }
 
-// startRank finds the rank's program, has the daemon attach it, and
-// starts it under its guard.
-func (n *Node) startRank(req Request, local int, bound binding.Binding) error {
-	r := req.Ranks[local]
-	cmd, err := r.Program.command()
-	if err != nil {
-		return err
-	}
-	att, err := req.Attach(r.ID)
-	if err != nil {
-		return err
-	}
-	cmd.ExtraFiles = att.Files
-	cmd.Env = append(append(req.slurmTaskEnv(cmd.Env, local), req.rankEnv(local)...), att.Env...)
-	err = n.startGuarded(req, local, bound, cmd, att)
-	for _, f := range att.Files {
-		f.Close() // the rank has its copies
-	}
-	if err != nil {
-		call(att.Failed)
-		return err
-	}
-	call(att.Started)
-	return nil
+// watchAnswers kills guard g if it stays silent for limit while a start
+// waits on it (a guard stopped by hand, or stuck in the kernel): the
+// daemon's loop must not wait on it for ever. The listener then fails
+// the ranks with the guard's status. Slow is not failed: each report
+// heard from the guard starts the bound again. The returned func ends
+// the watch.
+func (n *Node) watchAnswers(g *guard.Guard, limit time.Duration) (stop func()) {
+	done := make(chan struct{})
+	n.mu.Lock()
+	n.heardAt = time.Now()
+	n.mu.Unlock()
+	go func() {
+		tick := time.NewTicker(max(limit/4, 10*time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			n.mu.Lock()
+			silent := time.Since(n.heardAt)
+			n.mu.Unlock()
+			if silent >= limit {
+				n.log.Warn("the ranks' guard gave no answer; killing it", "pid", g.Pid(), "silent", silent)
+				g.KillProcess()
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
-// startGuarded starts the rank's command under a guard, in its own process
-// group (so that a signal reaches what it started too), in the job's
-// cgroup where there is one, with its output on pipes read until EOF
+// handed is a rank handed to the guard, with the daemon's ends of its
+// pipes.
+type handed struct {
+	r   *rank
+	out *pipes
+}
+
+// hand finds the rank's program, has the daemon attach it, and asks the
+// guard to start it, in its own process group (so that a signal reaches
+// what it started too), with its output on pipes read until EOF
 // whatever happens to the process.
-func (n *Node) startGuarded(req Request, local int, bound binding.Binding, cmd *exec.Cmd, att Attachment) error {
-	g, err := guard.GuardCommand(cmd, req.GuardStopped)
+func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Binding) (*handed, *NotStarted) {
+	id := req.Ranks[local].ID
+	notStarted := func(err error) *NotStarted {
+		return &NotStarted{Rank: id, Status: status.ExecStatus(err), Err: err.Error()}
+	}
+	cmd, err := req.Ranks[local].Program.command()
 	if err != nil {
-		return err
+		return nil, notStarted(err)
 	}
-	if n.cgroup != nil {
-		n.cgroup.Place(g.Cmd)
+	att, err := req.Attach(id)
+	if err != nil {
+		return nil, notStarted(err)
 	}
+	defer closeAll(att.Files...) // the guard has its copies
 	out, err := newPipes(req.MergeStderr, req.Ranks[local].Stdin)
 	if err != nil {
-		g.Close()
-		return fmt.Errorf("cannot run %s: %w", cmd.Args[0], err)
+		call(att.Failed)
+		return nil, notStarted(fmt.Errorf("cannot run %s: %w", cmd.Args[0], err))
 	}
-	out.attach(g.Cmd)
-	id := req.Ranks[local].ID
 	if req.Bind.Report {
 		err = out.report(bindingLine(req.Node, id, bound))
 	}
-	oom, counted := n.oomCountBefore()
+	var r *rank
 	if err == nil {
-		g.BindTo(bound.CPUs)
-		err = g.Start()
-	} else {
-		g.Close()
+		r = n.track(g, id, att)
+		err = g.StartRank(guard.RankStart{Rank: id, Path: cmd.Path, Args: cmd.Args, Dir: cmd.Dir, CPUs: bound.CPUs,
+			Env:   append(append(req.slurmTaskEnv(cmd.Env, local), req.rankEnv(local)...), att.Env...),
+			Stdin: out.childIn, Stdout: out.childOut, Stderr: out.childStderr(), Files: att.Files})
 	}
 	out.closeChildEnds()
 	if err != nil {
+		if r != nil {
+			n.forget(r)
+		}
 		out.closeOurs()
-		return fmt.Errorf("cannot run %s: %w", cmd.Args[0], err)
+		call(att.Failed)
+		return nil, notStarted(fmt.Errorf("cannot run %s: %w", cmd.Args[0], err))
 	}
-	n.checkCgroup(g)
-	r := &rank{id: id, guard: g, openPipes: 2}
-	if counted && n.cgroup != nil && g.OutsideCgroup == nil {
+	return &handed{r: r, out: out}, nil
+}
+
+// track notes a rank about to be handed to the guard, whose reports on
+// it may come at once.
+func (n *Node) track(g *guard.Guard, id int, att Attachment) *rank {
+	r := &rank{id: id, guard: g, att: att, answer: make(chan guard.Report, 1), settled: make(chan struct{}), openPipes: 2}
+	if oom, counted := n.oomCountBefore(); counted {
 		r.oom = oom
 	}
-	n.watch(req, r, out, att)
+	n.mu.Lock()
+	n.ranks[id] = r
+	n.mu.Unlock()
+	return r
+}
+
+func (n *Node) forget(r *rank) {
+	n.mu.Lock()
+	delete(n.ranks, r.id)
+	n.mu.Unlock()
+}
+
+// settle awaits the guard's answer to a rank's start: a rank that runs
+// is watched, and the daemon's hook says so; one that did not start is
+// returned.
+func (n *Node) settle(req Request, h *handed) *NotStarted {
+	defer close(h.r.settled)
+	answer := <-h.r.answer // the guard's, or the listener's when the guard ended
+	if answer.Kind != guard.Running {
+		n.forget(h.r)
+		h.out.closeOurs()
+		call(h.r.att.Failed)
+		return &NotStarted{Rank: h.r.id, Status: answer.Status, Err: answer.Err}
+	}
+	n.watch(req, h.r, h.out)
+	call(h.r.att.Started)
 	return nil
 }
 
-// watch reads the started rank's output, hands its stdin to the daemon,
-// and reports its end.
-func (n *Node) watch(req Request, r *rank, out *pipes, att Attachment) {
-	n.mu.Lock()
-	n.ranks[r.id] = r
-	n.mu.Unlock()
+// watch reads the started rank's output and hands its stdin to the
+// daemon.
+func (n *Node) watch(req Request, r *rank, out *pipes) {
 	if out.stdin != nil {
 		req.Input.AddRank(r.id, out.stdin)
 	}
 	n.pump(req.Output, r, iof.Stdout, out.stdout)
 	n.pump(req.Output, r, iof.Stderr, out.stderr)
-	go func() {
-		ws := r.guard.Wait()
-		call(att.Ended)
-		n.reaped(r)
-		n.report(Exited{Rank: r.id, Status: status.ExitStatus(ws), How: n.describe(r, ws)})
-		r.guard.Reap() // once what the rank left behind is gone
-	}()
 }
 
 func (n *Node) pump(sink iof.Sink, r *rank, stream iof.Stream, pipe *os.File) {
@@ -158,24 +217,17 @@ func newPipes(merged, stdin bool) (*pipes, error) {
 	return p, nil
 }
 
-// attach gives cmd the child's ends.
-func (p *pipes) attach(cmd *exec.Cmd) {
-	cmd.Stdout, cmd.Stderr = p.childOut, p.childErr
+// childStderr is where the child's stderr goes.
+func (p *pipes) childStderr() *os.File {
 	if p.merged {
-		cmd.Stderr = p.childOut
+		return p.childOut
 	}
-	if p.childIn != nil {
-		cmd.Stdin = p.childIn
-	}
+	return p.childErr
 }
 
 // report writes a line of ours where the rank's stderr goes.
 func (p *pipes) report(line string) error {
-	w := p.childErr
-	if p.merged {
-		w = p.childOut
-	}
-	_, err := io.WriteString(w, line)
+	_, err := io.WriteString(p.childStderr(), line)
 	return err
 }
 

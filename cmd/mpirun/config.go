@@ -63,7 +63,7 @@ func request(c *cli.Context) plan.Request {
 			Envall: c.Bool("envall"), Envnone: c.Bool("envnone"),
 			FirstProgramFlags: given(c, "envall", "envnone", "envlist"),
 		},
-		SpawnDegree: c.String("spawn-degree"), SpawnHopHint: c.Duration("spawn-hop-hint"),
+		SpawnDegree: c.String("spawn-degree"), SpawnDegreeSet: c.IsSet("spawn-degree"), SpawnHopHint: c.Duration("spawn-hop-hint"),
 		SpawnCostHint: c.Duration("spawn-cost-hint"),
 		Routed:        c.String("routed"), RoutedRadix: c.Int("routed-radix"),
 		LaunchAgent: c.String("launch-agent"), Launcher: c.String("launcher"), SSHConfig: c.String("ssh-config"),

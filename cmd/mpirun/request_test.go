@@ -54,7 +54,7 @@ func TestRequest(t *testing.T) {
 			Env: []string{"E=e"}, Envlist: []string{"M"}, MCA: []string{"btl=tcp"}, GMCA: []string{"ess=env"},
 			Genvnone: true, Envall: true, FirstProgramFlags: []string{"envall", "envlist"},
 		},
-		SpawnDegree: "auto", SpawnHopHint: time.Second, SpawnCostHint: 2 * time.Millisecond,
+		SpawnDegree: "auto", SpawnDegreeSet: true, SpawnHopHint: time.Second, SpawnCostHint: 2 * time.Millisecond,
 		Routed: "binomial", RoutedRadix: 3, LaunchAgent: "ssh", Launcher: "slurm", SSHConfig: "sc", SSHSystemConfig: "none",
 		SSHConnectTimeout: 4 * time.Second, SSHMaxSessions: 5, CallbackTimeout: 6 * time.Second,
 		KillGrace: 7 * time.Second, Timeouts: "silence=8s", OnUnreachable: "skip", HoldLaunch: true, PMIx: "on", PortRange: "1-2",
@@ -72,7 +72,7 @@ func TestRequestDefaults(t *testing.T) {
 	t.Setenv("MPIEXEC_PORT_RANGE", "3000:3100")
 	t.Setenv("MPIEXEC_TIMEOUT", "60")
 	req := parse(t, "mpirun ./prog")
-	if req.SpawnDegree != "32" || req.Routed != "radix" || req.Placement.MapBy != "slot" || req.Placement.MapBySet ||
+	if req.SpawnDegree != "32" || req.SpawnDegreeSet || req.Routed != "radix" || req.Placement.MapBy != "slot" || req.Placement.MapBySet ||
 		req.NPSet || req.Stdin != "0" || req.PMIx != "auto" || req.LogLevel != "warn" || req.OnUnreachable != "abort" ||
 		req.SSHMaxSessions != 64 || req.CallbackTimeout != 30*time.Second || req.PortRange != "3000:3100" || req.Timeout != "60" {
 		t.Errorf("defaults: %+v", req)

@@ -3,7 +3,12 @@
 //
 //	orted --protocol V --parent tcp://IP:PORT --id N --node NAME [--timeouts LIST] [--log-level L] [--port-range LO-HI]
 //
-// and reads the job's secret as the first line of its standard input, which
+// or, as one task of a Slurm job step that starts the orteds of many
+// nodes with one argv, with --slurm-step instead of --id and --node: it
+// is the node SLURMD_NODENAME, and its id is that node's in the hosts
+// table on the line after the secret (daemon.StepTable).
+//
+// It reads the job's secret as the first line of its standard input, which
 // then stays open: when it closes, the parent is gone and orted ends
 // everything it started. The rest of the job comes from the parent over the
 // authenticated connection.
@@ -31,11 +36,12 @@ import (
 	"prsh/internal/tcp"
 	"prsh/internal/timeouts"
 	"prsh/ranks/guard"
+	"prsh/spawn/agent"
 	"prsh/transport"
 )
 
 // It parses its flags with the standard library rather than urfave/cli,
-// as mpirun does: orted also starts once per rank as the rank's guard
+// as mpirun does: orted also starts once per node as the node's guard
 // where no prsh-guard binary is beside it, and cli's package
 // initialisation (its man-page generator) made every start several times
 // slower.
@@ -54,6 +60,7 @@ func main() {
 	parent := flags.String("parent", "", "contact address of the parent daemon (required)")
 	id := flags.Int("id", -1, "this daemon's id in the job (required)")
 	node := flags.String("node", "", "this node's name as the job knows it (required)")
+	inStep := flags.Bool(strings.TrimPrefix(daemon.SlurmStepFlag, "--"), false, "one task of a Slurm job step: the node is SLURMD_NODENAME, its id is in the hosts table after the secret (instead of --id and --node)")
 	bind := flags.String("bind", "", "IP address to listen on (default: the address the node was reached on)")
 	level := flags.String("log-level", "warn", "trace, debug, info, warn, error or off")
 	portRange := flags.String("port-range", "", "listen on a port of LO-HI (default: any)")
@@ -63,8 +70,8 @@ func main() {
 	} else if err != nil {
 		os.Exit(errmgr.StatusFailed)
 	}
-	if *parent == "" || *id < 1 || *node == "" || flags.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "orted: --parent, --id (1 or more) and --node are required, and nothing else")
+	if msg := identify(*parent, id, node, *inStep, flags.NArg()); msg != "" {
+		fmt.Fprintln(os.Stderr, "orted: "+msg)
 		os.Exit(errmgr.StatusFailed)
 	}
 	limits, err := timeouts.Parse(*bounds)
@@ -80,7 +87,26 @@ func main() {
 	if *bind == "" {
 		*bind = daemon.NodeIP(*parent)
 	}
-	os.Exit(run(daemon.Config{ID: *id, Node: *node, ParentAddr: *parent, Bind: *bind, Ports: ports, Timeouts: limits}, *level))
+	os.Exit(run(daemon.Config{ID: *id, Node: *node, ParentAddr: *parent, Bind: *bind, Ports: ports, Timeouts: limits}, *level, *inStep))
+}
+
+// identify checks the flags that say which daemon this is, and in a job
+// step takes the node from Slurm; it returns what is wrong, or "".
+func identify(parent string, id *int, node *string, inStep bool, args int) string {
+	switch {
+	case parent == "" || args > 0:
+		return "--parent is required, and no argument"
+	case inStep && (*id >= 0 || *node != ""):
+		return "--slurm-step replaces --id and --node"
+	case inStep:
+		*node = os.Getenv("SLURMD_NODENAME")
+		if *node == "" {
+			return "--slurm-step outside a Slurm job step (SLURMD_NODENAME is not set)"
+		}
+	case *id < 1 || *node == "":
+		return "--id (1 or more) and --node, or --slurm-step, are required"
+	}
+	return ""
 }
 
 // checkVersion refuses to run under a parent of another protocol version,
@@ -135,8 +161,9 @@ func flagValue(args []string, name string) (string, bool) {
 // runtime's, and are not limited by this.
 func oneProcessor() { runtime.GOMAXPROCS(1) }
 
-// run reads the secret, then runs the daemon until the job ends.
-func run(cfg daemon.Config, level string) int {
+// run reads the secret (and in a job step its id), then runs the daemon
+// until the job ends.
+func run(cfg daemon.Config, level string, inStep bool) int {
 	// Terminal signals are mpirun's to handle; it tells the daemons.
 	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGQUIT, syscall.SIGPIPE)
 	// SIGTERM is what Slurm sends a step's tasks at the time limit or
@@ -145,10 +172,18 @@ func run(cfg daemon.Config, level string) int {
 	signal.Notify(terms, syscall.SIGTERM)
 	cfg.Signals = terms
 	// The sign of life: the parent now knows this orted runs, however
-	// long the call back takes on a loaded machine.
-	os.Stdout.WriteString(daemon.AliveLine)
+	// long the call back takes on a loaded machine. In a step it names
+	// the node, which tells the task ids of srun's output apart.
+	alive := daemon.AliveLine
+	if inStep {
+		alive = agent.StepAlivePrefix + cfg.Node + "\n"
+	}
+	os.Stdout.WriteString(alive)
 	stdin := bufio.NewReader(os.Stdin)
 	secret, err := readSecret(stdin)
+	if err == nil && inStep {
+		cfg.ID, err = readStepID(stdin, cfg.Node)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "orted: %v\n", err)
 		return errmgr.StatusFailed
@@ -165,6 +200,16 @@ func run(cfg daemon.Config, level string) int {
 		fmt.Fprintf(os.Stderr, "orted: %v\n", err)
 	}
 	return status
+}
+
+// readStepID finds node's id in the step's hosts table, the line after
+// the secret.
+func readStepID(r *bufio.Reader, node string) (int, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("reading the job step's hosts table from stdin: %w", err)
+	}
+	return daemon.FindInStepTable(line, node)
 }
 
 func readSecret(r *bufio.Reader) ([]byte, error) {

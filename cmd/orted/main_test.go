@@ -121,3 +121,38 @@ func TestCallbackTimeout(t *testing.T) {
 		t.Errorf("exit %d, output:\n%s\nwant 255 and %q", code, out, want)
 	}
 }
+
+// TestSlurmStep: an orted of a job step (--slurm-step) is the node
+// SLURMD_NODENAME says and finds its id in the table after the secret;
+// outside a step, or on a node the table lacks, it says why and exits
+// 255. Its first line names its node.
+func TestSlurmStep(t *testing.T) {
+	orted := filepath.Join(t.TempDir(), "orted")
+	if out, err := exec.Command("go", "build", "-o", orted, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	secret := strings.Repeat("ab", transport.SecretSize) + "\n"
+	for _, tc := range []struct {
+		name, node, stdin, want string
+	}{
+		{"outside a step", "", secret, "orted: --slurm-step outside a Slurm job step (SLURMD_NODENAME is not set)"},
+		{"not in the table", "node9", secret + "2 node2 3 node3\n", "orted: alive on node9\norted: node node9 is not among the job step's hosts (node[2-3])"},
+		{"no table", "node2", secret, "orted: alive on node2\norted: reading the job step's hosts table from stdin: EOF"},
+		{"with --id", "node2", secret, "orted: --slurm-step replaces --id and --node"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(ours(), "--parent", "tcp://127.0.0.1:1", "--slurm-step")
+			if tc.name == "with --id" {
+				args = append(args, "--id", "2")
+			}
+			cmd := exec.Command(orted, args...)
+			cmd.Env = []string{"SLURMD_NODENAME=" + tc.node}
+			cmd.Stdin = strings.NewReader(tc.stdin)
+			out, _ := cmd.CombinedOutput()
+			got := strings.TrimSpace(string(out))
+			if code := cmd.ProcessState.ExitCode(); code != 255 || got != tc.want {
+				t.Errorf("exit %d, output:\n%s\nwant 255 and\n%s", code, got, tc.want)
+			}
+		})
+	}
+}

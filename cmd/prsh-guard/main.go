@@ -1,8 +1,11 @@
-// Command prsh-guard is a rank's guard (ranks/guard): orted starts it
-// once per rank, from beside its own binary, as
+// Command prsh-guard is a node's guard (ranks/guard): orted starts it
+// once per node, at its first start of ranks, from beside its own
+// binary, as
 //
-//	prsh-guard __rank-guard-vN COUNT STOPPED-MS PATH ARGV...
+//	prsh-guard __rank-guard-vN STOPPED-MS
 //
+// with its socket to orted as descriptor 3, on which orted asks it to
+// start each rank.
 // It is orted's own guard code in a binary of its own: small, static, and
 // without the PMIx libraries, it starts in less than half the CPU that a
 // second start of orted costs (lab/notebooks/PERFORMANCE.md). Without it

@@ -5,7 +5,7 @@ package protocol
 // knowingly pass over, every one; their tests feed it to them, and a test
 // here checks that the list is whole.
 var Actions = []Action{
-	Send{}, Dial{}, CloseLink{}, Spawn{}, StopDaemon{}, ForwardInput{}, StartRanks{},
+	Send{}, Dial{}, CloseLink{}, Spawn{}, SpawnStep{}, StopDaemon{}, ForwardInput{}, StartRanks{},
 	StageTo{}, SignalRanks{}, SetTimer{}, CancelTimer{}, Print{}, Warn{}, Waiting{},
 	Reached{}, ForwardStdin{}, StopSelf{}, Exit{}, FenceDone{}, RingDone{},
 	AllgatherDone{}, ServeModex{}, ModexAnswered{},

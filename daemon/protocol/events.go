@@ -219,6 +219,11 @@ type CloseLink struct{ Link LinkID }
 // SpawnStarted or SpawnFailed, then LinkUp when it calls back.
 type Spawn struct{ Node spawn.Node }
 
+// SpawnStep starts the orteds of Nodes at once, with one agent call (one
+// Slurm job step, JobSpec.OneStep); each node's result comes back as for
+// Spawn, per node.
+type SpawnStep struct{ Nodes []spawn.Node }
+
 // StopDaemon ends the launch agent's process for child ID (its ssh
 // session), for a child that will never take part. Kill: the child may
 // be unable to end by itself (it stopped answering, or never called
@@ -329,6 +334,7 @@ func (Dial) action()          {}
 func (CloseLink) action()     {}
 func (Spawn) action()         {}
 func (StopDaemon) action()    {}
+func (SpawnStep) action()     {}
 func (ForwardInput) action()  {}
 func (StartRanks) action()    {}
 func (StageTo) action()       {}

@@ -166,7 +166,13 @@ func New(cfg Config) (*Machine, error) {
 		m.role = &orted{m: m}
 	}
 	m.coll = collective.New(m.root != nil)
-	if job.SpawnDegree > 0 {
+	switch {
+	case job.OneStep:
+		// A star: mpirun spawns every node in one step. Phase 2 floods
+		// over it too, so mpirun sends each of n orteds what it lacks:
+		// O(n²) addresses in all, fine at hundreds of nodes, not at 10k.
+		m.spawnTree = topo.Radix(job.Daemons, job.Daemons-1)
+	case job.SpawnDegree > 0:
 		m.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
 	}
 	m.phase1 = spawn.NewPhase1(m.self, m.spawnTree)

@@ -118,7 +118,11 @@ type JobSpec struct {
 	// SrunJob is the Slurm job (its SLURM_JOB_ID) in which each orted
 	// is a job step that its parent starts with srun; "" = LaunchAgent,
 	// else native ssh.
-	SrunJob   string `json:",omitempty"`
+	SrunJob string `json:",omitempty"`
+	// OneStep: mpirun spawns every node at once in one job step of
+	// SrunJob (one SpawnStep), so the spawn tree is flat: every orted is
+	// mpirun's child. The routing topology does not change.
+	OneStep   bool   `json:",omitempty"`
 	SSHConfig string // the user's ssh config file; "" = ~/.ssh/config
 	// SSHSystemConfig is read after SSHConfig: "" = /etc/ssh/ssh_config
 	// on each node, "none" = none (the default with an explicit SSHConfig,

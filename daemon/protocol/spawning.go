@@ -11,11 +11,29 @@ import (
 // callback timer, and a child that never comes up (failed, or skipped
 // with --on-unreachable skip) or whose orted exits.
 
-// do carries out phase 1's actions.
+// do carries out phase 1's actions. In one job step (JobSpec.OneStep)
+// the children of one decision are spawned with one SpawnStep, emitted
+// before the actions that follow them.
 func (m *Machine) do(acts []spawn.Action) {
+	var step []spawn.Node
+	flush := func() {
+		if len(step) > 0 {
+			m.emit(SpawnStep{Nodes: step})
+			step = nil
+		}
+	}
+	defer flush()
 	for _, a := range acts {
+		if _, ok := a.(spawn.SpawnNode); !ok {
+			flush()
+		}
 		switch a := a.(type) {
 		case spawn.SpawnNode:
+			if m.job.OneStep {
+				m.addChild(a.Node.ID, a.Node.Host)
+				step = append(step, a.Node)
+				continue
+			}
 			m.spawnChild(a.Node.ID, a.Node.Host)
 		case spawn.SendSubtree:
 			m.sendTo(a.To, Welcome{Job: m.job, Nodes: a.Nodes, Parent: m.self})
@@ -28,11 +46,16 @@ func (m *Machine) do(acts []spawn.Action) {
 }
 
 func (m *Machine) spawnChild(id int, host string) {
+	m.addChild(id, host)
+	m.emit(Spawn{spawn.Node{ID: id, Host: host}})
+}
+
+// addChild counts a child being spawned in this daemon's state.
+func (m *Machine) addChild(id int, host string) {
 	m.children[id] = &child{id: id, host: host}
 	for _, r := range m.milestones {
 		r.join(id)
 	}
-	m.emit(Spawn{spawn.Node{ID: id, Host: host}})
 }
 
 func (m *Machine) spawnStarted(id int) {

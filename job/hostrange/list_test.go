@@ -239,3 +239,16 @@ func benchWire[L List | []string](b *testing.B, names L, back *L) {
 	}
 	b.ReportMetric(float64(len(w)), "wire-bytes")
 }
+
+func TestRangesRoundTrip(t *testing.T) {
+	for _, names := range [][]string{{"node2", "node3", "node5", "node7"}, {"n01", "n02", "login"}, {"a"}} {
+		s := Ranges(names)
+		back, err := Names(s)
+		if err != nil || !slices.Equal(back, names) {
+			t.Errorf("Names(Ranges(%q) = %q) = %q, %v", names, s, back, err)
+		}
+	}
+	if s := Ranges([]string{"node2", "node3", "node5"}); s != "node[2-3],node5" {
+		t.Errorf("Ranges = %q, want node[2-3],node5", s)
+	}
+}

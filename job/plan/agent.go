@@ -43,6 +43,13 @@ func srunJob(req Request, src hostSource, getenv func(string) string) (string, e
 	return src.slurmJob, nil
 }
 
+// oneStep says whether mpirun starts all the daemons in one Slurm job
+// step: inside the allocation its hosts come from, unless the user asked
+// for a spawn tree (--spawn-degree), which then runs an srun per edge.
+func oneStep(req Request, src hostSource, spec protocol.JobSpec) bool {
+	return spec.SrunJob != "" && src.slurmJob == spec.SrunJob && !req.SpawnDegreeSet
+}
+
 // pickAgent picks the launch agent: an external command if asked, a plain
 // fork when the only node is this host (self), srun inside a Slurm job
 // (spec.SrunJob), native ssh otherwise; the local node of several is
@@ -77,6 +84,9 @@ func remoteAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, lo
 		if _, err := exec.LookPath("srun"); err != nil {
 			return nil, usage(fmt.Errorf("inside Slurm job %s the daemons start through srun: %w; --launcher ssh starts them with ssh", spec.SrunJob, err))
 		}
+		if spec.OneStep {
+			return &agent.SrunStep{JobID: spec.SrunJob, Logger: log.Named("srun")}, nil
+		}
 		return &agent.Srun{JobID: spec.SrunJob, Logger: log.Named("srun")}, nil
 	}
 	a, err := agent.NewSSH(agent.SSHOptions{
@@ -98,6 +108,8 @@ func remoteAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, lo
 func describeAgent(a agent.Agent) string {
 	switch a := a.(type) {
 	case *agent.Srun:
+		return a.String()
+	case *agent.SrunStep:
 		return a.String()
 	case *agent.Command:
 		return "the launch agent " + a.String()

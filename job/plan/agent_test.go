@@ -63,27 +63,44 @@ func TestSrunJob(t *testing.T) {
 }
 
 // TestSrunAgent: in a Slurm allocation mpirun starts the other hosts'
-// daemons through srun (the local one by a fork), the orteds learn the
-// job to do the same, and --display-allocation says so.
+// daemons through srun (the local one by a fork): all in one job step,
+// or an srun per spawn-tree edge when --spawn-degree is given or the
+// hosts are not the allocation's; --display-allocation says which.
 func TestSrunAgent(t *testing.T) {
 	if _, err := exec.LookPath("srun"); err != nil {
 		t.Skip("srun is not installed")
 	}
-	req := defaults()
-	req.DisplayAllocation, req.ListenIP = true, "10.0.0.1"
-	cfg, stderr := make1(t, req, "SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=launch,n2", "SLURM_TASKS_PER_NODE=1(x2)")
-	if cfg.Job.SrunJob != "7" {
-		t.Errorf("JobSpec.SrunJob = %q, want 7", cfg.Job.SrunJob)
-	}
-	split, ok := cfg.Agent.(*agent.Split)
-	if !ok {
-		t.Fatalf("agent %T, want a fork here and srun elsewhere", cfg.Agent)
-	}
-	if s, ok := split.Remote.(*agent.Srun); !ok || s.JobID != "7" {
-		t.Errorf("remote agent %#v, want srun in job 7", split.Remote)
-	}
-	want := "mpirun: daemons start through srun, a job step per daemon in Slurm job 7, and a fork on this host for launch\n"
-	if !strings.HasSuffix(stderr, want) {
-		t.Errorf("--display-allocation:\n%s\nwant it to end with\n%s", stderr, want)
+	for _, tc := range []struct {
+		name    string
+		edit    func(*Request)
+		oneStep bool
+		says    string
+	}{
+		{"one step", func(*Request) {}, true, "one job step for all daemons"},
+		{"--spawn-degree", func(r *Request) { r.SpawnDegree, r.SpawnDegreeSet = "2", true }, false, "a job step per daemon"},
+		{"-H and --launcher srun", func(r *Request) { r.Hosts, r.Launcher = []string{"launch", "n2"}, "srun" }, false, "a job step per daemon"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := defaults()
+			req.DisplayAllocation, req.ListenIP = true, "10.0.0.1"
+			tc.edit(&req)
+			cfg, stderr := make1(t, req, "SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=launch,n2", "SLURM_TASKS_PER_NODE=1(x2)")
+			if cfg.Job.SrunJob != "7" || cfg.Job.OneStep != tc.oneStep {
+				t.Errorf("JobSpec.SrunJob = %q, OneStep = %v; want 7, %v", cfg.Job.SrunJob, cfg.Job.OneStep, tc.oneStep)
+			}
+			split, ok := cfg.Agent.(*agent.Split)
+			if !ok {
+				t.Fatalf("agent %T, want a fork here and srun elsewhere", cfg.Agent)
+			}
+			step, isStep := split.Remote.(*agent.SrunStep)
+			edge, isEdge := split.Remote.(*agent.Srun)
+			if isStep != tc.oneStep || (isStep && step.JobID != "7") || (isEdge && edge.JobID != "7") || !(isStep || isEdge) {
+				t.Errorf("remote agent %#v, want srun in job 7, one step: %v", split.Remote, tc.oneStep)
+			}
+			want := "mpirun: daemons start through srun, " + tc.says + " in Slurm job 7, and a fork on this host for launch\n"
+			if !strings.HasSuffix(stderr, want) {
+				t.Errorf("--display-allocation:\n%s\nwant it to end with\n%s", stderr, want)
+			}
+		})
 	}
 }

@@ -56,6 +56,7 @@ func Make(req Request, here Here) (daemon.Config, error) {
 	if spec.SrunJob, err = srunJob(req, src, here.environ().getenv); err != nil {
 		return daemon.Config{}, usage(err)
 	}
+	spec.OneStep = oneStep(req, src, spec)
 	if req.SpawnDegree == "auto" {
 		here.Log.Info("spawn degree auto", "chose", spec.SpawnDegree, "nodes", len(m.Nodes),
 			"hop", req.SpawnHopHint, "cost", req.SpawnCostHint)

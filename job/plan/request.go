@@ -36,7 +36,11 @@ type Request struct {
 	Environment Environment
 
 	// Daemons: how they are spawned, reached and bounded.
-	SpawnDegree       string // a number or auto
+	SpawnDegree string // a number or auto
+	// SpawnDegreeSet: the user gave --spawn-degree; inside a Slurm
+	// allocation the daemons then start along that tree, an srun per
+	// edge, instead of in one job step.
+	SpawnDegreeSet    bool
 	SpawnHopHint      time.Duration
 	SpawnCostHint     time.Duration
 	Routed            string

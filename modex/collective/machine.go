@@ -67,6 +67,17 @@ type Machine struct {
 	open   map[ID]*reduction
 	early  map[string][]childPart // parts of groups not joined yet
 	failed map[int]bool
+	// completed is the last Seq of each group's Op completed here: a
+	// late or repeated part of it must not open it again. Collectives of
+	// one Op complete in Seq order, since every rank enters them and
+	// every child sends its parts in that order.
+	completed map[series]int
+}
+
+// series is one group's collectives of one Op.
+type series struct {
+	group string
+	op    Op
 }
 
 // group is one group's members here, known from the launch on.
@@ -99,7 +110,7 @@ type childPart struct {
 // completes each collective.
 func New(root bool) *Machine {
 	return &Machine{root: root, groups: map[string]*group{}, open: map[ID]*reduction{},
-		early: map[string][]childPart{}, failed: map[int]bool{}}
+		early: map[string][]childPart{}, failed: map[int]bool{}, completed: map[series]int{}}
 }
 
 // Join says who takes part in group's collectives here (at the launch);
@@ -239,6 +250,9 @@ func (m *Machine) at(id ID) *reduction {
 
 // take adds a child's part, if it is still expected.
 func (m *Machine) take(child int, id ID, part Part) bool {
+	if id.Seq <= m.completed[series{id.Group, id.Op}] {
+		return false
+	}
 	r := m.at(id)
 	if !r.waiting[child] {
 		return false
@@ -267,6 +281,7 @@ func (m *Machine) check(id ID) []Action {
 		return nil
 	}
 	delete(m.open, id)
+	m.completed[series{id.Group, id.Op}] = id.Seq
 	if !m.root {
 		return []Action{SendUp{id, r.part}}
 	}

@@ -284,6 +284,29 @@ func TestUnexpectedPartsAreIgnored(t *testing.T) {
 	}
 }
 
+// A child's part of a collective that completed here already (sent
+// again, or late) neither completes it twice nor leaves it open.
+func TestLatePartDoesNotReopen(t *testing.T) {
+	for _, root := range []bool{false, true} {
+		m := New(root)
+		m.Join("", members([]int{0}, []int{1}))
+		m.FromChild(1, fence(1), kv("c1"))
+		if acts := m.Enter("", Fence, 0, kv("r0")); len(acts) == 0 {
+			t.Fatalf("root %v: fence 1 did not complete", root)
+		}
+		if acts := m.FromChild(1, fence(1), kv("again")); len(acts) != 0 {
+			t.Errorf("root %v: a late part completed fence 1 again: %v", root, acts)
+		}
+		if open := m.Open(); len(open) != 0 {
+			t.Errorf("root %v: a late part reopened %v", root, open)
+		}
+		m.FromChild(1, fence(2), kv("c1"))
+		if acts := m.Enter("", Fence, 0, kv("r0")); len(acts) == 0 {
+			t.Errorf("root %v: fence 2 did not complete after the late part", root)
+		}
+	}
+}
+
 // The root puts an allgather's values in rank order.
 func TestAllgatherInRankOrder(t *testing.T) {
 	m := New(true)

@@ -68,19 +68,17 @@ func TestGuardOutsideCgroup(t *testing.T) {
 // startIn runs /bin/true under a guard placed in cg, to its end.
 func startIn(t *testing.T, cg *Cgroup) *Guard {
 	t.Helper()
-	g, err := GuardCommand(exec.Command("/bin/true"), time.Minute)
+	g, err := Start(time.Minute, cg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cg.Place(g.Cmd)
-	if err := g.Start(); err != nil {
-		t.Fatal(err)
+	defer endGuard(g)
+	if rep := startRank(t, g, 0, "exit 0", nil); rep.Kind != Running {
+		t.Fatalf("/bin/true under the guard: %+v", rep)
 	}
-	if ws := g.Wait(); ws.ExitStatus() != 0 {
-		t.Errorf("/bin/true under the guard: %v", ws)
+	if rep := next(t, g); rep.Kind != Exited || rep.Wait.ExitStatus() != 0 {
+		t.Errorf("/bin/true under the guard: %+v", rep)
 	}
-	g.End()
-	g.Reap()
 	return g
 }
 

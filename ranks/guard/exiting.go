@@ -6,34 +6,13 @@ import "strconv"
 // to exit, before its descriptors are closed.
 const pfExiting = 0x4
 
-// RankExiting says whether the guarded rank has begun to exit (or is
-// gone). Whoever saw its socket close learned that no earlier than the
-// kernel set PF_EXITING, so the answer is exact for such a witness, where
-// waiting for the guard to report the exit would race with it.
-func (g *Guard) RankExiting() bool {
-	guard := g.Cmd.Process.Pid
-	rank := int(g.rank.Load())
-	if rank == 0 { // not reported yet: the guard's first child
-		var ok bool
-		if rank, ok = firstChild(guard); !ok {
-			return true
-		}
-	}
-	return parentOf(rank) != guard || exiting(rank)
-}
-
-// firstChild is the process's first started child: the rank, as long as
-// the guard has not reported it, since what the rank left behind came to
-// the guard later, as orphans (on a tie of clock ticks, the lowest pid).
-func firstChild(guard int) (int, bool) {
-	best, bestStart := 0, uint64(0)
-	for _, pid := range children(guard) {
-		start, ok := startTime(pid)
-		if ok && (best == 0 || start < bestStart || start == bestStart && pid < best) {
-			best, bestStart = pid, start
-		}
-	}
-	return best, best != 0
+// RankExiting says whether the rank the guard started as pid has begun
+// to exit (or is gone). Whoever saw its socket close learned that no
+// earlier than the kernel set PF_EXITING, so the answer is exact for
+// such a witness, where waiting for the guard to report the exit would
+// race with it.
+func (g *Guard) RankExiting(pid int) bool {
+	return parentOf(pid) != g.Pid() || exiting(pid)
 }
 
 // startTime is when pid started, in clock ticks since boot.

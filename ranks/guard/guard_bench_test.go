@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -8,9 +9,10 @@ import (
 	"time"
 )
 
-// BenchmarkGuard measures what a guard adds to a rank's start, in CPU:
-// /bin/true run under cmd/prsh-guard as orted runs it, against /bin/true
-// alone. It reports the children's CPU per rank (user plus system).
+// BenchmarkGuard measures what the node's guard adds to a rank's start,
+// in CPU: /bin/true started by cmd/prsh-guard as orted has it started,
+// against /bin/true alone. It reports the children's CPU per rank (user
+// plus system), the guard's own start and end shared among the ranks.
 func BenchmarkGuard(b *testing.B) {
 	dir := b.TempDir()
 	build := exec.Command("go", "build", "-o", dir, "prsh/cmd/prsh-guard")
@@ -23,40 +25,44 @@ func BenchmarkGuard(b *testing.B) {
 			if err := exec.Command("/bin/true").Run(); err != nil {
 				b.Fatal(err)
 			}
-		})
+		}, func() {})
 		b.ReportMetric(cpu, "cpu-ms/op")
 	})
 	b.Run("guarded", func(b *testing.B) {
 		saved := guardBinary
 		guardBinary = func() (string, error) { return bin, nil }
 		defer func() { guardBinary = saved }()
+		null, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		defer null.Close()
+		var g *Guard
 		cpu := childCPU(b, func() {
-			g, err := GuardCommand(exec.Command("/bin/true"), time.Minute)
-			if err != nil {
-				b.Fatal(err)
+			if g == nil {
+				var err error
+				if g, err = Start(time.Minute, nil); err != nil {
+					b.Fatal(err)
+				}
 			}
-			if err := g.Start(); err != nil {
-				b.Fatal(err)
+			g.StartRank(RankStart{Path: "/bin/true", Args: []string{"true"}, Dir: "/", Stdout: null, Stderr: null})
+			for rep, err := g.Next(); rep.Kind != Exited; rep, err = g.Next() {
+				if err != nil || rep.Kind == Failed {
+					b.Fatalf("%+v, %v", rep, err)
+				}
 			}
-			if ws := g.Wait(); ws.ExitStatus() != 0 {
-				b.Fatalf("status %v", ws)
-			}
-			g.End()
-			g.Reap()
-		})
+		}, func() { endGuard(g) })
 		b.ReportMetric(cpu, "cpu-ms/op")
 	})
 }
 
-// childCPU runs f b.N times and returns the CPU of the children it
-// reaped, in ms per run.
-func childCPU(b *testing.B, f func()) float64 {
+// childCPU runs f b.N times, then done, and returns the CPU of the
+// children reaped, in ms per run.
+func childCPU(b *testing.B, f, done func()) float64 {
 	var before, after syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
 	b.ResetTimer()
 	for range b.N {
 		f()
 	}
+	done()
 	b.StopTimer()
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
 	used := func(r syscall.Rusage) float64 {

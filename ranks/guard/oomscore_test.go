@@ -1,10 +1,8 @@
 package guard
 
 import (
-	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // TestRankIsTheOOMKillersFirstChoice: the rank runs with a higher
@@ -17,17 +15,12 @@ func TestRankIsTheOOMKillersFirstChoice(t *testing.T) {
 	if own == oomScoreAdjMax {
 		t.Skip("this test runs at the largest oom_score_adj: the rank cannot be raised above it")
 	}
-	file := filepath.Join(t.TempDir(), "pid")
-	g := startGuarded(t, `echo $$ > `+file+`.tmp; mv `+file+`.tmp `+file+`; exec sleep 60`)
-	rank := waitPid(t, file)
-	go g.Wait() // the guard reports the rank's pid once it has lowered its own score
-	for g.rank.Load() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	g := startGuard(t, nil)
+	rank := startRank(t, g, 0, `exec sleep 60`, nil).Pid // answered once the guard has lowered its own score
 	if got, err := readOOMScoreAdj(procFile(rank)); got != min(own+rankOOMScoreRaise, oomScoreAdjMax) || err != nil {
 		t.Errorf("the rank's oom_score_adj is %d (%v), want %d raised by %d", got, err, own, rankOOMScoreRaise)
 	}
-	if got, err := readOOMScoreAdj(procFile(g.Cmd.Process.Pid)); got != own || err != nil {
+	if got, err := readOOMScoreAdj(procFile(g.Pid())); got != own || err != nil {
 		t.Errorf("the guard's oom_score_adj is %d (%v), want %d as it was given", got, err, own)
 	}
 }

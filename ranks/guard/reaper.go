@@ -1,61 +1,95 @@
 package guard
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"prsh/errmgr/status"
 )
 
-// reapAll reaps every child of the guard: the rank, whose end it reports,
-// and whatever the guard inherited as a subreaper. Once no child is left
-// nothing is left under the guard, and the guard exits as the rank did.
-func reapAll(rank int, report *os.File) {
-	var rankStatus syscall.WaitStatus
+// reapAll reaps every child of the guard: the ranks, whose ends it
+// reports, and whatever the guard inherited as a subreaper. A child is
+// reaped under the lock, so that a rank not yet reaped (in ranks) keeps
+// its pid, and its process group's number, from reuse. Once the guard
+// kills and no child is left, nothing is left under it, and it exits.
+func (g *node) reapAll() {
 	for {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		pid, err := exitedChild()
 		switch {
 		case err == syscall.EINTR:
-		case err != nil: // ECHILD
-			if killing.Load() {
+		case err != nil: // ECHILD: nothing under the guard
+			if g.isKilling() {
 				leaveCgroup()
+				os.Exit(0)
 			}
-			os.Exit(status.ExitStatus(rankStatus))
-		case pid == rank:
-			rankStatus = ws
-			fmt.Fprintf(report, "%d\n", uint32(ws))
-			report.Close()
+			<-g.wake
+		default:
+			g.reap(pid)
 		}
 	}
 }
 
-// killAll kills everything under the guard: the rank's group, then each
-// child, until reapAll finds none left and exits. A killed child's own
-// children come to the guard in turn, so the whole tree goes, whatever
-// group or session its processes moved to. It never returns.
-func killAll(group int) {
-	killing.Store(true)
+func (g *node) reap(pid int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var ws syscall.WaitStatus
+	syscall.Wait4(pid, &ws, 0, nil)
+	if rank, ok := g.ranks[pid]; ok {
+		delete(g.ranks, pid)
+		g.report(Report{Kind: Exited, Rank: rank, Wait: ws})
+	}
+}
+
+// exitedChild waits until a child has ended and returns its pid, leaving
+// it to be reaped (waitid with WNOWAIT, which syscall does not wrap).
+func exitedChild() (int, error) {
+	var info [16]uint64 // a siginfo_t, aligned as its pointers
+	_, _, e := syscall.Syscall6(syscall.SYS_WAITID, unix.P_ALL, 0, uintptr(unsafe.Pointer(&info[0])),
+		unix.WEXITED|unix.WNOWAIT, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	// si_pid follows si_signo, si_errno and si_code, aligned as a pointer.
+	at := 3 * 4
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		at = 16
+	}
+	return int(*(*int32)(unsafe.Add(unsafe.Pointer(&info[0]), at))), nil
+}
+
+func (g *node) isKilling() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.killing
+}
+
+// killAll kills everything under the guard: the process group of each
+// rank not yet reaped, then each child, until reapAll finds none left
+// and exits. A killed child's own children come to the guard in turn, so
+// the whole tree goes, whatever group or session its processes moved
+// to. It never returns.
+func (g *node) killAll() {
+	g.mu.Lock()
+	g.killing = true
+	g.mu.Unlock()
+	g.wakeReaper()
 	for {
-		syscall.Kill(-group, syscall.SIGKILL) // no one else can own the group: its number is our pid
+		g.mu.Lock()
+		for pid := range g.ranks {
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		g.mu.Unlock()
 		for _, pid := range children(os.Getpid()) {
 			killChild(pid)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
-// killing is set once the guard kills everything under it: the job is
-// over, and no guard will start in the job's cgroup any more.
-var killing atomic.Bool
 
 // killChild SIGKILLs pid if it is still our child. reapAll may reap it
 // at any moment and its number go to a stranger, so the kill goes through

@@ -10,6 +10,10 @@
 //     reads the OpenSSH client configuration and known_hosts files.
 //   - Command: an external launcher from a template such as "rsh %h" or
 //     "srun -N1 -n1 -w %h", for sites where native ssh does not fit.
+//   - Srun: inside a Slurm allocation, each orted a job step of its own,
+//     started by its parent in the spawn tree.
+//   - SrunStep: inside a Slurm allocation, the orteds of all nodes as one
+//     job step (a Group: one call starts many hosts).
 //   - Fork: plain fork/exec, for when the only node is this one.
 //   - Split: Fork for this host's node, another agent for the rest.
 //

@@ -23,6 +23,12 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 		return fmt.Sprintf("close link to d%d", peer(a.Link))
 	case protocol.Spawn:
 		return fmt.Sprintf("spawn d%d on %s", a.Node.ID, a.Node.Host)
+	case protocol.SpawnStep:
+		ids := make([]string, len(a.Nodes))
+		for i, n := range a.Nodes {
+			ids[i] = fmt.Sprintf("d%d", n.ID)
+		}
+		return fmt.Sprintf("spawn %s in one step", strings.Join(ids, " "))
 	case protocol.StopDaemon:
 		if a.Kill {
 			return fmt.Sprintf("kill the session of d%d", a.ID)

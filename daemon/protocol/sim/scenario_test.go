@@ -22,13 +22,14 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //
 // Directives, one per line before "----":
 //
-//	cluster nodes=N degree=δ routed=radix|binomial|direct [skip] [hold] [ranks=R]
+//	cluster nodes=N degree=δ routed=radix|binomial|direct [skip] [hold] [step] [ranks=R]
 //	        [rank-ms=T|forever] [timeout=MS] [grace=MS] [callback=MS]
 //	        [fences=K] [allgathers=G] [ring]
 //	                            each rank runs K PMI fences, G allgathers
 //	                            (and a ring), then finalises
 //	rank R exits S              rank R exits with status S
-//	refuse N "why"              node N's spawn fails
+//	refuse N "why"              node N's spawn fails (in a step: its task
+//	                            starts and ends at once)
 //	no-callback N               node N's orted never calls back
 //	silent N                    node N's session starts, its orted never does
 //	slow N callback=MS          node N's orted calls back MS after it started
@@ -88,6 +89,7 @@ func play(script string) (string, error) {
 			}
 			opt.Job.SkipUnreachable = kv.has("skip")
 			opt.Job.HoldLaunch = kv.has("hold")
+			opt.Job.OneStep = kv.has("step")
 			if kv.has("ranks") {
 				ranks = kv.int("ranks")
 			}

@@ -566,7 +566,11 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 	case protocol.CloseLink:
 		s.closeEnd(d.id, a.Link, protocol.LinkDown{Err: "EOF"})
 	case protocol.Spawn:
-		s.spawn(d, a.Node.ID)
+		s.spawn(d, a.Node.ID, false)
+	case protocol.SpawnStep: // one session per node still: the cost model knows no steps
+		for _, n := range a.Nodes {
+			s.spawn(d, n.ID, true)
+		}
 	case protocol.StopDaemon:
 		s.stopDaemon(s.d[a.ID], a.Kill)
 	case protocol.StartRanks:
@@ -599,12 +603,20 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 	}
 }
 
-func (s *Sim) spawn(p *daemon, id int) {
+// spawn starts daemon id's session; inStep, it is a task of one job step
+// for many nodes, which starts even where the orted cannot: a refused
+// node's task ends at once instead.
+func (s *Sim) spawn(p *daemon, id int, inStep bool) {
 	c, f := s.d[id], s.opt.Faults[id]
 	exec := s.sessionOpen(p) + s.opt.SpawnMS
 	s.idleWhile(KindAgent, func() bool { return s.now < exec }) // it waits its turn and the latency
 	s.push(exec, func() {
 		if p.dead {
+			return
+		}
+		if f.Refuse != "" && inStep {
+			s.step(p, protocol.SpawnStarted{ID: id})
+			s.step(p, protocol.DaemonExited{ID: id, Err: f.Refuse})
 			return
 		}
 		if f.Refuse != "" {

@@ -3,11 +3,14 @@
 // notebooks in lab/notebooks.
 //
 //	bench launch --nodes 16,64 --degrees 2,8,32,flat --runs 3 [--peers] [flags]
+//	bench slurm --nodes 8,32,64 --runs 3 [--csv F] [--table F] [--plot F]
 //	bench sweep-plot --csv sweep.csv --plot sweep.png
 //
 // launch measures launches of /bin/true on a cluster, by our mpirun and by
 // other launchers, through testbed-agent (the low-CPU launch agent) or
-// ssh; see its --help. sweep-plot draws the CSV of a sweep of testbed sim.
+// ssh; see its --help. slurm measures launches inside allocations of a
+// real Slurm (testbed/slurm) by our mpirun, Open MPI's, Hydra's and srun.
+// sweep-plot draws the CSV of a sweep of testbed sim.
 //
 // Build it beside mpirun, orted and testbed-agent (make bench: bin/bench),
 // where launch finds them.
@@ -21,6 +24,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"prsh/testbed"
+	"prsh/testbed/slurm"
 )
 
 // exitFailure is the status of a failed measurement or bad usage.
@@ -28,6 +32,7 @@ const exitFailure = 1
 
 func main() {
 	testbed.MaybeRunUTSHelper() // the cluster's nodes with --uts re-run this binary
+	slurm.MaybeRunHelper()      // and the Slurm cluster's init and slurmd's
 	os.Exit(Main(os.Args, os.Stdout, os.Stderr))
 }
 
@@ -55,6 +60,6 @@ func newApp(std stdio) *cli.App {
 		ErrWriter:       std.err,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // Main prints the error
-		Commands:        []*cli.Command{launchCommand(std), sweepPlotCommand()},
+		Commands:        []*cli.Command{launchCommand(std), slurmCommand(std), sweepPlotCommand()},
 	}
 }

@@ -3,20 +3,24 @@ package main
 import (
 	"image/color"
 	"math"
+	"os"
 	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // series is one line of a plot of time against nodes.
 type series struct {
 	name   string
 	points plotter.XYs
-	color  int  // index into plotutil's palette, so a model line can match its δ
-	dashed bool // a model, not a measurement
+	color  int         // index into plotutil's palette, so a model line can match its δ
+	dashed bool        // a model, not a measurement
+	dashes []vg.Length // a measurement's dash pattern; nil: solid
 }
 
 // savePlot draws time against nodes, one line per series, as the paper's
@@ -24,6 +28,40 @@ type series struct {
 // logTime draws time on a log scale, for launchers whose times differ by
 // orders of magnitude.
 func savePlot(path, title string, lines []series, logTime bool) error {
+	p, err := newPlot(title, lines, logTime)
+	if err != nil {
+		return err
+	}
+	return p.Save(16*vg.Centimeter, 11*vg.Centimeter, path)
+}
+
+// savePlotLegendBeside is savePlot with the legend right of the plot, not
+// over it, for more lines than fit over one; PNG only.
+func savePlotLegendBeside(path, title string, lines []series, logTime bool) error {
+	p, err := newPlot(title, lines, logTime)
+	if err != nil {
+		return err
+	}
+	legend := p.Legend
+	p.Legend = plot.NewLegend()
+	width, height := 24*vg.Centimeter, 12*vg.Centimeter
+	img := vgimg.New(width, height)
+	dc := draw.New(img)
+	beside := legend.Rectangle(dc).Size().X + vg.Centimeter
+	p.Draw(draw.Crop(dc, 0, -beside, 0, 0))
+	legend.Draw(draw.Crop(dc, width-beside+vg.Centimeter/2, 0, 0, -vg.Centimeter))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func newPlot(title string, lines []series, logTime bool) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "nodes"
@@ -40,13 +78,14 @@ func savePlot(path, title string, lines []series, logTime bool) error {
 		}
 		l, pts, err := plotter.NewLinePoints(s.points)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		l.Color = plotutil.Color(s.color)
 		if l.Color == nil {
 			l.Color = color.Black
 		}
 		pts.Color, pts.Shape = l.Color, plotutil.Shape(s.color)
+		l.Dashes = s.dashes
 		if s.dashed {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			p.Add(l)
@@ -56,7 +95,7 @@ func savePlot(path, title string, lines []series, logTime bool) error {
 		p.Add(l, pts)
 		p.Legend.Add(s.name, l, pts)
 	}
-	return p.Save(16*vg.Centimeter, 11*vg.Centimeter, path)
+	return p, nil
 }
 
 // oneTwoFive labels 1, 2 and 5 times each power of ten on a log axis:

@@ -1,0 +1,187 @@
+package guard
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"prsh/errmgr"
+	"prsh/errmgr/status"
+	"prsh/internal/timeouts"
+)
+
+// node is the guard's own state.
+type node struct {
+	sock   int
+	sendMu sync.Mutex // one message at a time on the socket
+
+	mu      sync.Mutex  // ranks and killing; held across a start, so that a rank's end is reported after its start
+	ranks   map[int]int // the rank of each pid started and not yet reaped
+	killing bool        // the job is over: no more starts
+	// wake tells the reaper, waiting for a child, that one was started
+	// or that the guard is killing.
+	wake chan struct{}
+}
+
+// RunGuard is the guard's main: args are the bound on its daemon's being
+// stopped, in ms; its socket is descriptor 3. It never returns.
+func RunGuard(args []string) {
+	// A guard mostly waits: one P spares the runtime's hand-offs between
+	// threads at each wake-up, and setting it stops the runtime's
+	// periodic check of the CPU limit.
+	runtime.GOMAXPROCS(1)
+	parent := os.Getppid()
+	stoppedMS, err := strconv.ParseInt(firstOr(args, ""), 10, 64)
+	if err != nil || stoppedMS <= 0 {
+		fmt.Fprintln(os.Stderr, "orted: guard: usage: STOPPED-MS, with the daemon's socket as descriptor 3")
+		os.Exit(errmgr.StatusFailed)
+	}
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	syscall.CloseOnExec(guardSocketFD) // the guard's alone: no rank may hold it open
+	deafen()
+	g := &node{sock: guardSocketFD, ranks: map[int]int{}, wake: make(chan struct{}, 1)}
+	go g.reapAll()
+	go g.watch(parent, time.Duration(stoppedMS)*time.Millisecond)
+	g.serve()
+}
+
+// deafen keeps the signals that would end or stop the guard from doing
+// so: they are for the ranks, and a guard ended by one could no longer
+// keep its promise. They are caught and dropped, not ignored: an ignored
+// signal would stay ignored in the ranks across exec, a caught one goes
+// back to its default there. SIGCHLD stays, as do the runtime's SIGURG
+// and SIGPROF and the faults, which only the kernel raises.
+func deafen() {
+	sigs := []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGABRT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTERM,
+		syscall.SIGSTKFLT, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGXCPU,
+		syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGIO, syscall.SIGPWR, syscall.SIGSYS}
+	for sig := sigRTMin; sig <= sigRTMax; sig++ {
+		sigs = append(sigs, syscall.Signal(sig))
+	}
+	signal.Notify(make(chan os.Signal, 1), sigs...) // never read: a full channel drops the signal
+}
+
+// The real-time signals, whose default is to end the process. (The
+// runtime keeps 32 and 33, which C libraries use, for itself.)
+const sigRTMin, sigRTMax = 34, 64
+
+// serve carries out the daemon's messages until the job ends. Starts
+// come from this goroutine's thread alone, bound to each rank's CPUs in
+// turn (affinity is per thread, and the rank inherits its forker's).
+func (g *node) serve() {
+	runtime.LockOSThread()
+	var own unix.CPUSet
+	unix.SchedGetaffinity(0, &own)
+	for {
+		body, files, err := receive(g.sock)
+		switch {
+		case err != nil || len(body) == 0 || body[0] == kindKill: // the daemon ended, died, or asks
+			closeFiles(files)
+			g.killAll()
+		case body[0] == kindStart:
+			s, err := decodeStart(body[1:], files)
+			if err == nil {
+				g.start(s, &own)
+			} else {
+				g.report(Report{Kind: Failed, Rank: s.Rank, Status: errmgr.StatusFailed, Err: err.Error()})
+			}
+			closeFiles(files) // the rank has its copies
+		}
+	}
+}
+
+// start starts a rank in a process group of its own, on its CPUs, at a
+// raised oom_score_adj, and says whether it runs.
+func (g *node) start(s RankStart, own *unix.CPUSet) {
+	cmd := &exec.Cmd{Path: s.Path, Args: s.Args, Env: s.Env, Dir: s.Dir, Stdout: s.Stdout, Stderr: s.Stderr,
+		ExtraFiles: s.Files, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+	if s.Stdin != nil {
+		cmd.Stdin = s.Stdin
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	err := fmt.Errorf("the job is ending")
+	if !g.killing {
+		err = startOn(cmd, s.CPUs, own)
+	}
+	if err != nil {
+		g.report(Report{Kind: Failed, Rank: s.Rank, Status: status.ExecStatus(err),
+			Err: fmt.Sprintf("cannot run %s: %v", s.Args[0], status.UnwrapExec(err))})
+		return
+	}
+	pid := cmd.Process.Pid
+	cmd.Process.Release() // its pidfd: the reaper waits for the rank, by pid
+	g.ranks[pid] = s.Rank
+	g.report(Report{Kind: Running, Rank: s.Rank, Pid: pid})
+	g.wakeReaper()
+}
+
+// startOn starts cmd bound to cpus (none: unbound), then binds the
+// thread back to own.
+func startOn(cmd *exec.Cmd, cpus []int, own *unix.CPUSet) error {
+	if len(cpus) > 0 {
+		var set unix.CPUSet
+		for _, id := range cpus {
+			set.Set(id)
+		}
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return fmt.Errorf("cannot bind to its CPUs: %w", err)
+		}
+		defer unix.SchedSetaffinity(0, own)
+	}
+	lowerOOMScore := raiseOOMScore()
+	defer lowerOOMScore()
+	return cmd.Start()
+}
+
+// report sends the daemon a report; a daemon gone hears nothing.
+func (g *node) report(r Report) {
+	g.sendMu.Lock()
+	defer g.sendMu.Unlock()
+	send(g.sock, r.encode(), nil)
+}
+
+func (g *node) wakeReaper() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// watch kills everything when the daemon stays stopped, or stuck in the
+// kernel, for stoppedLimit (the job's guard-stopped bound): a daemon
+// that cannot act cannot end its ranks, so the guard kills it and
+// everything under itself. The bound is longer than the links' silence
+// bound (timeouts.Validate), so that the daemon's parent reports the
+// daemon first, as one that stopped answering. A daemon stopped by a
+// debugger is left alone.
+func (g *node) watch(parent int, stoppedLimit time.Duration) {
+	tick := time.NewTicker(timeouts.GuardPollMS * time.Millisecond)
+	var stoppedSince time.Time
+	for now := range tick.C {
+		if !hung(parent) {
+			stoppedSince = time.Time{}
+		} else if stoppedSince.IsZero() {
+			stoppedSince = now
+		} else if now.Sub(stoppedSince) >= stoppedLimit && os.Getppid() == parent {
+			syscall.Kill(parent, syscall.SIGKILL)
+			g.killAll()
+		}
+	}
+}
+
+func firstOr(args []string, or string) string {
+	if len(args) == 0 {
+		return or
+	}
+	return args[0]
+}
