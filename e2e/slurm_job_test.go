@@ -218,7 +218,7 @@ srun sh -c "$show"; echo ---
 	if blocks[3] != "status=255\n" {
 		t.Errorf("two ranks on one CPU: %q, want status=255", blocks[3])
 	}
-	checkMpirunLine(t, res.stderr, `^mpirun: node[12]: rank \d: cannot bind: 2 ranks but 1 cores to bind them to \(--bind-to core\); .*; the job may use cpus \d+ here$`)
+	checkMpirunLine(t, res.stderr, `^mpirun: node\d+: rank \d: cannot bind: 2 ranks but 1 cores to bind them to \(--bind-to core\); .*; the job may use cpus \d+ here$`)
 }
 
 // asUser runs a command as nobody (uid and gid 65534, no other group),
