@@ -109,10 +109,10 @@ func TestOrtedSIGTERM(t *testing.T) {
 const trapTERM = `h=$(hostname); trap 'trap "" TERM; kill $! 2>/dev/null; echo "TERM on $h"; exit 0' TERM; echo started; while :; do sleep 1 & wait $!; done`
 
 // TestSlurmJob runs jobs inside a real Slurm (testbed/slurm) as an
-// ordinary user, and up to their limits. The time limit (salloc -t 1, sbatch -t 1: Slurm's shortest, one
-// minute, ended within Slurm's 30 s check): every rank gets SIGTERM first
-// and can say so, mpirun says in one line why the job ended, and nothing
-// is left on any node.
+// ordinary user, and up to their limits. The time limit (salloc -t 1,
+// sbatch -t 1: Slurm's shortest, one minute, ended within Slurm's 30 s
+// check): every rank gets SIGTERM first and can say so, mpirun says in
+// one line why the job ended, and nothing is left on any node.
 //
 // CPUs: the cluster binds tasks (task/affinity), so a job of one task per
 // node has one CPU on each, the daemons' steps included; task/cgroup,
