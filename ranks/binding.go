@@ -19,10 +19,11 @@ const sysCPU = "/sys/devices/system/cpu"
 const sysNode = "/sys/devices/system/node"
 
 // nodeCPUs lists the CPUs this orted may run on (its affinity: the node's,
-// or what a batch system's cpuset left the job), each with its core,
-// socket, NUMA node and L3 cache. A CPU whose topology sysfs does not
-// give counts as a core of its own on socket 0; without NUMA nodes in
-// sysfs (a kernel without NUMA) every CPU is on node 0.
+// or what taskset or a batch system left the job, within its cpuset
+// cgroup), each with its core, socket, NUMA node and L3 cache. A CPU
+// whose topology sysfs does not give counts as a core of its own on
+// socket 0; without NUMA nodes in sysfs (a kernel without NUMA) every CPU
+// is on node 0.
 func nodeCPUs() ([]binding.CPU, error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
@@ -40,7 +41,7 @@ func nodeCPUs() ([]binding.CPU, error) {
 			cpus = append(cpus, binding.CPU{ID: id, Core: core, Socket: max(socket, 0), NUMA: numa[id], L3: l3Cache(id)})
 		}
 	}
-	return cpus, nil
+	return binding.Within(cpus, cpusetCPUs()), nil
 }
 
 // numaNodes maps each CPU to its NUMA node, from each node's cpulist.
@@ -106,7 +107,7 @@ func bindRanks(p binding.Policy, ranks int) ([]binding.Binding, error) {
 	}
 	b, err := binding.Bind(cpus, ranks, p)
 	if err != nil {
-		return nil, fmt.Errorf("cannot bind: %w", err)
+		return nil, fmt.Errorf("cannot bind: %w; the job may use cpus %s here", err, binding.List(binding.IDs(cpus)))
 	}
 	return b, nil
 }

@@ -166,6 +166,11 @@ func oneProcessor() { runtime.GOMAXPROCS(1) }
 func run(cfg daemon.Config, level string, inStep bool) int {
 	// Terminal signals are mpirun's to handle; it tells the daemons.
 	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGQUIT, syscall.SIGPIPE)
+	// SIGTERM is what Slurm sends a step's tasks at the time limit or
+	// scancel: the daemon reports it to mpirun and ends its ranks.
+	terms := make(chan os.Signal, 1)
+	signal.Notify(terms, syscall.SIGTERM)
+	cfg.Signals = terms
 	// The sign of life: the parent now knows this orted runs, however
 	// long the call back takes on a loaded machine. In a step it names
 	// the node, which tells the task ids of srun's output apart.

@@ -159,7 +159,8 @@ type Aborted struct {
 // TimerFired: a timer set with SetTimer expired.
 type TimerFired struct{ Timer Timer }
 
-// Interrupt: mpirun received signal Sig (its name without SIG: "INT").
+// Interrupt: the daemon received signal Sig (its name without SIG:
+// "INT"): any at mpirun, SIGTERM at an orted.
 type Interrupt struct {
 	Sig  int
 	Name string

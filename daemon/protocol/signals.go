@@ -3,14 +3,34 @@ package protocol
 // Signals: one delivered to mpirun, passed down the spawn tree to every
 // rank, and acknowledged up the tree when mpirun asks (Ctrl-Z).
 
-// interrupted passes a signal delivered to mpirun on to its role; the
-// driver of an orted delivers none.
+// interrupted passes a signal delivered to mpirun on to its role; an
+// orted's driver delivers only SIGTERM.
 func (m *Machine) interrupted(e Interrupt) {
-	if m.root == nil {
-		m.warn("unexpected %T at an orted", e)
+	switch {
+	case m.root != nil:
+		m.root.interrupt(e.Sig, e.Name)
+	case e.Sig == SIGTERM:
+		m.terminated()
+	default:
+		m.warn("unexpected SIG%s at an orted", e.Name)
+	}
+}
+
+// terminated ends the job from an orted that got SIGTERM, as slurmstepd
+// sends a step's tasks at the job's time limit or scancel, KillWait
+// before its SIGKILL. mpirun, which may run outside any step (salloc),
+// learns why in one line; this node's ranks get their SIGTERM at once,
+// and only once, whether or not mpirun's teardown comes back in time.
+func (m *Machine) terminated() {
+	if m.ending() {
 		return
 	}
-	m.root.interrupt(e.Sig, e.Name)
+	from := ""
+	if m.job.SrunJob != "" {
+		from = " from Slurm (job " + m.job.SrunJob + "'s time limit or scancel)"
+	}
+	m.fail(m.failure(128+SIGTERM, "orted got SIGTERM%s, terminating the job", from))
+	m.teardown(true)
 }
 
 // signal delivers a signal to every rank in this subtree: down the spawn

@@ -359,3 +359,31 @@ func ParseList(s string) ([]int, error) {
 	}
 	return ids, nil
 }
+
+// Within keeps the CPUs that are also in allowed (a cgroup's cpuset), so
+// that no rank is bound outside what the batch system gave the job. A nil
+// allowed, or one that shares no CPU with cpus (a cpuset read from the
+// wrong cgroup, as seen from another namespace), keeps them all: the
+// affinity mask they came from is the kernel's own answer.
+func Within(cpus []CPU, allowed []int) []CPU {
+	var kept []CPU
+	for _, c := range cpus {
+		if slices.Contains(allowed, c.ID) {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == 0 {
+		return cpus
+	}
+	return kept
+}
+
+// IDs lists the CPUs' ids, sorted.
+func IDs(cpus []CPU) []int {
+	ids := make([]int, len(cpus))
+	for i, c := range cpus {
+		ids[i] = c.ID
+	}
+	slices.Sort(ids)
+	return ids
+}

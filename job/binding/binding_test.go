@@ -266,3 +266,41 @@ func TestBindDomainsHoldTheirCore(t *testing.T) {
 		}
 	}
 }
+
+// TestBindWithin: ranks are bound only to the CPUs both the affinity mask
+// and the cgroup's cpuset allow; a cpuset that shares nothing with the
+// mask (read from the wrong cgroup) is ignored rather than trusted.
+func TestBindWithin(t *testing.T) {
+	all := machine(1, 4, 2) // cpus 0-3 first threads, 4-7 second threads
+	for _, tc := range []struct {
+		allowed []int
+		want    string
+	}{
+		{nil, "0-7"},
+		{[]int{1, 5, 2}, "1-2,5"},
+		{[]int{6, 9}, "6"},
+		{[]int{8, 9}, "0-7"},
+	} {
+		if got := List(IDs(Within(all, tc.allowed))); got != tc.want {
+			t.Errorf("Within(%v) = cpus %s, want %s", tc.allowed, got, tc.want)
+		}
+	}
+	// Two cores left of four: a third rank does not fit without overload.
+	cpus := Within(all, []int{1, 2, 5, 6})
+	got, err := Bind(cpus, 2, Policy{Unit: Core})
+	if err != nil || show(got) != "0: core 0 of socket 0 (cpus 1,5)\n1: core 1 of socket 0 (cpus 2,6)" {
+		t.Errorf("two ranks on cores 1-2: %v\n%s", err, show(got))
+	}
+	if _, err := Bind(cpus, 3, Policy{Unit: Core}); err == nil || !strings.HasPrefix(err.Error(), "3 ranks but 2 cores") {
+		t.Errorf("three ranks on two cores: %v", err)
+	}
+	got, err = Bind(cpus, 2, Policy{Unit: Socket})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("two ranks on the socket: %v", err)
+	}
+	for _, b := range got {
+		if List(b.CPUs) != "1-2,5-6" {
+			t.Errorf("socket binding outside the allowed cpus:\n%s", show(got))
+		}
+	}
+}

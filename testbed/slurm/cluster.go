@@ -29,6 +29,12 @@ type Config struct {
 	// shared anyway.
 	Shared []string
 
+	// BindTasks has each slurmd bind what it starts to the job's CPUs on
+	// its node (TaskPlugin=task/affinity: the batch script, and every step,
+	// --cpu-bind=none or not), as a site's Slurm confines jobs; by default
+	// nothing is bound (task/none).
+	BindTasks bool
+
 	// StartTimeout bounds the wait until every node is idle (default 30 s
 	// plus 0.2 s per node).
 	StartTimeout time.Duration
@@ -110,7 +116,7 @@ func newCluster(cfg Config) (*Cluster, error) {
 		shared = append(shared, wd)
 	}
 	c.layout = layout{dir: dir, nodes: cfg.Nodes, shared: sharedUnderTmp(shared)}
-	if err := c.layout.write(cfg.CPUs); err != nil {
+	if err := c.layout.write(cfg); err != nil {
 		c.removeDir()
 		return nil, fmt.Errorf("slurm: writing %s: %w", dir, err)
 	}

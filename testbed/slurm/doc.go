@@ -29,8 +29,12 @@
 // is empty.
 //
 // The slurm.conf is minimal: no accounting, proctrack/linuxproc,
-// task/none, select/cons_tres with CR_CPU, MpiDefault=none, daemons as
-// root. It must not set CommunicationParameters=NoInAddrAny: the slurmd's
+// task/none (task/affinity with Config.BindTasks: each node's tasks bound
+// to the CPUs of the job there, numbered as on the one real machine;
+// task/cgroup would share the host's cgroup hierarchy between clusters),
+// select/cons_tres with CR_CPU, MpiDefault=none, daemons as root. Any user
+// may reach munged's socket, so salloc and sbatch work for ordinary users
+// who can read the cluster's directory. It must not set CommunicationParameters=NoInAddrAny: the slurmd's
 // then listen on their node's address only and step I/O fails
 // ("connect io: Connection refused"). The daemons are Debian's -wlm
 // binaries (slurmctld-wlm -D -c -i, slurmd-wlm -D -N nodeI), whose build

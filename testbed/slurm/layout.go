@@ -54,7 +54,7 @@ func nodeAddr(i int) string {
 func (l layout) env() []string { return []string{"SLURM_CONF=" + l.conf()} }
 
 // write creates the directories and files the daemons need.
-func (l layout) write(cpus int) error {
+func (l layout) write(cfg Config) error {
 	dirs := []string{l.dir, l.logDir(), l.stateDir(), l.runDir()}
 	for i := 1; i <= l.nodes; i++ {
 		dirs = append(dirs, l.spool(i), l.tmp(i))
@@ -64,8 +64,13 @@ func (l layout) write(cpus int) error {
 			return err
 		}
 	}
-	// munged refuses a key or socket directory others may write or read.
-	if err := os.MkdirAll(l.mungeDir(), 0o700); err != nil {
+	// munged refuses a key or socket directory others may write; others
+	// may pass through it (not list it) to reach the socket, so that any
+	// user can run salloc, while the key stays 0600.
+	if err := os.MkdirAll(l.mungeDir(), 0o711); err != nil {
+		return err
+	}
+	if err := os.Chmod(l.mungeDir(), 0o711); err != nil {
 		return err
 	}
 	for i := 1; i <= l.nodes; i++ {
@@ -79,7 +84,7 @@ func (l layout) write(cpus int) error {
 	if err := os.WriteFile(l.hosts(), []byte(l.hostsFile()), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(l.conf(), []byte(l.slurmConf(cpus)), 0o644)
+	return os.WriteFile(l.conf(), []byte(l.slurmConf(cfg.CPUs, cfg.BindTasks)), 0o644)
 }
 
 // writeMungeKey writes a fresh key, so that a cluster neither needs the
@@ -110,7 +115,7 @@ func (l layout) hostsFile() string {
 // slurmConf is a minimal configuration for several slurmd's on one host
 // (see the package doc): no accounting, no cgroups, every node in one
 // partition, one port and one spool directory per slurmd, daemons as root.
-func (l layout) slurmConf(cpus int) string {
+func (l layout) slurmConf(cpus int, bindTasks bool) string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	line("ClusterName=testbed")
@@ -127,7 +132,11 @@ func (l layout) slurmConf(cpus int) string {
 	line("SlurmctldLogFile=%s", filepath.Join(l.logDir(), "slurmctld.log"))
 	line("SlurmdLogFile=%s", filepath.Join(l.logDir(), "slurmd-%n.log"))
 	line("ProctrackType=proctrack/linuxproc")
-	line("TaskPlugin=task/none")
+	if bindTasks {
+		line("TaskPlugin=task/affinity")
+	} else {
+		line("TaskPlugin=task/none")
+	}
 	line("SelectType=select/cons_tres")
 	line("SelectTypeParameters=CR_CPU")
 	line("SlurmdParameters=config_overrides")
