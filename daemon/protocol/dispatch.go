@@ -60,7 +60,7 @@ func (m *Machine) timerFired(t Timer) {
 	case CallbackTimer:
 		m.callbackExpired(t.ID)
 	case GraceTimer:
-		m.emit(SignalRanks{SIGKILL})
+		m.graceOver()
 	case ProgressTimer:
 		m.progressDue()
 	case GuardsTimer:

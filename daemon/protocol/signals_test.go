@@ -43,3 +43,45 @@ func TestOrtedSIGTERM(t *testing.T) {
 		}
 	}
 }
+
+// An orted whose lifeline ends while its ranks have their SIGTERM (at
+// Slurm's time limit srun and mpirun get the TERM too) lets them keep the
+// rest of the kill grace, then kills what is left and exits; outside the
+// grace it kills them and exits at once.
+func TestLifelineLostInTheGrace(t *testing.T) {
+	orted := func() *Machine {
+		m, err := New(Config{ID: 1, Node: "node001", Addr: "tcp://127.0.0.1:2", Parent: 0, ParentLink: 1,
+			Job: JobSpec{Daemons: 2, SpawnDegree: 1, Routed: "radix", Hosts: []string{"head", "node001"}, KillGraceMS: 3000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Start()
+		if starts := actionsOf[StartRanks](m.Step(Received{Link: 1, Msg: Launch{Argv: []string{"./prog"}, RankNode: []int{1}, RanksByNode: true}})); len(starts) != 1 {
+			t.Fatal("no rank started")
+		}
+		return m
+	}
+	kills := func(acts []Action) int {
+		n := 0
+		for _, s := range actionsOf[SignalRanks](acts) {
+			if s.Sig == SIGKILL {
+				n++
+			}
+		}
+		return n
+	}
+
+	m := orted()
+	m.Step(Interrupt{Sig: SIGTERM, Name: "TERM"})
+	if acts := m.Step(Orphaned{Why: "its parent's session ended"}); kills(acts) != 0 || len(actionsOf[Exit](acts)) != 0 {
+		t.Fatalf("lifeline lost in the grace: %v, want the grace to run on", acts)
+	}
+	if acts := m.Step(TimerFired{Timer{Kind: GraceTimer}}); kills(acts) != 1 || len(actionsOf[Exit](acts)) != 1 {
+		t.Fatalf("grace over after the lifeline: %v, want SIGKILL and Exit", acts)
+	}
+
+	m = orted()
+	if acts := m.Step(Orphaned{Why: "its parent's session ended"}); kills(acts) != 1 || len(actionsOf[Exit](acts)) != 1 {
+		t.Fatalf("lifeline lost while running: %v, want SIGKILL and Exit at once", acts)
+	}
+}
