@@ -155,6 +155,26 @@ echo left=$(ours); rm $out $out.err`, mpirun)
 			}
 			checkOneLine(t, line, `^mpirun: node\d: orted exited unexpectedly: signal KILL: it went to srun, which runs the daemons' job step$`)
 		}},
+		{"a node lost mid-run", func(t *testing.T) {
+			// node3's orted killed outright while the ranks run: mpirun
+			// names node3 in one line, the job ends, and the step's other
+			// tasks and every rank end with it.
+			script := fmt.Sprintf(`out=$(mktemp)
+%s sh -c 'echo started; exec sleep 300' >$out 2>$out.err & pid=$!
+until [ "$(grep -c started $out)" = 8 ]; do sleep 0.1; done
+for p in $(pgrep -x orted); do tr '\0' '\n' </proc/$p/environ | grep -qx SLURMD_NODENAME=node3 && kill -KILL $p; done
+wait $pid; echo status=$? >&2; cat $out.err >&2
+ours() { ps -eo comm= | grep -cxE 'orted|sleep|srun|prsh-guard'; }
+for i in $(seq 200); do [ $(ours) = 0 ] && break; sleep 0.1; done
+echo left=$(ours) steps=$(squeue -h -s -j $SLURM_JOB_ID | wc -l); rm $out $out.err`, mpirun)
+			res := inSlurm(t, c, append(salloc, "sh", "-c", script)...)
+			checkLines(t, res.stdout, []string{"left=0 steps=0"})
+			status, line, _ := strings.Cut(res.stderr, "\n")
+			if status != "status=255" {
+				t.Errorf("mpirun's %s, want 255", status)
+			}
+			checkOneLine(t, line, `^mpirun: node3: (lost the link to its orted: EOF|orted exited unexpectedly: signal KILL)$`)
+		}},
 		{"a node whose orted cannot start", func(t *testing.T) {
 			// orted is at /tmp/prsh/orted on every node but node3 (each
 			// node has a /tmp of its own).
