@@ -155,6 +155,13 @@ echo left=$(ours); rm $out $out.err`, mpirun)
 			}
 			checkOneLine(t, line, `^mpirun: node\d: orted exited unexpectedly: signal KILL: it went to srun, which runs the daemons' job step$`)
 		}},
+		{"srun missing", func(t *testing.T) {
+			res := inSlurm(t, c, append(salloc, "env", "PATH=/nonexistent", mpirun, "hostname")...)
+			if res.status == 0 {
+				t.Errorf("exit 0 without srun")
+			}
+			checkOneLine(t, res.stderr, `^mpirun: inside Slurm job \d+ the daemons start through srun: .*executable file not found in \$PATH; --launcher ssh starts them with ssh \(see mpirun --help\)$`)
+		}},
 		{"a node lost mid-run", func(t *testing.T) {
 			// node3's orted killed outright while the ranks run: mpirun
 			// names node3 in one line, the job ends, and the step's other
