@@ -254,7 +254,7 @@ const reapGrace = time.Second
 // TestOrtedStopped: an orted stopped with SIGSTOP while its ranks run
 // cannot act; its parent notices within the silence bound and the job
 // ends with one line saying that node003's orted stopped answering. Its
-// ranks' guards notice that it stays stopped and kill it and its ranks
+// ranks' guard notices that it stays stopped and kills it and its ranks
 // (with what they left behind) before mpirun exits, so nothing is left on
 // any node once it has.
 func TestOrtedStopped(t *testing.T) {

@@ -153,7 +153,7 @@ func ortedOf(t *testing.T, c *testbed.Cluster, node string) int {
 }
 
 // isOrted tells an orted daemon (or orted-pmix) from the shell that
-// started it and from the rank guards, which may run its binary too.
+// started it and from the node's guard, which may run its binary too.
 func isOrted(argv []string) bool {
 	if len(argv) < 2 {
 		return false

@@ -375,7 +375,7 @@ const (
 	JobTimer                       // mpirun: --timeout
 	StopTimer                      // mpirun: Ctrl-Z; stop even if acks are missing
 	ProgressTimer                  // report who has not called back (Pending; mpirun: Waiting)
-	GuardsTimer                    // a silent child's rank guards must have killed it by now
+	GuardsTimer                    // a silent child's node guard must have killed it by now
 )
 
 // Linux signal numbers the machine uses itself.

@@ -115,7 +115,7 @@ type child struct {
 	pending    *Pending // what it last said of its subtree's missing daemons
 	size       int      // its spawn subtree's daemons, itself included; 0 until needed
 	// guardsDue: it stopped answering while it may hold ranks, and its
-	// ranks' guards may not have killed it yet (GuardsTimer).
+	// ranks' guard may not have killed it yet (GuardsTimer).
 	guardsDue bool
 }
 

@@ -47,15 +47,15 @@ func (m *Machine) passTeardown(kill bool) {
 
 // stopDaemon ends child c's session; a child that may not be able to end
 // by itself (silent, or it never called back) is killed unless it may
-// hold ranks: then their guards kill it (see ranks/guard), and a kill of
-// its session's process group would take the guards before they act.
+// hold ranks: then their guard kills it (see ranks/guard), and a kill of
+// its session's process group would take the guard before it acts.
 func (m *Machine) stopDaemon(c *child) {
 	hung := c.call == callSilent || !c.calledBack()
 	m.emit(StopDaemon{ID: c.id, Kill: hung && !m.mayHoldRanks(c.id)})
 }
 
 // awaitGuards keeps child c, which stopped answering, from counting as
-// gone until its ranks' guards must have killed it, if it may hold ranks:
+// gone until its ranks' guard must have killed it, if it may hold ranks:
 // its session's end here says nothing of the node, and the job is not
 // over while its ranks run.
 func (m *Machine) awaitGuards(c *child) {

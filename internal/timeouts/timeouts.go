@@ -62,7 +62,7 @@ func Default() Timeouts {
 }
 
 // GuardsWaitMS is how long after a daemon's parent found it silent its
-// ranks' guards must have killed it, were it stopped: the guards kill a
+// ranks' guard must have killed it, were it stopped: the guard kills a
 // daemon stopped for GuardStoppedMS, seen by polling every second, and it
 // stopped at most two keep-alive intervals after its last byte (its
 // watch pings a link quiet for one, checked once every one), which was

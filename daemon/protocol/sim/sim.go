@@ -304,7 +304,7 @@ func silentReason(silenceMS int64) string {
 
 // Hang stops daemon id, as SIGSTOP would: it takes no more events, its
 // peers see its links go down as silent after the silence bound, and
-// its ranks' guards, if ranks run there, kill it after theirs.
+// its ranks' guard, if ranks run there, kills it after its bound.
 func (s *Sim) Hang(id int) {
 	d := s.d[id]
 	if d.dead || d.hung || !d.created {
@@ -314,7 +314,7 @@ func (s *Sim) Hang(id int) {
 	d.hung = true
 	// The bounds of a hung daemon are the job's, as the driver has them:
 	// its peers give up on a link that brought nothing for the silence
-	// bound, its ranks' guards kill it once it has been stopped for theirs.
+	// bound, its ranks' guard kills it once it has been stopped for that long.
 	bounds := s.opt.Job.Timeouts.WithDefaults()
 	s.At(s.now+bounds.SilenceMS, func() {
 		for l := protocol.LinkID(1); l <= d.lastLink; l++ {
