@@ -82,13 +82,10 @@ func deafen() {
 // runtime keeps 32 and 33, which C libraries use, for itself.)
 const sigRTMin, sigRTMax = 34, 64
 
-// serve carries out the daemon's messages until the job ends. Starts
-// come from this goroutine's thread alone, bound to each rank's CPUs in
-// turn (affinity is per thread, and the rank inherits its forker's).
+// serve carries out the daemon's messages until the job ends.
 func (g *node) serve() {
-	runtime.LockOSThread()
 	var own unix.CPUSet
-	unix.SchedGetaffinity(0, &own)
+	unix.SchedGetaffinity(0, &own) // every thread's: each inherits it, and startOn restores it
 	for {
 		body, files, err := g.sock.receive()
 		switch {
@@ -133,19 +130,26 @@ func (g *node) start(s RankStart, own *unix.CPUSet) {
 	g.wakeReaper()
 }
 
-// startOn starts cmd bound to cpus (none: unbound), then binds the
-// thread back to own.
+// startOn starts cmd bound to cpus (own when none), then binds the
+// thread back to own. Affinity is per thread and the rank inherits its
+// forker's, so the thread is locked for the start alone, and set even
+// for an unbound rank (a thread the runtime made during a bound start
+// inherited that rank's CPUs): a goroutine locked for the guard's life
+// would hand the one P between two threads each time it waits.
 func startOn(cmd *exec.Cmd, cpus []int, own *unix.CPUSet) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	set := *own
 	if len(cpus) > 0 {
-		var set unix.CPUSet
+		set.Zero()
 		for _, id := range cpus {
 			set.Set(id)
 		}
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return fmt.Errorf("cannot bind to its CPUs: %w", err)
-		}
-		defer unix.SchedSetaffinity(0, own)
 	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil && len(cpus) > 0 {
+		return fmt.Errorf("cannot bind to its CPUs: %w", err)
+	}
+	defer unix.SchedSetaffinity(0, own)
 	lowerOOMScore := raiseOOMScore()
 	defer lowerOOMScore()
 	return cmd.Start()
