@@ -22,6 +22,7 @@ func (c *Conn) Flush(wait time.Duration) {
 		return
 	}
 	deadline := time.Now().Add(wait)
+	pause := 100 * time.Microsecond // the peer's kernel acknowledges at once, or after a delayed-ACK timer
 	for {
 		unacked := 0
 		raw.Control(func(fd uintptr) {
@@ -33,7 +34,8 @@ func (c *Conn) Flush(wait time.Duration) {
 		select {
 		case <-c.Done():
 			return
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, 5*time.Millisecond)
 	}
 }

@@ -109,7 +109,7 @@ func joinPairs(args []string, flags []cli.Flag) []string {
 	}
 	switches := map[string]bool{"help": true, "h": true, "version": true}
 	for _, f := range flags {
-		if _, ok := f.(*cli.BoolFlag); ok {
+		if isSwitch(f) {
 			for _, name := range f.Names() {
 				switches[name] = true
 			}

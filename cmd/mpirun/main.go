@@ -41,7 +41,7 @@ func main() {
 		// -x 'MSG=hello, world' and -x CUDA_VISIBLE_DEVICES=0,1 are one
 		// value each; -H splits its own lists, knowing brackets.
 		DisableSliceFlagSeparator: true,
-		Flags:                     flags(),
+		Flags:                     namedOnce(flags()),
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return usageError{explainFlagError(err, c.App.Flags)}
 		},

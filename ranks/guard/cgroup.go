@@ -114,6 +114,7 @@ func (c *Cgroup) Remove(wait time.Duration) error {
 	}
 	c.Kill()
 	deadline := time.Now().Add(wait)
+	pause := 100 * time.Microsecond // the kill completes within a scheduling round, mostly
 	for {
 		err := os.Remove(c.dir)
 		if err == nil || errors.Is(err, fs.ErrNotExist) { // the guards' last removed it
@@ -122,7 +123,8 @@ func (c *Cgroup) Remove(wait time.Duration) error {
 		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
 			return err
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(pause)
+		pause = min(2*pause, 10*time.Millisecond)
 	}
 }
 

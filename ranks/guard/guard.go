@@ -41,6 +41,7 @@ package guard
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,7 +100,7 @@ type Guard struct {
 	cmd *exec.Cmd
 
 	mu   sync.Mutex // sock, closed by Wait while sends may still come
-	sock int        // the daemon's end; -1 once closed
+	sock *socket    // the daemon's end; nil once closed
 	said firstLine  // the first line the guard wrote on its stderr
 	// OutsideCgroup is why the guard could not start in its cgroup, if
 	// it was placed in one and started outside it.
@@ -123,14 +124,18 @@ func Start(stoppedLimit time.Duration, cg *Cgroup) (*Guard, error) {
 	}
 	theirs := os.NewFile(uintptr(fds[1]), "guard socket")
 	defer theirs.Close()
-	g := &Guard{sock: fds[0]}
+	ours, err := newSocket(fds[0], "guard socket")
+	if err != nil {
+		return nil, fmt.Errorf("cannot start the ranks' guard: %w", err)
+	}
+	g := &Guard{sock: ours}
 	g.cmd = &exec.Cmd{Path: self, Args: []string{self, GuardArg, strconv.FormatInt(stoppedLimit.Milliseconds(), 10)},
 		Dir: "/", Stderr: &g.said, ExtraFiles: []*os.File{theirs}, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	if cg != nil {
 		cg.Place(g.cmd)
 	}
 	if err := g.start(); err != nil {
-		unix.Close(fds[0])
+		ours.close()
 		return nil, fmt.Errorf("cannot start the ranks' guard %s: %w", self, err)
 	}
 	return g, nil
@@ -194,24 +199,30 @@ func (g *Guard) KillProcess() { g.cmd.Process.Kill() }
 func (g *Guard) End() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.sock >= 0 {
-		unix.Shutdown(g.sock, unix.SHUT_WR)
+	if g.sock != nil {
+		g.sock.shutdown()
 	}
 }
 
 func (g *Guard) send(m message, files []*os.File) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.sock < 0 {
+	if g.sock == nil {
 		return fmt.Errorf("the ranks' guard has ended")
 	}
-	return send(g.sock, m, files)
+	return g.sock.send(m, files)
 }
 
 // Next is the guard's next report; an error once the guard has ended
 // (io.EOF) or broke the protocol. Then call Wait.
 func (g *Guard) Next() (Report, error) {
-	body, files, err := receive(g.sock)
+	g.mu.Lock()
+	sock := g.sock
+	g.mu.Unlock()
+	if sock == nil {
+		return Report{}, io.EOF
+	}
+	body, files, err := sock.receive()
 	closeFiles(files) // the guard passes none
 	if err != nil {
 		return Report{}, err
@@ -223,8 +234,10 @@ func (g *Guard) Next() (Report, error) {
 // how it ended.
 func (g *Guard) Wait() syscall.WaitStatus {
 	g.mu.Lock()
-	unix.Close(g.sock)
-	g.sock = -1
+	if g.sock != nil {
+		g.sock.close()
+		g.sock = nil
+	}
 	g.mu.Unlock()
 	g.cmd.Process.Kill() // it broke the protocol, if it has not exited
 	g.cmd.Wait()

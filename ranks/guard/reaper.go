@@ -17,19 +17,23 @@ import (
 // reaped under the lock, so that a rank not yet reaped (in ranks) keeps
 // its pid, and its process group's number, from reuse. Once the guard
 // kills and no child is left, nothing is left under it, and it exits.
+// It waits for SIGCHLD, not in waitid: a goroutine blocked in a system
+// call would hold the guard's one P (see socket).
 func (g *node) reapAll() {
 	for {
 		pid, err := exitedChild()
 		switch {
 		case err == syscall.EINTR:
-		case err != nil: // ECHILD: nothing under the guard
-			if g.isKilling() {
-				leaveCgroup()
-				os.Exit(0)
-			}
-			<-g.wake
-		default:
+		case err == nil && pid > 0:
 			g.reap(pid)
+		case err != nil && g.isKilling(): // ECHILD: nothing under the guard
+			leaveCgroup()
+			os.Exit(0)
+		default: // no child ended, or none runs
+			select {
+			case <-g.exits:
+			case <-g.wake:
+			}
 		}
 	}
 }
@@ -45,12 +49,13 @@ func (g *node) reap(pid int) {
 	}
 }
 
-// exitedChild waits until a child has ended and returns its pid, leaving
-// it to be reaped (waitid with WNOWAIT, which syscall does not wrap).
+// exitedChild returns the pid of a child that has ended, leaving it to
+// be reaped, or 0 if none has (waitid with WNOWAIT and WNOHANG, which
+// syscall does not wrap).
 func exitedChild() (int, error) {
-	var info [16]uint64 // a siginfo_t, aligned as its pointers
+	var info [16]uint64 // a siginfo_t, aligned as its pointers; si_pid stays 0 if no child ended
 	_, _, e := syscall.Syscall6(syscall.SYS_WAITID, unix.P_ALL, 0, uintptr(unsafe.Pointer(&info[0])),
-		unix.WEXITED|unix.WNOWAIT, 0, 0)
+		unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, 0, 0)
 	if e != 0 {
 		return 0, e
 	}

@@ -20,15 +20,16 @@ import (
 
 // node is the guard's own state.
 type node struct {
-	sock   int
+	sock   *socket
 	sendMu sync.Mutex // one message at a time on the socket
 
 	mu      sync.Mutex  // ranks and killing; held across a start, so that a rank's end is reported after its start
 	ranks   map[int]int // the rank of each pid started and not yet reaped
 	killing bool        // the job is over: no more starts
 	// wake tells the reaper, waiting for a child, that one was started
-	// or that the guard is killing.
-	wake chan struct{}
+	// or that the guard is killing; exits that a child ended.
+	wake  chan struct{}
+	exits chan os.Signal
 }
 
 // RunGuard is the guard's main: args are the bound on its daemon's being
@@ -47,7 +48,13 @@ func RunGuard(args []string) {
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	syscall.CloseOnExec(guardSocketFD) // the guard's alone: no rank may hold it open
 	deafen()
-	g := &node{sock: guardSocketFD, ranks: map[int]int{}, wake: make(chan struct{}, 1)}
+	sock, err := newSocket(guardSocketFD, "daemon socket")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "orted: guard: its socket: %v\n", err)
+		os.Exit(errmgr.StatusFailed)
+	}
+	g := &node{sock: sock, ranks: map[int]int{}, wake: make(chan struct{}, 1), exits: make(chan os.Signal, 1)}
+	signal.Notify(g.exits, syscall.SIGCHLD) // before the first start: no end goes unnoticed
 	go g.reapAll()
 	go g.watch(parent, time.Duration(stoppedMS)*time.Millisecond)
 	g.serve()
@@ -57,8 +64,9 @@ func RunGuard(args []string) {
 // so: they are for the ranks, and a guard ended by one could no longer
 // keep its promise. They are caught and dropped, not ignored: an ignored
 // signal would stay ignored in the ranks across exec, a caught one goes
-// back to its default there. SIGCHLD stays, as do the runtime's SIGURG
-// and SIGPROF and the faults, which only the kernel raises.
+// back to its default there. SIGCHLD wakes the reaper (reapAll); the
+// runtime's SIGURG and SIGPROF stay, as do the faults, which only the
+// kernel raises.
 func deafen() {
 	sigs := []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGABRT,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTERM,
@@ -74,15 +82,12 @@ func deafen() {
 // runtime keeps 32 and 33, which C libraries use, for itself.)
 const sigRTMin, sigRTMax = 34, 64
 
-// serve carries out the daemon's messages until the job ends. Starts
-// come from this goroutine's thread alone, bound to each rank's CPUs in
-// turn (affinity is per thread, and the rank inherits its forker's).
+// serve carries out the daemon's messages until the job ends.
 func (g *node) serve() {
-	runtime.LockOSThread()
 	var own unix.CPUSet
-	unix.SchedGetaffinity(0, &own)
+	unix.SchedGetaffinity(0, &own) // every thread's: each inherits it, and startOn restores it
 	for {
-		body, files, err := receive(g.sock)
+		body, files, err := g.sock.receive()
 		switch {
 		case err != nil || len(body) == 0 || body[0] == kindKill: // the daemon ended, died, or asks
 			closeFiles(files)
@@ -125,19 +130,26 @@ func (g *node) start(s RankStart, own *unix.CPUSet) {
 	g.wakeReaper()
 }
 
-// startOn starts cmd bound to cpus (none: unbound), then binds the
-// thread back to own.
+// startOn starts cmd bound to cpus (own when none), then binds the
+// thread back to own. Affinity is per thread and the rank inherits its
+// forker's, so the thread is locked for the start alone, and set even
+// for an unbound rank (a thread the runtime made during a bound start
+// inherited that rank's CPUs): a goroutine locked for the guard's life
+// would hand the one P between two threads each time it waits.
 func startOn(cmd *exec.Cmd, cpus []int, own *unix.CPUSet) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	set := *own
 	if len(cpus) > 0 {
-		var set unix.CPUSet
+		set.Zero()
 		for _, id := range cpus {
 			set.Set(id)
 		}
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return fmt.Errorf("cannot bind to its CPUs: %w", err)
-		}
-		defer unix.SchedSetaffinity(0, own)
 	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil && len(cpus) > 0 {
+		return fmt.Errorf("cannot bind to its CPUs: %w", err)
+	}
+	defer unix.SchedSetaffinity(0, own)
 	lowerOOMScore := raiseOOMScore()
 	defer lowerOOMScore()
 	return cmd.Start()
@@ -147,7 +159,7 @@ func startOn(cmd *exec.Cmd, cpus []int, own *unix.CPUSet) error {
 func (g *node) report(r Report) {
 	g.sendMu.Lock()
 	defer g.sendMu.Unlock()
-	send(g.sock, r.encode(), nil)
+	g.sock.send(r.encode(), nil)
 }
 
 func (g *node) wakeReaper() {

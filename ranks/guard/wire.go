@@ -1,11 +1,13 @@
 package guard
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -103,9 +105,41 @@ func (r *reader) strings() []string {
 	return ss
 }
 
+// A socket is one end of the daemon's socket, waited on through the
+// runtime's poller. Both processes run on one P (GOMAXPROCS 1): a
+// goroutine blocked in recvmsg would hold that P in its system call, and
+// a goroutine it had just woken (the reaper, the daemon's loop) would
+// wait for the runtime's monitor to take the P back, up to 10 ms later.
+type socket struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+// newSocket wraps descriptor fd, made non-blocking, and owns it.
+func newSocket(fd int, name string) (*socket, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &socket{f: f, rc: rc}, nil
+}
+
+// shutdown ends the sending side: the peer reads its end.
+func (s *socket) shutdown() {
+	s.rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_WR) })
+}
+
+func (s *socket) close() { s.f.Close() }
+
 // send writes body as one message, with files on its first datagram.
 // The caller keeps the sending side to one goroutine at a time.
-func send(fd int, body message, files []*os.File) error {
+func (s *socket) send(body message, files []*os.File) error {
 	var oob []byte
 	if len(files) > 0 {
 		fds := make([]int, len(files))
@@ -121,7 +155,12 @@ func send(fd int, body message, files []*os.File) error {
 			more = 1
 		}
 		datagram := append([]byte{more}, body[:n]...)
-		if err := unix.Sendmsg(fd, datagram, oob, nil, unix.MSG_NOSIGNAL); err != nil {
+		var err error
+		werr := s.rc.Write(func(fd uintptr) bool {
+			err = unix.Sendmsg(int(fd), datagram, oob, nil, unix.MSG_NOSIGNAL)
+			return err != unix.EAGAIN
+		})
+		if err = cmp.Or(werr, err); err != nil {
 			return err
 		}
 		body, oob = body[n:], nil
@@ -131,16 +170,13 @@ func send(fd int, body message, files []*os.File) error {
 
 // receive reads the next message: its body and the descriptors it
 // passed (close-on-exec). At the peer's end it returns io.EOF.
-func receive(fd int) ([]byte, []*os.File, error) {
+func (s *socket) receive() ([]byte, []*os.File, error) {
 	var body []byte
 	var files []*os.File
 	buf := make([]byte, maxDatagram)
 	oob := make([]byte, unix.CmsgSpace(4*maxFiles))
 	for {
-		n, oobn, flags, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
-		if err == unix.EINTR {
-			continue
-		}
+		n, oobn, flags, err := s.recvmsg(buf, oob)
 		if err == nil && n == 0 {
 			err = io.EOF
 		}
@@ -158,6 +194,19 @@ func receive(fd int) ([]byte, []*os.File, error) {
 			return body, files, nil
 		}
 	}
+}
+
+// recvmsg reads one datagram, waiting in the poller for it.
+func (s *socket) recvmsg(buf, oob []byte) (n, oobn, flags int, err error) {
+	rerr := s.rc.Read(func(fd uintptr) bool {
+		for {
+			n, oobn, flags, _, err = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+			if err != unix.EINTR {
+				return err != unix.EAGAIN
+			}
+		}
+	})
+	return n, oobn, flags, cmp.Or(rerr, err)
 }
 
 // passedFiles are the descriptors a datagram's control data passed.
