@@ -128,7 +128,7 @@ kill -INT $pid; wait $pid; rm $out`, mpirun)
 				script := fmt.Sprintf(`out=$(mktemp)
 %s sh -c 'echo started; exec sleep 300' >$out & pid=$!
 until [ "$(grep -c started $out)" = 8 ]; do sleep 0.1; done
-ours() { ps -eo comm= | grep -cxE 'orted|sleep|srun|prsh-guard'; }
+ours() { ps -eo comm= | grep -cxE 'orted|orted-pmix|sleep|srun|prsh-guard'; }
 echo before=$(ours | grep -vx 0 | wc -l)
 kill -%s $pid; wait $pid; echo status=$?
 for i in $(seq 200); do [ $(ours) = 0 ] && break; sleep 0.1; done
@@ -144,7 +144,7 @@ echo left=$(ours) steps=$(squeue -h -s -j $SLURM_JOB_ID | wc -l); rm $out`, mpir
 %s sh -c 'echo started; exec sleep 300' >$out 2>$out.err & pid=$!
 until [ "$(grep -c started $out)" = 8 ]; do sleep 0.1; done
 pkill -KILL -x srun; wait $pid; echo status=$? >&2; cat $out.err >&2
-ours() { ps -eo comm= | grep -cxE 'orted|sleep|srun|prsh-guard'; }
+ours() { ps -eo comm= | grep -cxE 'orted|orted-pmix|sleep|srun|prsh-guard'; }
 for i in $(seq 200); do [ $(ours) = 0 ] && break; sleep 0.1; done
 echo left=$(ours); rm $out $out.err`, mpirun)
 			res := inSlurm(t, c, append(salloc, "sh", "-c", script)...)
@@ -169,9 +169,10 @@ echo left=$(ours); rm $out $out.err`, mpirun)
 			script := fmt.Sprintf(`out=$(mktemp)
 %s sh -c 'echo started; exec sleep 300' >$out 2>$out.err & pid=$!
 until [ "$(grep -c started $out)" = 8 ]; do sleep 0.1; done
-for p in $(pgrep -x orted); do tr '\0' '\n' </proc/$p/environ | grep -qx SLURMD_NODENAME=node3 && kill -KILL $p; done
+for p in $(pgrep -x 'orted|orted-pmix'); do tr '\0' '\n' </proc/$p/environ | grep -qx SLURMD_NODENAME=node3 && kill -KILL $p && killed=$p; done
+[ -n "$killed" ] || { echo "no orted found on node3" >&2; kill -INT $pid; }
 wait $pid; echo status=$? >&2; cat $out.err >&2
-ours() { ps -eo comm= | grep -cxE 'orted|sleep|srun|prsh-guard'; }
+ours() { ps -eo comm= | grep -cxE 'orted|orted-pmix|sleep|srun|prsh-guard'; }
 for i in $(seq 200); do [ $(ours) = 0 ] && break; sleep 0.1; done
 echo left=$(ours) steps=$(squeue -h -s -j $SLURM_JOB_ID | wc -l); rm $out $out.err`, mpirun)
 			res := inSlurm(t, c, append(salloc, "sh", "-c", script)...)

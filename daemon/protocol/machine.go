@@ -88,10 +88,10 @@ type Machine struct {
 	progressOver bool // the subtree is up: no more launch progress reports
 
 	end endState
-	// inGrace: the ranks got their SIGTERM and the kill grace runs;
-	// orphanedInGrace: the lifeline ended meanwhile, so the orted
-	// exits when the grace does (teardown.go).
-	inGrace, orphanedInGrace bool
+	// termGrace: this orted got SIGTERM (Slurm's time limit) and its
+	// ranks' kill grace runs; orphanedInGrace: the lifeline ended
+	// meanwhile, so the orted exits when the grace does (teardown.go).
+	termGrace, orphanedInGrace bool
 
 	role role       // what becomes of this subtree's reports
 	root *rootState // mpirun's own state; nil on an orted

@@ -31,6 +31,7 @@ func (m *Machine) terminated() {
 	}
 	m.fail(m.failure(128+SIGTERM, "orted got SIGTERM%s, terminating the job", from))
 	m.teardown(true)
+	m.termGrace = true
 }
 
 // signal delivers a signal to every rank in this subtree: down the spawn

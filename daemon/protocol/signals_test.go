@@ -44,10 +44,10 @@ func TestOrtedSIGTERM(t *testing.T) {
 	}
 }
 
-// An orted whose lifeline ends while its ranks have their SIGTERM (at
-// Slurm's time limit srun and mpirun get the TERM too) lets them keep the
-// rest of the kill grace, then kills what is left and exits; outside the
-// grace it kills them and exits at once.
+// An orted whose lifeline ends while its ranks have the SIGTERM it got
+// itself (at Slurm's time limit srun and mpirun get the TERM too) lets
+// them keep the rest of the kill grace, then kills what is left and
+// exits; otherwise it kills them and exits at once.
 func TestLifelineLostInTheGrace(t *testing.T) {
 	orted := func() *Machine {
 		m, err := New(Config{ID: 1, Node: "node001", Addr: "tcp://127.0.0.1:2", Parent: 0, ParentLink: 1,
@@ -83,5 +83,12 @@ func TestLifelineLostInTheGrace(t *testing.T) {
 	m = orted()
 	if acts := m.Step(Orphaned{Why: "its parent's session ended"}); kills(acts) != 1 || len(actionsOf[Exit](acts)) != 1 {
 		t.Fatalf("lifeline lost while running: %v, want SIGKILL and Exit at once", acts)
+	}
+
+	// In the grace of mpirun's teardown, mpirun gone means now.
+	m = orted()
+	m.Step(Received{Link: 1, Msg: Teardown{Kill: true}})
+	if acts := m.Step(Orphaned{Why: "its parent's session ended"}); kills(acts) != 1 || len(actionsOf[Exit](acts)) != 1 {
+		t.Fatalf("lifeline lost in mpirun's teardown: %v, want SIGKILL and Exit at once", acts)
 	}
 }

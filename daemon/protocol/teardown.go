@@ -22,7 +22,6 @@ func (m *Machine) teardown(kill bool) {
 	if kill {
 		m.emit(SignalRanks{SIGTERM})
 		m.emit(SetTimer{Timer{Kind: GraceTimer}, m.job.KillGraceMS})
-		m.inGrace = true
 	} else {
 		m.emit(SignalRanks{SIGKILL}) // what the ranks left behind
 	}
@@ -108,7 +107,7 @@ func (m *Machine) maybeFinish() {
 // graceOver kills what is left of the ranks once the kill grace ran out;
 // an orted whose lifeline ended in it goes with them.
 func (m *Machine) graceOver() {
-	m.inGrace = false
+	m.termGrace = false
 	m.emit(SignalRanks{SIGKILL})
 	if m.orphanedInGrace && m.end != jobFinished {
 		m.exit(Exit{Status: 1})
@@ -121,11 +120,13 @@ func (m *Machine) exit(e Exit) {
 }
 
 // lifelineLost ends an orted whose parent is gone: nothing may outlive it.
-// Once the ranks had their SIGTERM, they keep the rest of the kill grace
-// (a bound of its own) to write their last words: at Slurm's time limit
-// srun and mpirun get the TERM too, and may be gone before the ranks.
+// An orted that got SIGTERM itself lets its ranks keep the rest of their
+// kill grace (a bound of its own) to write their last words: at Slurm's
+// time limit srun and mpirun get the TERM too, and may be gone before the
+// ranks. Any other teardown is cut short: mpirun gone (a second Ctrl-C)
+// means now.
 func (m *Machine) lifelineLost(why string) {
-	if m.inGrace {
+	if m.termGrace {
 		m.warn("%s; the ranks keep the rest of the kill grace", why)
 		m.orphanedInGrace = true
 		return

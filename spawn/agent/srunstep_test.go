@@ -93,8 +93,9 @@ func TestSrunStepFails(t *testing.T) {
 }
 
 // TestSrunStepKilled: srun killed by a signal says so for every host.
+// (Killed once it has read the payload: killed before, its start fails.)
 func TestSrunStepKilled(t *testing.T) {
-	ps := startFakeStep(t, `kill -KILL $$`)
+	ps := startFakeStep(t, `read secret; kill -KILL $$`)
 	for _, p := range ps {
 		xe := wantExit(t, waitFor(t, p), 128+9, "")
 		if xe.Error() != "signal KILL: it went to srun, which runs the daemons' job step" {
