@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -170,27 +168,6 @@ func checkTimeLimit(t *testing.T, status int, stdout, stderr, line string) {
 		t.Errorf("exit 0 at the time limit")
 	}
 	checkMpirunLine(t, stderr, line)
-}
-
-// inSlurmFor is inSlurm for a command that runs up to patience.
-func inSlurmFor(t *testing.T, c *slurm.Cluster, patience time.Duration, argv ...string) slurmResult {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), patience)
-	defer cancel()
-	cmd := c.Command(ctx, argv...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := slurmResult{stdout.String(), stderr.String(), 0}
-	if ee, ok := err.(*exec.ExitError); ok {
-		res.status = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%q: %v", argv, err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("%q did not end within %v; stderr:\n%s", argv, patience, res.stderr)
-	}
-	return res
 }
 
 // testSlurmBinding: in an allocation of one CPU per node, mpirun's ranks,

@@ -274,7 +274,13 @@ type slurmResult struct {
 // node would.
 func inSlurm(t *testing.T, c *slurm.Cluster, argv ...string) slurmResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), slurmPatience)
+	return inSlurmFor(t, c, slurmPatience, argv...)
+}
+
+// inSlurmFor is inSlurm for a command that may run up to patience.
+func inSlurmFor(t *testing.T, c *slurm.Cluster, patience time.Duration, argv ...string) slurmResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	cmd := c.Command(ctx, argv...)
 	var stdout, stderr strings.Builder
@@ -290,7 +296,7 @@ func inSlurm(t *testing.T, c *slurm.Cluster, argv ...string) slurmResult {
 		t.Fatalf("%q: %v", argv, err)
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("%q did not end within %v; stderr:\n%s", argv, slurmPatience, res.stderr)
+		t.Fatalf("%q did not end within %v; stderr:\n%s", argv, patience, res.stderr)
 	}
 	return res
 }

@@ -39,18 +39,24 @@ var _ Agent = (*Srun)(nil)
 
 // Argv returns srun's command line for running argv on host.
 func (s *Srun) Argv(host string, argv []string) []string {
-	path := s.Path
-	if path == "" {
-		path = "srun"
-	}
-	out := []string{path}
-	if s.JobID != "" {
-		out = append(out, "--jobid="+s.JobID)
-	}
+	out := srunCommand(s.Path, s.JobID)
 	out = append(out, "--overlap", "--mpi=none", "--cpu-bind=none",
 		"--nodes=1", "--ntasks=1", "--ntasks-per-node=1", "--nodelist="+host,
 		"--input=0", "--job-name=orted", "--quiet")
 	return append(out, argv...)
+}
+
+// srunCommand is srun (path, or srun from PATH) for a step of job (or
+// the job srun takes from its environment when "").
+func srunCommand(path, job string) []string {
+	if path == "" {
+		path = "srun"
+	}
+	out := []string{path}
+	if job != "" {
+		out = append(out, "--jobid="+job)
+	}
+	return out
 }
 
 // Start implements Agent.

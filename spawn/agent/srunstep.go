@@ -60,14 +60,7 @@ var _ Group = (*SrunStep)(nil)
 // Argv returns srun's command line for running argv on every host, one
 // task each.
 func (s *SrunStep) Argv(hosts []string, argv []string) []string {
-	path := s.Path
-	if path == "" {
-		path = "srun"
-	}
-	out := []string{path}
-	if s.JobID != "" {
-		out = append(out, "--jobid="+s.JobID)
-	}
+	out := srunCommand(s.Path, s.JobID)
 	n := strconv.Itoa(len(hosts))
 	out = append(out, "--overlap", "--mpi=none", "--cpu-bind=none",
 		"--nodes="+n, "--ntasks="+n, "--ntasks-per-node=1", "--nodelist="+hostrange.Ranges(hosts),
