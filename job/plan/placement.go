@@ -207,9 +207,10 @@ func remapper(req Request, m *job.Map, daemonIndex []int, np int, own bool) func
 }
 
 // localFirst makes this host's node, when a host list of several names
-// it, daemon 1: a direct child of mpirun in every spawn tree, which mpirun
-// forks instead of reaching it over ssh (an orted elsewhere could not
-// start it: "localhost" there is another machine). The ranks stay where
+// it, the first: mpirun's own (ownNode), or else daemon 1, a direct child
+// of mpirun in every spawn tree, which mpirun forks instead of reaching
+// it over ssh (an orted elsewhere could not start it: "localhost" there
+// is another machine). The ranks stay where
 // they were placed; daemonIndex[i] is where m's node i went.
 func localFirst(m *job.Map, self string) (moved *job.Map, daemonIndex []int, err error) {
 	var local []int
