@@ -438,7 +438,9 @@ func errText(err error) string {
 
 // TestOwnNode: with this host among the job's nodes and no PMIx needed,
 // mpirun is its daemon (0) and the others keep their order as 1..n-1;
-// with PMIx, this host's daemon is an orted (1), forked.
+// with PMIx, this host's daemon is an orted (1), forked. Without a
+// node that did not come up (--on-unreachable skip) the ranks go again
+// to the daemons that did.
 func TestOwnNode(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -446,11 +448,13 @@ func TestOwnNode(t *testing.T) {
 		nodes    []spawn.Node
 		hosts    []string
 		rankNode []int
+		a        int   // a's daemon
+		withoutA []int // the ranks' daemons once a's is skipped
 	}{
 		{"no PMIx", "off", []spawn.Node{{ID: 1, Host: "a"}, {ID: 2, Host: "b"}},
-			[]string{"localhost", "a", "b"}, []int{1, 0, 2}},
+			[]string{"localhost", "a", "b"}, []int{1, 0, 2}, 1, []int{0, 2}},
 		{"PMIx", "on", []spawn.Node{{ID: 1, Host: "localhost"}, {ID: 2, Host: "a"}, {ID: 3, Host: "b"}},
-			[]string{"launch", "localhost", "a", "b"}, []int{2, 1, 3}},
+			[]string{"launch", "localhost", "a", "b"}, []int{2, 1, 3}, 2, []int{1, 3}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -464,6 +468,9 @@ func TestOwnNode(t *testing.T) {
 			}
 			if cfg.Node != tc.hosts[0] {
 				t.Errorf("mpirun's node %q, want %q", cfg.Node, tc.hosts[0])
+			}
+			if got, err := cfg.Remap(map[int]bool{tc.a: true}); err != nil || !slices.Equal(got, tc.withoutA) {
+				t.Errorf("without a, ranks on %v (%v), want %v", got, err, tc.withoutA)
 			}
 		})
 	}
