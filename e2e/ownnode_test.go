@@ -135,11 +135,27 @@ func ownNodeStop(t *testing.T, c *testbed.Cluster) {
 
 // TestMPICHOwnNodeAndRemote: an MPICH program with ranks run by mpirun
 // here and by an orted on another node: their PMI fences meet across
-// the two, and every rank sees the whole world.
+// the two, and every rank sees the whole world; over PMI_PORT too.
+// MPI_Abort and an exit without MPI_Finalize of a rank mpirun runs end
+// the job as they do elsewhere.
 func TestMPICHOwnNodeAndRemote(t *testing.T) {
-	hello := mpich(t, "hello")
+	hello, abort, nofinalize := mpich(t, "hello"), mpich(t, "abort"), mpich(t, "nofinalize")
 	c := cluster(t, testbed.Config{Nodes: 1, Slots: 2})
-	res := mpirun(t, c, "-H", "localhost:2,node001:2", "--display-allocation", hello)
+	res := mpirun(t, c, append([]string{"-H", "localhost:2,node001:2"}, withoutPMIFD(hello)...)...)
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("over PMI_PORT: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	res = mpirun(t, c, "-H", "localhost:4", abort)
+	if res.status != 7 {
+		t.Errorf("MPI_Abort(7): exit %d, want 7; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLine(t, res.stderr, `^mpirun: localhost: rank 2 called MPI_Abort with status 7`)
+	res = mpirun(t, c, "-H", "localhost:2", nofinalize)
+	if res.status != 255 {
+		t.Errorf("exit without finalize: exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLine(t, res.stderr, `^mpirun: localhost: rank 1 exited with status 0 without finalizing MPI \(PMI\)$`)
+	res = mpirun(t, c, "-H", "localhost:2,node001:2", "--display-allocation", hello)
 	if res.status != 0 || !strings.HasSuffix(res.stderr, "and mpirun runs the ranks of this host\n") {
 		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
 	}
