@@ -165,3 +165,25 @@ func TestMPICHOwnNodeAndRemote(t *testing.T) {
 	}
 	checkLines(t, res.stdout, want)
 }
+
+// TestSlurmOwnNode: under sbatch mpirun runs on the allocation's first
+// node and runs that node's ranks itself (their guard's parent is
+// mpirun), the other node's under its orted, a step's task; each rank's
+// SLURM_NODEID and SLURM_NNODES count both nodes.
+func TestSlurmOwnNode(t *testing.T) {
+	c := slurmCluster(t)
+	script := filepath.Join(c.Dir(), "ranks.sh")
+	text := `g=$(cut -d' ' -f4 /proc/$PPID/stat); echo $(hostname) $SLURM_PROCID $SLURM_NODEID $SLURM_NNODES $(cat /proc/$g/comm)` + "\n"
+	if err := os.WriteFile(script, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(c.Dir(), "ownnode.out")
+	res := inSlurm(t, c, "sbatch", "-Q", "--wait", "-N", "2", "--ntasks-per-node=2", "-o", out,
+		"--wrap", filepath.Join(bin, "mpirun")+" --pmix off sh "+script)
+	wantSuccess(t, res)
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLines(t, string(got), []string{"node1 0 0 2 mpirun", "node1 1 0 2 mpirun", "node2 2 1 2 orted", "node2 3 1 2 orted"})
+}
