@@ -187,3 +187,20 @@ func TestSlurmOwnNode(t *testing.T) {
 	}
 	checkLines(t, string(got), []string{"node1 0 0 2 mpirun", "node1 1 0 2 mpirun", "node2 2 1 2 orted", "node2 3 1 2 orted"})
 }
+
+// TestOpenMPIOwnHost: an Open MPI program needs the PMIx server, which
+// mpirun is built without: on this host it still runs under a forked
+// orted-pmix, where mpirun runs the ranks of other jobs.
+func TestOpenMPIOwnHost(t *testing.T) {
+	where := openMPI(t, "where")
+	c := cluster(t, testbed.Config{Nodes: 1})
+	self, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mpirun(t, c, "-H", "localhost:2", "--display-allocation", where)
+	if res.status != 0 || !strings.HasSuffix(res.stderr, "mpirun: daemons start through a fork on this host\n") {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{"rank 0 of 2 on " + self, "rank 1 of 2 on " + self})
+}
