@@ -107,9 +107,12 @@ func TestOwnNodeJobControl(t *testing.T) {
 }
 
 // ownNodeStop: Ctrl-Z stops every rank and then mpirun; SIGCONT resumes
-// them.
+// them. The guard, which kills a daemon stopped for guard-stopped, leaves
+// mpirun stopped so for longer: its ranks are stopped too.
 func ownNodeStop(t *testing.T, c *testbed.Cluster) {
-	cmd, stderr, marks := started(t, c, 4, append(ownNode, "-np", "4", "--stdin", "none", "sh", "-c",
+	const guardStopped = 2 * time.Second
+	bounds := fmt.Sprintf("keep-alive=500ms,silence=1s,guard-stopped=%v", guardStopped)
+	cmd, stderr, marks := started(t, c, 4, append(ownNode, "--timeouts", bounds, "-np", "4", "--stdin", "none", "sh", "-c",
 		`echo $$ > "$MARKS/$PRSH_RANK.tmp"; mv "$MARKS/$PRSH_RANK.tmp" "$MARKS/$PRSH_RANK"; while :; do sleep 0.1; done`)...)
 	var ranks []int
 	for r := range 4 {
@@ -124,6 +127,9 @@ func ownNodeStop(t *testing.T, c *testbed.Cluster) {
 	cmd.Process.Signal(syscall.SIGTSTP)
 	waitState(t, ranks, "T")
 	waitState(t, []int{cmd.Process.Pid}, "T")
+	// Past the bound and the guard's next look (it polls every second).
+	time.Sleep(guardStopped + 2*time.Second)
+	waitState(t, append(ranks, cmd.Process.Pid), "T")
 	cmd.Process.Signal(syscall.SIGCONT)
 	waitState(t, ranks, "SR")
 	waitState(t, []int{cmd.Process.Pid}, "SR")
