@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"os"
+	"slices"
 	"time"
 
 	"prsh/daemon/protocol"
@@ -25,8 +26,14 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	d.stdinTree.SetRanks(app.RankNode)
 	d.startPMIx(app, mine)
 	d.openPMIPort(len(mine))
+	// Nodes are numbered from 1 as daemons are, unless mpirun (daemon 0)
+	// runs its node's ranks: then each is one more than its daemon.
+	skip := 1
+	if slices.Contains(app.RankNode, 0) {
+		skip = 0
+	}
 	req := ranks.Request{
-		Node: d.cfg.Node, Daemon: d.name(), NodeID: d.cfg.ID, Size: len(app.RankNode), Nodes: d.machine.Job().Daemons - 1, Bind: app.Bind,
+		Node: d.cfg.Node, Daemon: d.name(), NodeID: d.cfg.ID + 1 - skip, Size: len(app.RankNode), Nodes: d.machine.Job().Daemons - skip, Bind: app.Bind,
 		MergeStderr: app.MergeStderr, Output: d.sink, Input: d.stdinTree, Attach: d.attach,
 		GuardStopped: ms(d.cfg.Timeouts.GuardStoppedMS),
 	}

@@ -59,7 +59,7 @@ squeue -h -s -j $SLURM_JOB_ID -o '%%j %%N' | sort; touch $STOP; wait $pid; echo 
 			checkLines(t, res.stdout, []string{"orted node[1-4]", "mpirun=0"})
 		}},
 		{"sbatch mpirun hostname", func(t *testing.T) {
-			// mpirun runs on node1: it forks node1's orted, srun starts node2's.
+			// mpirun runs on node1 and runs its ranks there itself; srun starts node2's orted.
 			out := filepath.Join(c.Dir(), "sbatch.out")
 			res := inSlurm(t, c, "sbatch", "-Q", "--wait", "-N", "2", "--ntasks-per-node=2", "-o", out, "--wrap", mpirun+" hostname")
 			wantSuccess(t, res)

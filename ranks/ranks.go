@@ -73,7 +73,7 @@ type Request struct {
 	// Daemon is the process that starts the ranks as the user knows it
 	// ("mpirun", "the orted on node002"), named with its limits when it reaches one.
 	Daemon string
-	NodeID int    // this daemon's id, for PRSH_NODE_ID
+	NodeID int    // this node's number in the job, from 1, for PRSH_NODE_ID
 	Size   int    // the ranks of the whole job
 	Nodes  int    // the nodes of the whole job, for SLURM_NNODES
 	Ranks  []Rank // this node's, in local order

@@ -53,8 +53,9 @@ func oneStep(req Request, src hostSource, spec protocol.JobSpec) bool {
 // pickAgent picks the launch agent: an external command if asked, a plain
 // fork when the only node is this host (self), srun inside a Slurm job
 // (spec.SrunJob), native ssh otherwise; the local node of several is
-// forked in any case.
-func pickAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, log hclog.Logger) (agent.Agent, error) {
+// forked in any case, unless mpirun runs its ranks itself (own): then no
+// agent when this host is the only node.
+func pickAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, own bool, log hclog.Logger) (agent.Agent, error) {
 	if spec.LaunchAgent != "" {
 		a, err := agent.NewCommand(spec.LaunchAgent)
 		if err != nil {
@@ -62,8 +63,11 @@ func pickAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, log 
 		}
 		return a, nil
 	}
+	if own && len(m.Nodes) == 1 {
+		return nil, nil
+	}
 	fork := &agent.Fork{Logger: log.Named("fork")}
-	local := isLocal(m.Nodes[0].Name, self) // localFirst put this host first
+	local := !own && isLocal(m.Nodes[0].Name, self) // localFirst put this host first
 	if len(m.Nodes) == 1 && local {
 		return fork, nil
 	}
@@ -121,9 +125,21 @@ func describeAgent(a agent.Agent) string {
 	return "ssh"
 }
 
+// describeLaunch is describeAgent, and who runs this host's ranks when
+// mpirun does (own).
+func describeLaunch(a agent.Agent, own bool) string {
+	switch {
+	case own && a == nil:
+		return "none: mpirun runs the ranks of this host"
+	case own:
+		return describeAgent(a) + ", and mpirun runs the ranks of this host"
+	}
+	return describeAgent(a)
+}
+
 // displayAgent prints how the daemons start (--display-allocation).
-func displayAgent(w io.Writer, a agent.Agent) {
-	fmt.Fprintf(w, "mpirun: daemons start through %s\n", describeAgent(a))
+func displayAgent(w io.Writer, a agent.Agent, own bool) {
+	fmt.Fprintf(w, "mpirun: daemons start through %s\n", describeLaunch(a, own))
 }
 
 // remoteHosts are the host list's names of other hosts than this one.

@@ -63,7 +63,7 @@ func TestSrunJob(t *testing.T) {
 }
 
 // TestSrunAgent: in a Slurm allocation mpirun starts the other hosts'
-// daemons through srun (the local one by a fork): all in one job step,
+// daemons through srun (and runs its own host's ranks): all in one job step,
 // or an srun per spawn-tree edge when --spawn-degree is given or the
 // hosts are not the allocation's; --display-allocation says which.
 func TestSrunAgent(t *testing.T) {
@@ -88,16 +88,12 @@ func TestSrunAgent(t *testing.T) {
 			if cfg.Job.SrunJob != "7" || cfg.Job.OneStep != tc.oneStep {
 				t.Errorf("JobSpec.SrunJob = %q, OneStep = %v; want 7, %v", cfg.Job.SrunJob, cfg.Job.OneStep, tc.oneStep)
 			}
-			split, ok := cfg.Agent.(*agent.Split)
-			if !ok {
-				t.Fatalf("agent %T, want a fork here and srun elsewhere", cfg.Agent)
-			}
-			step, isStep := split.Remote.(*agent.SrunStep)
-			edge, isEdge := split.Remote.(*agent.Srun)
+			step, isStep := cfg.Agent.(*agent.SrunStep)
+			edge, isEdge := cfg.Agent.(*agent.Srun)
 			if isStep != tc.oneStep || (isStep && step.JobID != "7") || (isEdge && edge.JobID != "7") || !(isStep || isEdge) {
-				t.Errorf("remote agent %#v, want srun in job 7, one step: %v", split.Remote, tc.oneStep)
+				t.Errorf("agent %#v, want srun in job 7, one step: %v", cfg.Agent, tc.oneStep)
 			}
-			want := "mpirun: daemons start through srun, " + tc.says + " in Slurm job 7, and a fork on this host for launch\n"
+			want := "mpirun: daemons start through srun, " + tc.says + " in Slurm job 7, and mpirun runs the ranks of this host\n"
 			if !strings.HasSuffix(stderr, want) {
 				t.Errorf("--display-allocation:\n%s\nwant it to end with\n%s", stderr, want)
 			}

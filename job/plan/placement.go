@@ -178,14 +178,14 @@ func placeRanks(req Request, src hostSource, np, programs int) (*job.Map, error)
 
 // remapper places the ranks again on the nodes that came up, with the
 // same options and in the user's order of hosts (m's); a default -np
-// shrinks with the nodes. daemonIndex[i] is the daemon id of m's node
-// i, less one.
-func remapper(req Request, m *job.Map, daemonIndex []int, np int) func(skipped map[int]bool) ([]int, error) {
+// shrinks with the nodes. daemonIndex[i] is where m's node i stands in
+// the daemons' order (daemonOf makes it an id; own: mpirun is node 0's).
+func remapper(req Request, m *job.Map, daemonIndex []int, np int, own bool) func(skipped map[int]bool) ([]int, error) {
 	return func(skipped map[int]bool) ([]int, error) {
 		var hosts []job.Host
 		var ids []int
 		for i, h := range m.Nodes {
-			if id := daemonIndex[i] + 1; !skipped[id] {
+			if id := daemonOf(daemonIndex[i], own); !skipped[id] {
 				hosts = append(hosts, h)
 				ids = append(ids, id)
 			}
@@ -207,9 +207,10 @@ func remapper(req Request, m *job.Map, daemonIndex []int, np int) func(skipped m
 }
 
 // localFirst makes this host's node, when a host list of several names
-// it, daemon 1: a direct child of mpirun in every spawn tree, which mpirun
-// forks instead of reaching it over ssh (an orted elsewhere could not
-// start it: "localhost" there is another machine). The ranks stay where
+// it, the first: mpirun's own (ownNode), or else daemon 1, a direct child
+// of mpirun in every spawn tree, which mpirun forks instead of reaching
+// it over ssh (an orted elsewhere could not start it: "localhost" there
+// is another machine). The ranks stay where
 // they were placed; daemonIndex[i] is where m's node i went.
 func localFirst(m *job.Map, self string) (moved *job.Map, daemonIndex []int, err error) {
 	var local []int

@@ -61,19 +61,29 @@ func Make(req Request, here Here) (daemon.Config, error) {
 		here.Log.Info("spawn degree auto", "chose", spec.SpawnDegree, "nodes", len(m.Nodes),
 			"hop", req.SpawnHopHint, "cost", req.SpawnCostHint)
 	}
-	launcher, err := pickAgent(req, m, spec, here.Hostname, here.Log)
-	if err != nil {
-		return daemon.Config{}, err
-	}
-	here.Log.Info("daemons start through " + describeAgent(launcher))
-	if req.DisplayAllocation {
-		displayAgent(here.Stderr, launcher)
-	}
 	app, err := application(req, here, m, progs)
 	if err != nil {
 		return daemon.Config{}, usage(err)
 	}
-	if spec.Stage, err = stagePlan(req, spec.Hosts[0], app); err != nil {
+	if spec.NoPMIx, err = noPMIx(req.PMIx, app, here.Log); err != nil {
+		return daemon.Config{}, usage(err)
+	}
+	if !spec.NoPMIx && req.Orted == "" {
+		spec.OrtedPath = withPMIx(spec.OrtedPath)
+	}
+	own := ownNode(m, spec, here.Hostname)
+	if own {
+		runOwnNode(&spec, &app)
+	}
+	launcher, err := pickAgent(req, m, spec, here.Hostname, own, here.Log)
+	if err != nil {
+		return daemon.Config{}, err
+	}
+	here.Log.Info("daemons start through " + describeLaunch(launcher, own))
+	if req.DisplayAllocation {
+		displayAgent(here.Stderr, launcher, own)
+	}
+	if spec.Stage, err = stagePlan(req, here.Hostname, app); err != nil {
 		return daemon.Config{}, err
 	}
 	limit, err := timeout(req.Timeout)
@@ -85,17 +95,11 @@ func Make(req Request, here Here) (daemon.Config, error) {
 		return daemon.Config{}, usage(fmt.Errorf("--port-range: %w", err))
 	}
 	spec.PortRange = ports.String()
-	if spec.NoPMIx, err = noPMIx(req.PMIx, app, here.Log); err != nil {
-		return daemon.Config{}, usage(err)
-	}
-	if !spec.NoPMIx && req.Orted == "" {
-		spec.OrtedPath = withPMIx(spec.OrtedPath)
-	}
 	return daemon.Config{
 		ID: 0, Node: spec.Hosts[0], Log: here.Log,
 		Bind: listenIP(req.ListenIP, launcher, m, here.Hostname), Ports: ports,
-		Job: spec, Nodes: nodes(m), App: app, Agent: launcher, Timeout: limit,
-		Remap: remapper(req, placed, daemonIndex, np),
+		Job: spec, Nodes: nodes(m, own), App: app, Agent: launcher, Timeout: limit,
+		Remap: remapper(req, placed, daemonIndex, np, own),
 	}, nil
 }
 
@@ -117,10 +121,14 @@ func jobMap(req Request, here Here, np, programs int) (*job.Map, hostSource, err
 	return m, src, nil
 }
 
-func nodes(m *job.Map) []spawn.Node {
-	out := make([]spawn.Node, len(m.Nodes))
+// nodes are the daemons mpirun spawns: every node's, or, when it runs
+// its own node's ranks (own), the others'.
+func nodes(m *job.Map, own bool) []spawn.Node {
+	var out []spawn.Node
 	for i, h := range m.Nodes {
-		out[i] = spawn.Node{ID: i + 1, Host: h.Name}
+		if id := daemonOf(i, own); id > 0 {
+			out = append(out, spawn.Node{ID: id, Host: h.Name})
+		}
 	}
 	return out
 }

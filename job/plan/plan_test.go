@@ -17,6 +17,7 @@ import (
 	"prsh/daemon/protocol"
 	"prsh/internal/timeouts"
 	"prsh/job/binding"
+	"prsh/spawn"
 	"prsh/spawn/agent"
 )
 
@@ -142,9 +143,10 @@ func TestRemap(t *testing.T) {
 	}
 }
 
-// TestAgentAndAddress: a fork for this host alone, the user's command if
-// given, native ssh for other hosts (split with a fork when this host is
-// among them); mpirun listens on loopback when all is local.
+// TestAgentAndAddress: none for this host alone (mpirun runs its
+// ranks), the user's command if given, native ssh for other hosts; a
+// fork for this host when the job needs PMIx (split with ssh when this
+// host is among others); mpirun listens on loopback when all is local.
 func TestAgentAndAddress(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "ssh_config")
 	if err := os.WriteFile(config, nil, 0o600); err != nil {
@@ -154,21 +156,24 @@ func TestAgentAndAddress(t *testing.T) {
 		name   string
 		hosts  []string
 		agent  string
+		pmix   string
 		listen string
 		want   string // the agent's type
 		bind   string
 	}{
-		{"this host alone", []string{"localhost"}, "", "", "*agent.Fork", "127.0.0.1"},
-		{"by its name", []string{"launch:2"}, "", "", "*agent.Fork", "127.0.0.1"},
-		{"the user's command", []string{"a,b"}, "srun -N1 -n1 -w %h", "10.1.1.1", "*agent.Command", "10.1.1.1"},
-		{"command for this host too", []string{"localhost"}, "sh -c %h", "", "*agent.Command", "127.0.0.1"},
-		{"ssh", []string{"a,b"}, "", "10.1.1.1", "*agent.SSH", "10.1.1.1"},
-		{"ssh and a fork", []string{"a,localhost"}, "", "10.1.1.2", "*agent.Split", "10.1.1.2"},
+		{"this host alone", []string{"localhost"}, "", "off", "", "none", "127.0.0.1"},
+		{"by its name", []string{"launch:2"}, "", "off", "", "none", "127.0.0.1"},
+		{"this host, PMIx", []string{"localhost"}, "", "on", "", "*agent.Fork", "127.0.0.1"},
+		{"the user's command", []string{"a,b"}, "srun -N1 -n1 -w %h", "off", "10.1.1.1", "*agent.Command", "10.1.1.1"},
+		{"command for this host too", []string{"localhost"}, "sh -c %h", "off", "", "*agent.Command", "127.0.0.1"},
+		{"ssh", []string{"a,b"}, "", "off", "10.1.1.1", "*agent.SSH", "10.1.1.1"},
+		{"ssh, and mpirun here", []string{"a,localhost"}, "", "off", "10.1.1.2", "*agent.SSH", "10.1.1.2"},
+		{"ssh and a fork, PMIx", []string{"a,localhost"}, "", "on", "10.1.1.2", "*agent.Split", "10.1.1.2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req := defaults(tc.hosts...)
-			req.LaunchAgent, req.ListenIP, req.SSHConfig = tc.agent, tc.listen, config
+			req.LaunchAgent, req.ListenIP, req.SSHConfig, req.PMIx = tc.agent, tc.listen, config, tc.pmix
 			cfg, _ := make1(t, req)
 			if got := typeName(cfg.Agent); got != tc.want || cfg.Bind != tc.bind {
 				t.Errorf("agent %s listening on %q, want %s on %q", got, cfg.Bind, tc.want, tc.bind)
@@ -193,12 +198,15 @@ func typeName(a agent.Agent) string {
 		return "*agent.SSH"
 	case *agent.Split:
 		return "*agent.Split"
+	case nil:
+		return "none"
 	}
 	return "?"
 }
 
 // TestJobSpec: the flags every daemon learns, and paths taken from
-// mpirun's directory.
+// mpirun's directory; mpirun is the daemon of this host, named as the
+// host list does.
 func TestJobSpec(t *testing.T) {
 	req := defaults("localhost")
 	req.SpawnDegree, req.Routed, req.RoutedRadix, req.HoldLaunch = "4", "binomial", 2, true
@@ -210,15 +218,15 @@ func TestJobSpec(t *testing.T) {
 	bounds := timeouts.Default()
 	bounds.CallbackMS, bounds.SilenceMS, bounds.GuardStoppedMS = 5000, 5000, 6000
 	want := protocol.JobSpec{
-		ID: "prsh_1_2", Daemons: 2, SpawnDegree: 4, HoldLaunch: true, Routed: "binomial", RoutedRadix: 2,
+		ID: "prsh_1_2", Daemons: 1, SpawnDegree: 4, HoldLaunch: true, Routed: "binomial", RoutedRadix: 2,
 		OrtedPath: "/work/bin/orted", LogLevel: "debug", SSHTimeoutMS: 10000, Timeouts: bounds, KillGraceMS: 0,
-		MaxSessions: 8, SSHConfig: "/work/cfg", SSHSystemConfig: "/etc/sys", Hosts: []string{"launch", "localhost"},
+		MaxSessions: 8, SSHConfig: "/work/cfg", SSHSystemConfig: "/etc/sys", Hosts: []string{"localhost"},
 		PortRange: "5000-5010", NoPMIx: true,
 	}
 	if got := cfg.Job; !reflect.DeepEqual(got, want) {
 		t.Errorf("job spec\n%+v\nwant\n%+v", got, want)
 	}
-	if cfg.Timeout != 1500*time.Millisecond || cfg.Node != "launch" || cfg.Ports.String() != "5000-5010" {
+	if cfg.Timeout != 1500*time.Millisecond || cfg.Node != "localhost" || cfg.Ports.String() != "5000-5010" {
 		t.Errorf("timeout %v, node %q, ports %v", cfg.Timeout, cfg.Node, cfg.Ports)
 	}
 }
@@ -426,4 +434,44 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestOwnNode: with this host among the job's nodes and no PMIx needed,
+// mpirun is its daemon (0) and the others keep their order as 1..n-1;
+// with PMIx, this host's daemon is an orted (1), forked. Without a
+// node that did not come up (--on-unreachable skip) the ranks go again
+// to the daemons that did.
+func TestOwnNode(t *testing.T) {
+	cases := []struct {
+		name     string
+		pmix     string
+		nodes    []spawn.Node
+		hosts    []string
+		rankNode []int
+		a        int   // a's daemon
+		withoutA []int // the ranks' daemons once a's is skipped
+	}{
+		{"no PMIx", "off", []spawn.Node{{ID: 1, Host: "a"}, {ID: 2, Host: "b"}},
+			[]string{"localhost", "a", "b"}, []int{1, 0, 2}, 1, []int{0, 2}},
+		{"PMIx", "on", []spawn.Node{{ID: 1, Host: "localhost"}, {ID: 2, Host: "a"}, {ID: 3, Host: "b"}},
+			[]string{"launch", "localhost", "a", "b"}, []int{2, 1, 3}, 2, []int{1, 3}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := defaults("a,localhost,b")
+			req.ListenIP, req.PMIx, req.SSHConfig = "10.0.0.1", tc.pmix, os.DevNull
+			cfg, _ := make1(t, req)
+			if !slices.Equal(cfg.Nodes, tc.nodes) || !slices.Equal(cfg.Job.Hosts, tc.hosts) ||
+				cfg.Job.Daemons != len(tc.hosts) || !slices.Equal(cfg.App.RankNode, tc.rankNode) {
+				t.Errorf("nodes %v, hosts %v, %d daemons, ranks on %v; want %v, %v, %d, %v",
+					cfg.Nodes, cfg.Job.Hosts, cfg.Job.Daemons, cfg.App.RankNode, tc.nodes, tc.hosts, len(tc.hosts), tc.rankNode)
+			}
+			if cfg.Node != tc.hosts[0] {
+				t.Errorf("mpirun's node %q, want %q", cfg.Node, tc.hosts[0])
+			}
+			if got, err := cfg.Remap(map[int]bool{tc.a: true}); err != nil || !slices.Equal(got, tc.withoutA) {
+				t.Errorf("without a, ranks on %v (%v), want %v", got, err, tc.withoutA)
+			}
+		})
+	}
 }

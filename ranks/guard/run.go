@@ -175,12 +175,14 @@ func (g *node) wakeReaper() {
 // everything under itself. The bound is longer than the links' silence
 // bound (timeouts.Validate), so that the daemon's parent reports the
 // daemon first, as one that stopped answering. A daemon stopped by a
-// debugger is left alone.
+// debugger is left alone, and so is one whose ranks are all stopped: the
+// job is suspended (Ctrl-Z stops the ranks, then mpirun, which may be
+// this daemon), not out of control.
 func (g *node) watch(parent int, stoppedLimit time.Duration) {
 	tick := time.NewTicker(timeouts.GuardPollMS * time.Millisecond)
 	var stoppedSince time.Time
 	for now := range tick.C {
-		if !hung(parent) {
+		if !hung(parent) || g.ranksStopped() {
 			stoppedSince = time.Time{}
 		} else if stoppedSince.IsZero() {
 			stoppedSince = now
@@ -189,6 +191,19 @@ func (g *node) watch(parent int, stoppedLimit time.Duration) {
 			g.killAll()
 		}
 	}
+}
+
+// ranksStopped says whether the guard has ranks running and every one
+// of them is stopped (state T).
+func (g *node) ranksStopped() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for pid := range g.ranks {
+		if f := statFields(pid); len(f) == 0 || f[0] != "T" {
+			return false
+		}
+	}
+	return len(g.ranks) > 0
 }
 
 func firstOr(args []string, or string) string {
