@@ -77,6 +77,7 @@ type rootState struct {
 	signalSeq   int
 	stopPending bool // Ctrl-Z: stop mpirun once the ranks are stopped
 	waitShown   bool // the Waiting line is shown
+	interrupted bool // mpirun got SIGINT, SIGTERM or SIGHUP
 }
 
 // start sets the --timeout.
@@ -174,8 +175,17 @@ func (r *rootState) exitStatus() int { return r.policy.Status() }
 func (r *rootState) interrupt(sig int, name string) {
 	switch sig {
 	case SIGINT, SIGTERM, SIGHUP:
+		// A SIGTERM that is mpirun's first signal leaves a job already
+		// ending its grace: a batch system's TERM reaches mpirun and the
+		// daemons alike (at Slurm's time limit an orted's report of it
+		// may come first), and means "end", not "now". Any other signal
+		// to a job that is ending (a second Ctrl-C) means now.
+		first := !r.interrupted
+		r.interrupted = true
 		if r.m.ending() {
-			r.killEverything()
+			if !(first && sig == SIGTERM) {
+				r.killEverything()
+			}
 			return
 		}
 		r.fail(Failure{Msg: "caught SIG" + name + ", terminating the job", Status: 128 + sig})

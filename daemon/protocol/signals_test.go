@@ -92,3 +92,34 @@ func TestLifelineLostInTheGrace(t *testing.T) {
 		t.Fatalf("lifeline lost in mpirun's teardown: %v, want SIGKILL and Exit at once", acts)
 	}
 }
+
+// mpirun's first signal, when it is SIGTERM and the job is already ending
+// (an orted's report of Slurm's TERM came first), leaves the ranks their
+// grace; a second signal, or a first SIGINT then, kills everything now.
+func TestTERMOfAnEndingJob(t *testing.T) {
+	ending := func() *Machine {
+		m, err := New(Config{ID: 0, Node: "head", Addr: "tcp://127.0.0.1:1", Parent: -1,
+			Job:   JobSpec{Daemons: 1, Routed: "radix", Hosts: []string{"head"}, KillGraceMS: 3000},
+			App:   Launch{Argv: []string{"./prog"}, RankNode: []int{0}},
+			Nodes: nil})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Start()
+		m.Step(Aborted{Rank: 0, Msg: "the rank aborted", Status: 3})
+		return m
+	}
+	killedNow := func(acts []Action) bool { return len(actionsOf[Exit](acts)) == 1 }
+
+	m := ending()
+	if acts := m.Step(Interrupt{Sig: SIGTERM, Name: "TERM"}); killedNow(acts) {
+		t.Fatalf("first SIGTERM of an ending job: %v, want its grace kept", acts)
+	}
+	if acts := m.Step(Interrupt{Sig: SIGTERM, Name: "TERM"}); !killedNow(acts) {
+		t.Fatalf("second SIGTERM: %v, want everything killed now", acts)
+	}
+	m = ending()
+	if acts := m.Step(Interrupt{Sig: SIGINT, Name: "INT"}); !killedNow(acts) {
+		t.Fatalf("Ctrl-C of an ending job: %v, want everything killed now", acts)
+	}
+}
