@@ -246,12 +246,7 @@ func testAsUser(t *testing.T, c *slurm.Cluster, mpirun string) {
 // for its logs when the test fails.
 func slurmClusterForUsers(t *testing.T) *slurm.Cluster {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("a Slurm cluster on the testbed needs root (private namespaces)")
-	}
-	if err := slurm.Available(); err != nil {
-		t.Skipf("no Slurm cluster on this machine: %v", err)
-	}
+	skipWithoutSlurm(t)
 	dir, err := os.MkdirTemp("", "prsh-slurm-job-")
 	if err != nil {
 		t.Fatal(err)
@@ -267,14 +262,5 @@ func slurmClusterForUsers(t *testing.T) *slurm.Cluster {
 			t.Fatal(err)
 		}
 	}
-	c, err := slurm.Start(slurm.Config{Nodes: 4, CPUs: 2, Dir: dir, Shared: []string{bin}, BindTasks: true})
-	if err != nil {
-		t.Fatalf("starting Slurm: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("closing Slurm: %v", err)
-		}
-	})
-	return c
+	return startSlurm(t, slurm.Config{Nodes: 4, CPUs: 2, Dir: dir, Shared: []string{bin}, BindTasks: true})
 }

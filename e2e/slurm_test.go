@@ -246,13 +246,25 @@ func testScancel(t *testing.T, c *slurm.Cluster, mpirun []string) {
 // shared), or skips the test when this machine cannot run one.
 func slurmCluster(t *testing.T) *slurm.Cluster {
 	t.Helper()
+	skipWithoutSlurm(t)
+	return startSlurm(t, slurm.Config{Nodes: 4, CPUs: 2, Dir: t.TempDir(), Shared: []string{bin}})
+}
+
+// skipWithoutSlurm skips the test where no Slurm cluster can run.
+func skipWithoutSlurm(t *testing.T) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("a Slurm cluster on the testbed needs root (private namespaces)")
 	}
 	if err := slurm.Available(); err != nil {
 		t.Skipf("no Slurm cluster on this machine: %v", err)
 	}
-	c, err := slurm.Start(slurm.Config{Nodes: 4, CPUs: 2, Dir: t.TempDir(), Shared: []string{bin}})
+}
+
+// startSlurm starts cfg's cluster for the test, closed at its end.
+func startSlurm(t *testing.T, cfg slurm.Config) *slurm.Cluster {
+	t.Helper()
+	c, err := slurm.Start(cfg)
 	if err != nil {
 		t.Fatalf("starting Slurm: %v", err)
 	}
