@@ -124,7 +124,7 @@ func (d *Daemon) spawned(e spawned) {
 	d.procs[e.id] = e.proc
 	go func() {
 		err := e.proc.Wait()
-		d.post(protocol.DaemonExited{ID: e.id, Err: sessionEnd(orOK(err))})
+		d.post(protocol.DaemonExited{ID: e.id, Err: sessionEnd(orOK(err)), Orphaned: orphaned(err)})
 	}()
 	go func() {
 		select {
@@ -275,6 +275,12 @@ func sessionEnd(err error) string {
 	older := *xe
 	older.Stderr = fmt.Sprintf("it is an orted of an older prsh (protocol version 1; its parent's is %d): install the same prsh on every node", protocol.Version)
 	return older.Error()
+}
+
+// orphaned says a session ended with an orted's exit on a lost lifeline.
+func orphaned(err error) bool {
+	var xe *agent.ExitError
+	return errors.As(err, &xe) && xe.Signal == "" && xe.Status == protocol.OrphanStatus
 }
 
 func orOK(err error) error {

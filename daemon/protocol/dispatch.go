@@ -65,6 +65,8 @@ func (m *Machine) timerFired(t Timer) {
 		m.progressDue()
 	case GuardsTimer:
 		m.guardsActed(t.ID)
+	case ExitWaitTimer:
+		m.exitWaitOver(t.ID)
 	case DrainTimer, JobTimer, StopTimer:
 		if m.root != nil {
 			m.root.timerFired(t)

@@ -58,9 +58,11 @@ type SpawnFailed struct {
 
 // DaemonExited: the launch agent's process for child ID ended (for a
 // healthy child, only once the job is over); Err is how ("exit status 0").
+// Orphaned: it exited with OrphanStatus, having lost its lifeline.
 type DaemonExited struct {
-	ID  int
-	Err string
+	ID       int
+	Err      string
+	Orphaned bool
 }
 
 // OutputOpened and OutputClosed: a child opened or finished the stream
@@ -376,6 +378,7 @@ const (
 	StopTimer                      // mpirun: Ctrl-Z; stop even if acks are missing
 	ProgressTimer                  // report who has not called back (Pending; mpirun: Waiting)
 	GuardsTimer                    // a silent child's node guard must have killed it by now
+	ExitWaitTimer                  // a child's link ended: its session's exit may say how
 )
 
 // Linux signal numbers the machine uses itself.

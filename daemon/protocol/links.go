@@ -69,12 +69,40 @@ func (m *Machine) linkDown(e LinkDown) {
 	if m.ending() && e.Silent && c.running() {
 		m.stopDaemon(c) // it stopped answering during the teardown
 	}
-	if !m.ending() && !c.failed {
-		c.failed = true
-		m.dropChild(c.id)
-		m.fail(failureAt(c.host, errmgr.StatusFailed, "%s", lostLink("orted", e)))
-		m.checkMilestones()
+	if m.ending() || c.failed {
+		return
 	}
+	if !e.Silent && c.running() {
+		// An orted that died closed its link first: the exit status and
+		// stderr its session reports an instant later (a signal, a Go
+		// panic) say more than "EOF".
+		c.lostLink = lostLink("orted", e)
+		m.emit(SetTimer{Timer{ExitWaitTimer, c.id}, ExitWaitMS})
+		return
+	}
+	m.childLost(c, lostLink("orted", e))
+}
+
+// ExitWaitMS is how long a child's failure waits, once its link ended,
+// for its session's exit to say why.
+const ExitWaitMS = 2000
+
+// exitWaitOver: the session of a child whose link ended still runs (its
+// orted lives on behind a cut link): the link's loss is the failure.
+func (m *Machine) exitWaitOver(id int) {
+	if c, ok := m.children[id]; ok && c.lostLink != "" {
+		m.childLost(c, c.lostLink)
+	}
+}
+
+// childLost gives up on child c: nothing waits for it any more, and the
+// job fails with why.
+func (m *Machine) childLost(c *child, why string) {
+	c.lostLink = ""
+	c.failed = true
+	m.dropChild(c.id)
+	m.fail(failureAt(c.host, errmgr.StatusFailed, "%s", why))
+	m.checkMilestones()
 }
 
 // lostLink words the loss of the link to a peer ("orted", "parent"): a

@@ -109,7 +109,10 @@ type child struct {
 	armedAt int    // the parent's lifeSigns when its callback timer was set
 	failed  bool   // given up on: nothing waits for it any more
 	why     string // what failed, worded for the user
-	outputs int    // output streams open
+	// lostLink: its link ended while its session ran; the failure, so
+	// worded, waits ExitWaitMS for the session's exit to name the cause.
+	lostLink string
+	outputs  int // output streams open
 	// outputSeen: an output stream was opened and closed.
 	outputSeen bool
 	pending    *Pending // what it last said of its subtree's missing daemons
@@ -250,7 +253,7 @@ func (m *Machine) Step(ev Event) []Action {
 	case SpawnFailed:
 		m.spawnFailedToStart(e.ID, e.Err)
 	case DaemonExited:
-		m.daemonExited(e.ID, e.Err)
+		m.daemonExited(e)
 	case OutputOpened:
 		m.outputOpened(e.Link)
 	case OutputClosed:

@@ -176,22 +176,29 @@ func (m *Machine) skip(id int) {
 	m.afterFlood(sends, fresh)
 }
 
-func (m *Machine) daemonExited(id int, err string) {
-	c, ok := m.children[id]
+func (m *Machine) daemonExited(e DaemonExited) {
+	c, ok := m.children[e.ID]
 	if !ok {
 		return
 	}
 	m.endSession(c)
-	m.emit(CancelTimer{Timer{CallbackTimer, id}})
-	if !m.ending() && !c.failed {
-		if !c.calledBack() {
-			m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "orted exited before calling back: %s", err))
+	m.emit(CancelTimer{Timer{CallbackTimer, e.ID}})
+	switch {
+	case c.lostLink != "":
+		// Its link ended first, before any other failure. An orted that
+		// died says more by its exit (a signal, a panic on stderr); one
+		// that left because it lost its own end of the link does not.
+		m.emit(CancelTimer{Timer{ExitWaitTimer, e.ID}})
+		if e.Orphaned {
+			m.childLost(c, c.lostLink)
 		} else {
-			c.failed = true
-			m.dropChild(id)
-			m.fail(failureAt(c.host, errmgr.StatusFailed, "orted exited unexpectedly: %s", err))
-			m.checkMilestones()
+			m.childLost(c, "orted exited unexpectedly: "+e.Err)
 		}
+	case m.ending() || c.failed:
+	case !c.calledBack():
+		m.spawnFailed(c, failureAt(c.host, errmgr.StatusFailed, "orted exited before calling back: %s", e.Err))
+	default:
+		m.childLost(c, "orted exited unexpectedly: "+e.Err)
 	}
 }
 

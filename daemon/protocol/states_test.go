@@ -151,3 +151,55 @@ func TestChildLifecycle(t *testing.T) {
 		}
 	}
 }
+
+// A child whose link ends while its session runs is reported once: by its
+// session's exit when that follows (a signal, a panic on its stderr say
+// why it died), or as the lost link when ExitWaitMS passes first (the
+// orted lives on behind a cut link) or the orted left because it lost
+// its end too. Nothing goes up in between, and
+// nothing stops waiting for its ranks.
+func TestLostLinkWaitsForTheExit(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		then Event
+		want string
+	}{
+		{"exit follows", DaemonExited{ID: 2, Err: "signal SEGV: panic: boom"}, "node002: orted exited unexpectedly: signal SEGV: panic: boom"},
+		{"no exit", TimerFired{Timer{ExitWaitTimer, 2}}, "node002: lost the link to its orted: EOF"},
+		{"its own end lost", DaemonExited{ID: 2, Err: "exit status 1", Orphaned: true}, "node002: lost the link to its orted: EOF"},
+	} {
+		m := stagingOrted(t, nil)
+		m.Step(LinkUp{Link: 7, Peer: 2})
+		acts := m.Step(LinkDown{Link: 7, Err: "EOF"})
+		if sent := failuresIn(acts); len(sent) > 0 {
+			t.Errorf("%s: reported %q before the session's exit or the timer", c.name, sent)
+		}
+		if timers := actionsOf[SetTimer](acts); len(timers) != 1 || timers[0].Timer != (Timer{ExitWaitTimer, 2}) {
+			t.Errorf("%s: timers %+v, want exit-wait(d2)", c.name, timers)
+		}
+		if m.children[2].failed {
+			t.Errorf("%s: given up on before the failure went up", c.name)
+		}
+		sent := failuresIn(m.Step(c.then))
+		if len(sent) != 1 || sent[0] != c.want {
+			t.Errorf("%s: reported %q, want %q", c.name, sent, c.want)
+		}
+		// Whichever came second says nothing more.
+		late := []Event{TimerFired{Timer{ExitWaitTimer, 2}}, DaemonExited{ID: 2, Err: "exit status 0"}}
+		for _, ev := range late {
+			if again := failuresIn(m.Step(ev)); len(again) > 0 {
+				t.Errorf("%s: reported again after %T: %q", c.name, ev, again)
+			}
+		}
+	}
+}
+
+func failuresIn(acts []Action) []string {
+	var msgs []string
+	for _, s := range actionsOf[Send](acts) {
+		if f, ok := s.Msg.(Failure); ok {
+			msgs = append(msgs, f.Msg)
+		}
+	}
+	return msgs
+}

@@ -110,9 +110,14 @@ func (m *Machine) graceOver() {
 	m.termGrace = false
 	m.emit(SignalRanks{SIGKILL})
 	if m.orphanedInGrace && m.end != jobFinished {
-		m.exit(Exit{Status: 1})
+		m.exit(Exit{Status: OrphanStatus})
 	}
 }
+
+// OrphanStatus is the exit status of an orted that exits because its
+// lifeline ended: its parent, seeing it, knows the link broke, not the
+// orted.
+const OrphanStatus = 1
 
 func (m *Machine) exit(e Exit) {
 	m.moveEnd(jobFinished)
@@ -136,5 +141,5 @@ func (m *Machine) lifelineLost(why string) {
 	if m.end == jobRunning {
 		m.moveEnd(jobEnding)
 	}
-	m.exit(Exit{Status: 1})
+	m.exit(Exit{Status: OrphanStatus})
 }

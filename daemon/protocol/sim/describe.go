@@ -176,6 +176,8 @@ func timerName(t protocol.Timer) string {
 		return "progress"
 	case protocol.GuardsTimer:
 		return fmt.Sprintf("guards(d%d)", t.ID)
+	case protocol.ExitWaitTimer:
+		return fmt.Sprintf("exit-wait(d%d)", t.ID)
 	}
 	return fmt.Sprint(t.Kind)
 }

@@ -166,6 +166,7 @@ type daemon struct {
 	m        *protocol.Machine
 	created  bool // its process exists
 	dead     bool // died or exited
+	orphaned bool // exited with protocol.OrphanStatus
 	hung     bool // stopped: takes no event
 	lastLink protocol.LinkID
 	links    []linkEnd // by LinkID-1
@@ -516,7 +517,7 @@ func (s *Sim) die(d *daemon, how string) {
 		if d.upLink.daemon == p {
 			s.later(s.now+1, p, protocol.OutputClosed{Link: d.upLink.link})
 		}
-		s.later(s.now+1, p, protocol.DaemonExited{ID: d.id, Err: how})
+		s.later(s.now+1, p, protocol.DaemonExited{ID: d.id, Err: how, Orphaned: d.orphaned})
 	}
 	for _, id := range s.spawned(d) {
 		if c := s.d[id]; c.spawner == d.id && c.created && !c.dead {
@@ -764,6 +765,7 @@ func (s *Sim) exit(d *daemon, status int) {
 	if status != 0 {
 		how = fmt.Sprintf("exit status %d", status)
 	}
+	d.orphaned = status == protocol.OrphanStatus
 	s.die(d, how)
 }
 
