@@ -94,7 +94,7 @@ type Fault struct {
 	Silent     bool   // the session starts, the orted never does (no sign of life)
 	DieAt      int64  // the orted dies at this time (0 = never)
 	// Signal is how a dead orted's end is reported to its spawner; ""
-	// means "signal: killed".
+	// means "signal KILL".
 	Signal     string
 	CallbackMS int64 // the orted calls back this long after it started (0 = StartMS)
 }
@@ -291,7 +291,7 @@ func (s *Sim) kill(id int, how string) {
 		return
 	}
 	if how == "" {
-		how = "signal: killed"
+		how = "signal KILL"
 	}
 	s.tracef("d%d dies", id)
 	s.die(d, how)
@@ -325,7 +325,7 @@ func (s *Sim) Hang(id int) {
 	s.At(s.now+bounds.GuardStoppedMS, func() {
 		if !d.dead && len(d.ranks) > 0 {
 			s.tracef("d%d is killed by its ranks' guards", id)
-			s.die(d, "signal: killed")
+			s.die(d, "signal KILL")
 		}
 	})
 }
@@ -349,7 +349,7 @@ func (s *Sim) stopDaemon(c *daemon, kill bool) {
 	}
 	how := "signal: hangup"
 	if kill {
-		how = "signal: killed"
+		how = "signal KILL"
 	}
 	s.push(s.now+1, func() { s.die(c, how) })
 }
