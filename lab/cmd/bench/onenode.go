@@ -77,10 +77,7 @@ func oneNodeCases(mpirun string, programs map[string]string, n int) []oneNodeCas
 	}
 	var cases []oneNodeCase
 	for _, prog := range slurmPrograms {
-		path, built := programs[prog]
-		if prog == progTrue {
-			path, built = "/bin/true", true
-		}
+		path, built := programPath(programs, prog)
 		for _, l := range launchers {
 			if !built || !slices.Contains(l.programs, prog) {
 				continue
