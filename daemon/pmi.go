@@ -47,8 +47,9 @@ func pmiEnv(job protocol.JobSpec, app protocol.Launch, rank int) []string {
 	}
 }
 
-// newPMIService makes the PMI service of local rank id.
-func (d *Daemon) newPMIService(id int) *pmiService {
+// newPMIService makes the PMI service of local rank id; mapping is the
+// job's PMI_process_mapping, worked out once for all of them.
+func (d *Daemon) newPMIService(id int, mapping string) *pmiService {
 	ctx, stop := context.WithCancel(d.ctx)
 	s := &pmiService{
 		d: d, rank: id, ctx: ctx, stop: stop,
@@ -56,7 +57,7 @@ func (d *Daemon) newPMIService(id int) *pmiService {
 	}
 	s.info = pmi.JobInfo{
 		Rank: id, Size: len(d.app.RankNode), KVSName: d.machine.Job().ID,
-		UniverseSize: len(d.app.RankNode), ProcessMapping: modex.ProcessMapping(d.app.RankNode),
+		UniverseSize: len(d.app.RankNode), ProcessMapping: mapping,
 	}
 	return s
 }

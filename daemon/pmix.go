@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"prsh/daemon/protocol"
-	"prsh/internal/tcp"
 	"prsh/modex"
 	"prsh/modex/pmix"
 	"prsh/ranks/guard"
@@ -291,37 +290,6 @@ func asyncModex(env []string) bool {
 		return true
 	}
 	return false
-}
-
-// pmixTripwire gives a rank without a PMIx server (a build without PMIx,
-// a job that needs none, a server that did not start) the address where
-// its server would be: a client that connects there is an Open MPI rank
-// that would otherwise run as a singleton, and the job fails saying why.
-func (d *Daemon) pmixTripwire(rank int, why error) ([]string, error) {
-	if why == nil {
-		why = errNotBooted
-	}
-	ln, err := tcp.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("PMIx tripwire: %w", err)
-	}
-	go func() {
-		<-d.ctx.Done()
-		ln.Close()
-	}()
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			c.Close()
-			d.post(protocol.PMIUnserved{Rank: rank, Why: why.Error()})
-		}
-		ln.Close()
-	}()
-	uri := "prsh-no-pmix.0;tcp4://" + ln.Addr().String()
-	env := []string{"PMIX_NAMESPACE=" + d.machine.Job().ID, "PMIX_RANK=" + strconv.Itoa(rank)}
-	for _, v := range []string{"41", "4", "3", "21", "2"} {
-		env = append(env, "PMIX_SERVER_URI"+v+"="+uri)
-	}
-	return env, nil
 }
 
 // pmixFenceEntered: every local rank still connected is in a fence over

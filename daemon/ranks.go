@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"prsh/daemon/protocol"
+	"prsh/modex"
 	"prsh/ranks"
 )
 
@@ -37,8 +38,9 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 		MergeStderr: app.MergeStderr, Output: d.sink, Input: d.stdinTree, Attach: d.attach,
 		GuardStopped: ms(d.cfg.Timeouts.GuardStoppedMS),
 	}
+	mapping := modex.ProcessMapping(app.RankNode)
 	for _, id := range mine {
-		d.ranks[id] = &rank{id: id, pmi: d.newPMIService(id), pmiDone: make(chan struct{}), portDone: make(chan struct{})}
+		d.ranks[id] = &rank{id: id, pmi: d.newPMIService(id, mapping), pmiDone: make(chan struct{}), portDone: make(chan struct{})}
 		req.Ranks = append(req.Ranks, d.rankToStart(app, id))
 	}
 	for _, failed := range d.starter.Start(req) {

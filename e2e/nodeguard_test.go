@@ -1,10 +1,10 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,8 +14,18 @@ import (
 	"prsh/testbed"
 )
 
-// manyRanks is how many ranks the node-guard tests run on one node.
-const manyRanks = 64
+// rankLoads are the sizes the node-guard tests run at: many ranks on
+// one node, and many on each of many nodes. victim is the node whose
+// orted is killed or stopped: with 16 nodes, one that relays for others.
+var rankLoads = []struct {
+	name           string
+	nodes, perNode int
+	victim         string
+}{
+	{"64 on one node", 1, 64, "node001"},
+	{"256 on one node", 1, 256, "node001"},
+	{"16 nodes of 16", 16, 16, "node003"},
+}
 
 // escapeAndSleep is a rank that starts a double-forked escapee in a
 // session of its own, leaves its mark once the escapee runs, and sleeps.
@@ -32,92 +42,113 @@ func guardsOn(c *testbed.Cluster, node string) int {
 	return n
 }
 
-// startManyRanks starts manyRanks ranks of escapeAndSleep on one node,
-// and checks that one guard runs there for all of them.
-func startManyRanks(t *testing.T, args ...string) (*testbed.Cluster, *exec.Cmd, *lockedBuffer) {
+// forEachLoad runs test at each of rankLoads on a cluster of its size.
+func forEachLoad(t *testing.T, test func(t *testing.T, c *testbed.Cluster, ranks, perNode int, victim string)) {
+	for _, l := range rankLoads {
+		t.Run(l.name, func(t *testing.T) {
+			c := cluster(t, testbed.Config{Nodes: l.nodes, Slots: l.perNode})
+			test(t, c, l.nodes*l.perNode, l.perNode, l.victim)
+		})
+	}
+}
+
+// startManyRanks starts ranks of escapeAndSleep filling the cluster, and
+// checks that every escapee ran and that one guard runs on each node for
+// all of its ranks.
+func startManyRanks(t *testing.T, c *testbed.Cluster, ranks, perNode int, args ...string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
-	c := cluster(t, testbed.Config{Nodes: 1, Slots: manyRanks})
 	marks := t.TempDir()
-	cmd, stderr, _ := started(t, c, manyRanks, append(args, "-np", itoa(manyRanks), "--stdin", "none",
+	cmd, stderr, _ := started(t, c, ranks, append(args, "-np", itoa(ranks), "--stdin", "none",
 		"-x", "M="+marks, "sh", "-c", escapeAndSleep)...)
-	if n := countMarks(marks); n != manyRanks {
-		t.Errorf("%d of %d escapees ran", n, manyRanks)
+	if n := countMarks(marks); n != ranks {
+		t.Errorf("%d of %d escapees ran", n, ranks)
 	}
-	if n := guardsOn(c, "node001"); n != 1 {
-		t.Errorf("%d guards on node001 for %d ranks, want one", n, manyRanks)
+	for _, node := range c.Nodes() {
+		if n := guardsOn(c, node.Name); n != 1 {
+			t.Errorf("%d guards on %s for %d ranks, want one", n, node.Name, perNode)
+		}
 	}
-	return c, cmd, stderr
+	return cmd, stderr
 }
 
-// TestManyRanksOneGuard: 64 ranks on one node run under one guard; each
-// rank's output and exit status are its own, and a rank's failure
-// ends the job with its status while the others' escapees run, with
-// nothing left.
+// TestManyRanksOneGuard: 64 and 256 ranks on one node, and 16 on each of
+// 16 nodes, run under one guard per node; each rank's output and exit
+// status are its own, and a rank's failure ends the job with its status
+// while the others' escapees run, with nothing left.
 func TestManyRanksOneGuard(t *testing.T) {
-	c := cluster(t, testbed.Config{Nodes: 1, Slots: manyRanks})
-	res := mpirun(t, c, "-np", itoa(manyRanks), "sh", "-c",
-		`echo "rank $PRSH_RANK of $PRSH_SIZE"; echo "err $PRSH_RANK" >&2`)
-	if res.status != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
-	}
-	out, errs := lines(res.stdout), lines(res.stderr)
-	slices.Sort(out)
-	slices.Sort(errs)
-	if len(out) != manyRanks || len(errs) != manyRanks || !slices.Contains(out, "rank 63 of 64") || !slices.Contains(errs, "err 37") {
-		t.Errorf("stdout %q, stderr %q: want a line from each rank on each", out, errs)
-	}
-	marks := t.TempDir()
-	res = mpirun(t, c, "-np", itoa(manyRanks), "-x", "M="+marks, "sh", "-c",
-		escapees[1].start+waitMark+`[ "$PRSH_RANK" = 37 ] && exit 3; exec sleep 300`)
-	if res.status != 3 {
-		t.Errorf("exit %d, want 3; stderr:\n%s", res.status, res.stderr)
-	}
-	checkOneLine(t, res.stderr, `^mpirun: node001: rank 37 exited with status 3$`)
+	forEachLoad(t, func(t *testing.T, c *testbed.Cluster, ranks, perNode int, _ string) {
+		res := mpirun(t, c, "-np", itoa(ranks), "sh", "-c",
+			`echo "rank $PRSH_RANK of $PRSH_SIZE"; echo "err $PRSH_RANK" >&2`)
+		if res.status != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+		}
+		var want, wantErrs []string
+		for r := range ranks {
+			want = append(want, fmt.Sprintf("rank %d of %d", r, ranks))
+			wantErrs = append(wantErrs, fmt.Sprintf("err %d", r))
+		}
+		wantSet(t, res.stdout, want...)
+		wantSet(t, res.stderr, wantErrs...)
+		marks := t.TempDir()
+		res = mpirun(t, c, "-np", itoa(ranks), "-x", "M="+marks, "sh", "-c",
+			escapees[1].start+waitMark+`[ "$PRSH_RANK" = 37 ] && exit 3; exec sleep 300`)
+		if res.status != 3 {
+			t.Errorf("exit %d, want 3; stderr:\n%s", res.status, res.stderr)
+		}
+		checkOneLine(t, res.stderr, fmt.Sprintf(`^mpirun: node%03d: rank 37 exited with status 3$`, 37/perNode+1))
+	})
 }
 
-// TestManyRanksOrtedKilled: the orted of 64 ranks, each with an escapee
+// TestManyRanksOrtedKilled: an orted of many ranks, each with an escapee
 // in a session of its own, killed outright: its guard kills them all,
-// escapees included.
+// escapees included, and the other nodes' guards theirs.
 func TestManyRanksOrtedKilled(t *testing.T) {
-	c, cmd, stderr := startManyRanks(t)
-	syscall.Kill(ortedOf(t, c, "node001"), syscall.SIGKILL)
-	if status := waitExit(t, cmd); status != 255 {
-		t.Errorf("exit %d, want 255; stderr:\n%s", status, stderr)
-	}
-	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
-		c.KillLeftovers()
-		t.Fatalf("left running after the orted of %d ranks was killed: %+v", manyRanks, left)
-	}
+	forEachLoad(t, func(t *testing.T, c *testbed.Cluster, ranks, perNode int, victim string) {
+		cmd, stderr := startManyRanks(t, c, ranks, perNode)
+		syscall.Kill(ortedOf(t, c, victim), syscall.SIGKILL)
+		if status := waitExit(t, cmd); status != 255 {
+			t.Errorf("exit %d, want 255; stderr:\n%s", status, stderr)
+		}
+		if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
+			c.KillLeftovers()
+			t.Fatalf("left running after the orted of %s was killed: %+v", victim, left)
+		}
+	})
 }
 
-// TestManyRanksOrtedStopped: the orted of 64 ranks stopped: mpirun
-// names it once it is silent, and the guard kills it, the ranks and
+// TestManyRanksOrtedStopped: an orted of many ranks stopped: mpirun
+// names it once it is silent, and its guard kills it, the ranks and
 // their escapees before mpirun exits.
 func TestManyRanksOrtedStopped(t *testing.T) {
-	c, cmd, stderr := startManyRanks(t, stoppedBounds...)
-	syscall.Kill(ortedOf(t, c, "node001"), syscall.SIGSTOP)
-	if status := waitExit(t, cmd); status != 255 {
-		t.Errorf("exit %d, want 255; stderr:\n%s", status, stderr)
-	}
-	checkOneLine(t, stderr.String(), `^mpirun: node001: orted stopped answering \(nothing heard from it for 10s\)$`)
-	if left := c.WaitNoLeftovers(reapGrace); len(left) > 0 {
-		c.KillLeftovers()
-		t.Fatalf("left running once mpirun exited, after the orted of %d ranks was stopped: %+v", manyRanks, left)
-	}
+	forEachLoad(t, func(t *testing.T, c *testbed.Cluster, ranks, perNode int, victim string) {
+		t.Parallel() // most of each case is the idle wait for the silence bound
+		cmd, stderr := startManyRanks(t, c, ranks, perNode, stoppedBounds...)
+		syscall.Kill(ortedOf(t, c, victim), syscall.SIGSTOP)
+		if status := waitExit(t, cmd); status != 255 {
+			t.Errorf("exit %d, want 255; stderr:\n%s", status, stderr)
+		}
+		checkOneLine(t, stderr.String(), `^mpirun: `+victim+`: orted stopped answering \(nothing heard from it for 10s\)$`)
+		if left := c.WaitNoLeftovers(reapGrace); len(left) > 0 {
+			c.KillLeftovers()
+			t.Fatalf("left running once mpirun exited, after the orted of %s was stopped: %+v", victim, left)
+		}
+	})
 }
 
-// TestManyRanksInterrupted: Ctrl-C to a job of 64 ranks with escapees
+// TestManyRanksInterrupted: Ctrl-C to a job of many ranks with escapees
 // ends them all.
 func TestManyRanksInterrupted(t *testing.T) {
-	c, cmd, stderr := startManyRanks(t)
-	cmd.Process.Signal(syscall.SIGINT)
-	if status := waitExit(t, cmd); status != 130 {
-		t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)
-	}
-	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
-		c.KillLeftovers()
-		t.Fatalf("left running after Ctrl-C to %d ranks: %+v", manyRanks, left)
-	}
+	forEachLoad(t, func(t *testing.T, c *testbed.Cluster, ranks, perNode int, _ string) {
+		cmd, stderr := startManyRanks(t, c, ranks, perNode)
+		cmd.Process.Signal(syscall.SIGINT)
+		if status := waitExit(t, cmd); status != 130 {
+			t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)
+		}
+		if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
+			c.KillLeftovers()
+			t.Fatalf("left running after Ctrl-C to %d ranks: %+v", ranks, left)
+		}
+	})
 }
 
 // TestGuardThatRefuses: a guard beside orted that will not serve it (here

@@ -286,16 +286,18 @@ func checkServers(t *testing.T, res result, n int, booted bool) {
 }
 
 // TestPMIxOnlyWhenNeeded: --pmix auto boots no PMIx server for programs
-// that link no MPI library (the ranks get the tripwire's address), and
-// boots it for shells and scripts, which may start an MPI program; on and
-// off decide alone.
+// that link no MPI library (the ranks get the tripwire's address), nor
+// for a shell's command string whose every command is such a program or
+// a builtin, and boots it for a shell that runs what cannot be told,
+// which may be an MPI program; on and off decide alone.
 func TestPMIxOnlyWhenNeeded(t *testing.T) {
 	if !pmix.Available {
 		t.Skip("built without PMIx: no server to boot")
 	}
 	c := cluster(t, testbed.Config{Nodes: 2})
-	echo := []string{"sh", "-c", `echo "$PMIX_SERVER_URI41"`}
+	echo := []string{"sh", "-c", `echo "$PMIX_SERVER_URI41"; $NEXT`}
 	checkServers(t, mpirun(t, c, "-np", "2", "env"), 2, false)
+	checkServers(t, mpirun(t, c, "-np", "2", "sh", "-c", `sleep 0; echo "$PMIX_SERVER_URI41"`), 2, false)
 	checkServers(t, mpirun(t, c, append([]string{"-np", "2"}, echo...)...), 2, true)
 	checkServers(t, mpirun(t, c, append([]string{"-np", "2", "--pmix", "off"}, echo...)...), 2, false)
 	checkServers(t, mpirun(t, c, "-np", "2", "--pmix", "on", "env"), 2, true)
@@ -355,9 +357,10 @@ func TestMPICHWithoutPMIxServer(t *testing.T) {
 	}
 }
 
-// TestOpenMPIUnderWrappers: an Open MPI program run through a script or
-// a wrapper (env) still gets its PMIx server and sees one world; told
-// --pmix off, it fails saying so, never as singletons.
+// TestOpenMPIUnderWrappers: an Open MPI program run through a script, a
+// wrapper (env) or a shell's command string still gets its PMIx server
+// and sees one world; told --pmix off, it fails saying so, never as
+// singletons.
 func TestOpenMPIUnderWrappers(t *testing.T) {
 	hello := openMPI(t, "hello")
 	script := filepath.Join(t.TempDir(), "run.sh")
@@ -365,7 +368,7 @@ func TestOpenMPIUnderWrappers(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := cluster(t, testbed.Config{Nodes: 2, UTS: true})
-	for _, argv := range [][]string{{script}, {"env", "OMPI_X=1", hello}} {
+	for _, argv := range [][]string{{script}, {"env", "OMPI_X=1", hello}, {"sh", "-c", "sleep 0; exec " + hello}} {
 		res := mpirun(t, c, append([]string{"-np", "2"}, argv...)...)
 		if res.status != 0 || strings.Count(res.stdout, " of 2 sum 1\n") != 2 {
 			t.Errorf("%q: exit %d; stdout:\n%s\nstderr:\n%s", argv, res.status, res.stdout, res.stderr)

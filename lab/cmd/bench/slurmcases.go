@@ -59,10 +59,7 @@ func slurmCases(mpirun string, programs map[string]string, n int) []slurmCase {
 	}
 	var cases []slurmCase
 	for _, prog := range slurmPrograms {
-		path, built := programs[prog]
-		if prog == progTrue {
-			path, built = "/bin/true", true
-		}
+		path, built := programPath(programs, prog)
 		for _, l := range launchers {
 			if !slices.Contains(l.programs, prog) {
 				continue
@@ -79,6 +76,16 @@ func slurmCases(mpirun string, programs map[string]string, n int) []slurmCase {
 		}
 	}
 	return cases
+}
+
+// programPath is where prog is, and whether it was built: programs holds
+// the barrier's builds; /bin/true is always there.
+func programPath(programs map[string]string, prog string) (string, bool) {
+	if prog == progTrue {
+		return "/bin/true", true
+	}
+	path, built := programs[prog]
+	return path, built
 }
 
 // label names a case in the table and the plot: srun with its --mpi.

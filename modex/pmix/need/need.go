@@ -11,8 +11,10 @@
 // MPI or PMIx library, that is not an interpreter or shell (which may load
 // MPI or start an MPI program), that does not itself import dlopen, and
 // whose arguments that name executables (numactl ./app, env ./app) need
-// none either. Anything else boots it: not found, unreadable, a script,
-// not ELF, statically linked, a library that cannot be found.
+// none either; a shell given a command string (sh -c STRING) needs none
+// when every command of the string can be told and needs none (shell.go).
+// Anything else boots it: not found, unreadable, a script file, not ELF,
+// statically linked, a library that cannot be found.
 package need
 
 import (
@@ -79,9 +81,10 @@ var interpreters = []string{
 }
 
 type checker struct {
-	wdir string
-	path string        // PATH the daemons look the program up in
-	libs loader.Search // LD_LIBRARY_PATH is mpirun's and the job's
+	wdir    string
+	path    string        // PATH the daemons look the program up in
+	libs    loader.Search // LD_LIBRARY_PATH is mpirun's and the job's
+	bashEnv bool          // BASH_ENV is set: bash -c reads a file first
 }
 
 func newChecker(p Program) *checker {
@@ -91,7 +94,11 @@ func newChecker(p Program) *checker {
 			libPath = append(libPath, filepath.SplitList(v)...)
 		}
 	}
-	return &checker{wdir: p.Wdir, path: os.Getenv("PATH"), libs: loader.NewSearch(libPath)}
+	bashEnv := os.Getenv("BASH_ENV") != ""
+	for _, kv := range p.Env {
+		bashEnv = bashEnv || strings.HasPrefix(kv, "BASH_ENV=")
+	}
+	return &checker{wdir: p.Wdir, path: os.Getenv("PATH"), libs: loader.NewSearch(libPath), bashEnv: bashEnv}
 }
 
 // program is why argv's program may use PMIx, if it may.
@@ -99,6 +106,9 @@ func (c *checker) program(argv []string, depth int) (string, bool) {
 	file, err := c.resolve(argv[0])
 	if err != nil {
 		return fmt.Sprintf("%s: %v", argv[0], err), true
+	}
+	if script, ok := c.shellString(file, argv); ok {
+		return c.script(script, depth)
 	}
 	if why, boot := c.executable(file); boot {
 		return file + ": " + why, true

@@ -40,7 +40,8 @@ func TestServerWhenUnsure(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	os.WriteFile(data, []byte("x"), 0o644)
 	cases := [][]string{
-		{"sh", "-c", "true"},         // a shell
+		{"sh", "-c", "$PROG"},        // a shell running what cannot be told
+		{"sh", "-l", "-c", "true"},   // a login shell, which reads the profile
 		{"./run"},                    // a script, relative to the working directory
 		{"no-such-program-here"},     // not found on the launch node
 		{"env", "./run"},             // a wrapper of a script
@@ -74,9 +75,9 @@ func TestServerForOpenMPI(t *testing.T) {
 
 func TestMPMDBootsIfAnyNeeds(t *testing.T) {
 	system(t, "true", "sh")
-	v := Decide([]Program{{Argv: []string{"true"}}, {Argv: []string{"sh", "-c", "true"}}})
+	v := Decide([]Program{{Argv: []string{"true"}}, {Argv: []string{"sh", "-c", "$PROG"}}})
 	if !v.Boot {
-		t.Error("an MPMD job with a shell runs without the PMIx server")
+		t.Error("an MPMD job with a shell running what cannot be told runs without the PMIx server")
 	}
 }
 
@@ -101,5 +102,50 @@ func TestLibraryNotFoundBoots(t *testing.T) {
 	// With the library found through the job's LD_LIBRARY_PATH, it needs none.
 	if v := Decide([]Program{{Argv: []string{prog}, Env: []string{"LD_LIBRARY_PATH=" + dir}}}); v.Boot {
 		t.Errorf("a program with a plain library boots the PMIx server: %s", v.Why)
+	}
+}
+
+// TestShellCommandStrings: sh -c STRING needs the server only if a
+// command of STRING may, when each can be told; anything that runs what
+// cannot be told boots it.
+func TestShellCommandStrings(t *testing.T) {
+	system(t, "sh", "bash", "true", "sleep", "touch", "hostname", "env")
+	plain := []string{
+		"true",
+		`sleep 1; echo "rank $PRSH_RANK" >&2`,
+		`while [ ! -e "$M/$R" ]; do sleep 0.05; done; touch "$MARKS/$R"; exec sleep 300`,
+		"X=1 hostname 2>/dev/null # ompi_info",
+		"if true; then env FOO=1 true; fi && for f in a b; do echo $f; done",
+	}
+	for _, s := range plain {
+		for _, shell := range []string{"sh", "bash"} {
+			if v := decide("", shell, "-c", s); v.Boot {
+				t.Errorf("%s -c %q boots the PMIx server: %s", shell, s, v.Why)
+			}
+		}
+	}
+	unsure := []string{
+		"$PROG", `exec "$@"`, "env $X", "echo $(hostname)", "echo `hostname`", "cat <<EOF\nx\nEOF",
+		"f() { true; }; f", "eval true", ". ./x", `trap "true" EXIT`, "echo 'unterminated",
+		"case $x in a) true;; esac", "no-such-program-here", "setsid sh -c 'true'",
+	}
+	for _, s := range unsure {
+		if v := decide("", "sh", "-c", s); !v.Boot {
+			t.Errorf("sh -c %q runs without the PMIx server", s)
+		}
+	}
+	if v := Decide([]Program{{Argv: []string{"bash", "-c", "true"}, Env: []string{"BASH_ENV=/x"}}}); !v.Boot {
+		t.Errorf("bash -c with BASH_ENV runs without the PMIx server")
+	}
+}
+
+// TestShellRunningOpenMPI: sh -c naming an Open MPI program, or a wrapper
+// of one, boots the server.
+func TestShellRunningOpenMPI(t *testing.T) {
+	system(t, "sh", "ompi_info", "nohup")
+	for _, s := range []string{"ompi_info", "sleep 1; exec ompi_info --all >/dev/null", "nohup ompi_info &"} {
+		if v := decide("", "sh", "-c", s); !v.Boot {
+			t.Errorf("sh -c %q runs without the PMIx server", s)
+		}
 	}
 }

@@ -1,0 +1,158 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"prsh/daemon/protocol"
+	"prsh/internal/tcp"
+)
+
+// pmixTripwire gives a rank without a PMIx server (a build without PMIx,
+// a job that needs none, a server that did not start) the address where
+// its server would be: a client that connects there is an Open MPI rank
+// that would otherwise run as a singleton, and the job fails saying why.
+// The daemon's ranks share one listener, opened at the first: a rank
+// that needs no PMIx costs no descriptor and no goroutine for it.
+func (d *Daemon) pmixTripwire(rank int, why error) ([]string, error) {
+	if d.tripwire == "" {
+		addr, err := d.openTripwire(why)
+		if err != nil {
+			return nil, err
+		}
+		d.tripwire = addr
+	}
+	uri := "prsh-no-pmix.0;tcp4://" + d.tripwire
+	env := []string{"PMIX_NAMESPACE=" + d.machine.Job().ID, "PMIX_RANK=" + strconv.Itoa(rank)}
+	for _, v := range []string{"41", "4", "3", "21", "2"} {
+		env = append(env, "PMIX_SERVER_URI"+v+"="+uri)
+	}
+	return env, nil
+}
+
+// openTripwire listens on loopback until the daemon ends; each client
+// that connects is named by the rank of the process it belongs to.
+func (d *Daemon) openTripwire(why error) (string, error) {
+	if why == nil {
+		why = errNotBooted
+	}
+	job := d.machine.Job().ID
+	ln, err := tcp.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("PMIx tripwire: %w", err)
+	}
+	go func() {
+		<-d.ctx.Done()
+		ln.Close()
+	}()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go d.tripped(c, job, why)
+		}
+	}()
+	return ln.Addr().String(), nil
+}
+
+// tripped fails the job for the rank whose client made conn.
+func (d *Daemon) tripped(conn net.Conn, job string, why error) {
+	rank, err := tripwireRank(conn, job)
+	conn.Close()
+	if err != nil {
+		d.log.Warn("a PMIx client connected where there is no PMIx server, but is not known as a rank", "error", err)
+		return
+	}
+	d.post(protocol.PMIUnserved{Rank: rank, Why: why.Error()})
+}
+
+// tripwireRank finds the rank whose client made conn: from its first
+// message, which names the client's namespace (job) and then its rank,
+// a big-endian uint32 (PMIx 3 and 4 alike); else from the process that
+// holds the other end (its socket's inode in /proc/net/tcp, then the
+// process with that socket among its descriptors) and its PMIX_RANK,
+// which every process a rank starts inherits.
+func tripwireRank(conn net.Conn, job string) (int, error) {
+	if rank, ok := handshakeRank(conn, job); ok {
+		return rank, nil
+	}
+	inode, err := peerInode(conn.RemoteAddr().(*net.TCPAddr).Port, conn.LocalAddr().(*net.TCPAddr).Port)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := socketHolder(inode)
+	if err != nil {
+		return 0, err
+	}
+	environ, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
+	if err != nil {
+		return 0, err
+	}
+	for _, kv := range bytes.Split(environ, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("PMIX_RANK=")); ok {
+			return strconv.Atoi(string(v))
+		}
+	}
+	return 0, fmt.Errorf("process %s has no PMIX_RANK", pid)
+}
+
+// handshakeRank reads the client's first message, for a moment, until
+// it holds the job's namespace and the four bytes after it.
+func handshakeRank(conn net.Conn, job string) (int, bool) {
+	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	name := append([]byte(job), 0)
+	var msg []byte
+	buf := make([]byte, 512)
+	for len(msg) < 4096 {
+		n, err := conn.Read(buf)
+		msg = append(msg, buf[:n]...)
+		if i := bytes.Index(msg, name); i >= 0 && len(msg) >= i+len(name)+4 {
+			return int(binary.BigEndian.Uint32(msg[i+len(name):])), true
+		}
+		if err != nil {
+			break
+		}
+	}
+	return 0, false
+}
+
+// peerInode is the inode of the loopback TCP socket from port from to
+// port to, from /proc/net/tcp (addresses in hex, the inode tenth).
+func peerInode(from, to int) (string, error) {
+	f, err := os.Open("/proc/net/tcp")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	suffixFrom, suffixTo := fmt.Sprintf(":%04X", from), fmt.Sprintf(":%04X", to)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 9 && strings.HasSuffix(fields[1], suffixFrom) && strings.HasSuffix(fields[2], suffixTo) {
+			return fields[9], nil
+		}
+	}
+	return "", fmt.Errorf("no socket from port %d to %d in /proc/net/tcp", from, to)
+}
+
+// socketHolder finds a process with socket inode among its descriptors.
+func socketHolder(inode string) (string, error) {
+	want := "socket:[" + inode + "]"
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range fds {
+		if link, err := os.Readlink(fd); err == nil && link == want {
+			return strings.Split(fd, "/")[2], nil
+		}
+	}
+	return "", fmt.Errorf("no process holds socket %s", inode)
+}
