@@ -150,20 +150,25 @@ func TestSilentDialerEndsLink(t *testing.T) {
 // has a live link: after a quarter of the silence bound the listener
 // pings, and the dialer's answer is heard.
 func TestListenerPingsQuietDialer(t *testing.T) {
-	s := secret(t)
 	opt := Options{KeepAlive: 50 * time.Millisecond, Silence: time.Second}
-	ln := listen(t, s, opt)
-	d, err := Dial(timeout(t), URI(ln.Addr()), s, Options{KeepAlive: time.Hour, Silence: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	l, err := ln.Accept(timeout(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	d, l := directLink(t, opt, Options{KeepAlive: time.Hour, Silence: time.Hour})
 	outlives(t, 3*opt.Silence, d, l)
+}
+
+// directLink connects a dialer to a listener, each with its options.
+func directLink(t *testing.T, listener, dialer Options) (d, l *Conn) {
+	s := secret(t)
+	ln := listen(t, s, listener)
+	d, err := Dial(timeout(t), URI(ln.Addr()), s, dialer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if l, err = ln.Accept(timeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return d, l
 }
 
 // TestListenerTalkingKeepsLink: a link on which only the listener sends

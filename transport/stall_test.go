@@ -56,19 +56,8 @@ const stallSilence = time.Second
 // fails if either end ends within two silence bounds of the stall that
 // the parent imposes.
 func holdLinkThroughStall(t *testing.T) {
-	s := secret(t)
 	opt := Options{KeepAlive: 50 * time.Millisecond, Silence: stallSilence}
-	ln := listen(t, s, opt)
-	d, err := Dial(timeout(t), URI(ln.Addr()), s, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	l, err := ln.Accept(timeout(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	d, l := directLink(t, opt, opt)
 	os.Stdout.WriteString("linked\n")
 	// The parent stops this process for 3 s: wait for that to have
 	// happened and ended, then for two bounds more.
