@@ -15,18 +15,26 @@ import (
 
 // TestOOMKillNamed: a rank killed by SIGKILL is the OOM killer's only
 // when the job cgroup counted an OOM kill during its life that no other
-// rank's end was put down to; otherwise it is a signal like any other.
+// rank's end was put down to, or, where nothing counts them, when the
+// kernel's log has the OOM killer's kill of its pid and the node's
+// teardown did not kill it; otherwise it is a signal like any other.
 func TestOOMKillNamed(t *testing.T) {
 	const oom = "was killed by the kernel's OOM killer (out of memory; signal 9)"
 	const kill = "was killed by signal 9 (SIGKILL)"
 	kills := 3
 	count := func() (int, error) { return kills, nil }
 	n := NewNode(hclog.NewNullLogger(), func(Event) {})
+	const loggedPid = 7 // the kernel's log has the OOM kill of this pid only
+	n.kernelLoggedOOMKill = func(pid int) bool { return pid == loggedPid }
 	first := &rank{oom: oomCount{kills: count, before: 3}}
 	second := &rank{oom: oomCount{kills: count, before: 3}}
 	later := &rank{oom: oomCount{kills: count, before: 4}}
 	uncounted := &rank{}
 	broken := &rank{oom: oomCount{kills: func() (int, error) { return 0, errors.New("gone") }}}
+	logged := &rank{pid: loggedPid}
+	loggedButTornDown := &rank{pid: loggedPid, oom: oomCount{killedByNode: true}}
+	loggedButCounted := &rank{pid: loggedPid, oom: oomCount{kills: count, before: 6}}
+	brokenLogged := &rank{pid: loggedPid, oom: oomCount{kills: func() (int, error) { return 0, errors.New("gone") }}}
 	killed, segv := waitStatus(t, "KILL"), waitStatus(t, "SEGV")
 	steps := []struct {
 		name  string
@@ -43,6 +51,11 @@ func TestOOMKillNamed(t *testing.T) {
 		{"one more kill", second, killed, 5, oom},
 		{"no job cgroup", uncounted, killed, 6, kill},
 		{"the count unreadable", broken, killed, 6, kill},
+		{"no job cgroup, an OOM kill of its pid logged", logged, killed, 6, oom},
+		{"logged, but a SIGSEGV", logged, segv, 6, "was killed by signal 11 (SIGSEGV)"},
+		{"logged, but the node's teardown killed it", loggedButTornDown, killed, 6, kill},
+		{"logged, but the job cgroup counted no kill", loggedButCounted, killed, 6, kill},
+		{"the count unreadable, an OOM kill logged", brokenLogged, killed, 6, oom},
 	}
 	for _, s := range steps {
 		kills = s.kills
