@@ -13,7 +13,7 @@ import (
 // rank is said to be the OOM killer's when it died of SIGKILL and the
 // count rose during its life by a kill that no other rank's end has been
 // put down to, and the rank had not been killed by its node's own
-// teardown: a rank reaped after that SIGKILL died of it, even when an OOM
+// teardown or ended with its guard: a rank reaped after that SIGKILL died of it, even when an OOM
 // kill of another rank is not yet put down to anyone (that rank's guard
 // reports later). Where there is no such count (cgroup v1, a unified
 // hierarchy without the memory controller), the kernel's log names the
@@ -26,7 +26,8 @@ import (
 type oomCount struct {
 	kills  func() (int, error)
 	before int
-	// killedByNode: the node's teardown SIGKILLed the rank while it ran.
+	// killedByNode: the node SIGKILLed the rank while it ran (its
+	// teardown, or its guard's end, whose status the rank is given).
 	killedByNode bool
 }
 

@@ -124,6 +124,43 @@ func TestTeardownKillIsNotOOM(t *testing.T) {
 	}
 }
 
+// TestGuardKillIsNotOOM: a guard SIGKILLed (as the OOM killer might take
+// it) ends its ranks with its own status: the node killed them, so
+// neither the job cgroup's count nor the kernel's log is asked.
+func TestGuardKillIsNotOOM(t *testing.T) {
+	d := newDaemon(t)
+	var mu sync.Mutex
+	asked := 0
+	d.node.kernelLoggedOOMKill = func(int) bool { mu.Lock(); defer mu.Unlock(); asked++; return true }
+	if failed := d.node.Start(d.request(nil, "echo up; exec sleep 100", "echo up; exec sleep 100")); len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	d.waitOutput(t, "up\n", 2)
+	kills := 0
+	count := func() (int, error) { mu.Lock(); defer mu.Unlock(); asked++; return kills, nil }
+	d.node.mu.Lock()
+	for _, r := range d.node.ranks {
+		r.oom = oomCount{kills: count}
+	}
+	guardPid := d.node.guard.Pid()
+	d.node.mu.Unlock()
+	mu.Lock()
+	kills = 1
+	mu.Unlock()
+
+	syscall.Kill(guardPid, syscall.SIGKILL)
+	for rank, e := range d.ended(t, 2) {
+		if want := "was killed by signal 9 (SIGKILL)"; e.How != want {
+			t.Errorf("rank %d %q, want %q", rank, e.How, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 0 {
+		t.Errorf("the count or the kernel's log asked %d times about ranks the node killed", asked)
+	}
+}
+
 // exitHeard says whether the guard reported the rank's end.
 func (d *daemon) exitHeard(rank int) bool {
 	d.node.mu.Lock()
