@@ -14,6 +14,9 @@ import (
 // of memory: ...") before it sends the SIGKILL, so the record is there
 // by the time the victim is reaped. The PID is the one the kernel's own
 // pid namespace sees, so a guard in another pid namespace cannot tell.
+// The log does not say when the process started: a pid reused after an
+// OOM kill still in the log would be taken for that kill's victim, which
+// needs the pids to wrap and a SIGKILL from outside the job.
 
 // kmsgRecordMax is more than one record of /dev/kmsg holds: a read into
 // a smaller buffer fails.
