@@ -401,15 +401,46 @@ func setAffinity(t *testing.T, set unix.CPUSet) {
 }
 
 // TestOOMKilled: a rank that allocates until the kernel's OOM killer acts
-// (under a memory limit the rank puts on its own job cgroup, as root) ends
-// the job with 137 and one line naming the rank and the OOM killer, not a
-// bare SIGKILL; nothing is left running. It needs the memory controller
-// of cgroup v2 enabled for the job cgroups, which only then count OOM
-// kills.
+// (under a memory limit it puts on itself, as root) ends the job with 137
+// and one line naming the rank and the OOM killer, not a bare SIGKILL;
+// nothing is left running. The OOM kill is known from the job cgroup's
+// count where cgroup v2's memory controller is enabled for it, and from
+// the kernel's log under a cgroup v1 memory group.
 func TestOOMKilled(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("a memory limit on the job cgroup needs root")
+		t.Skip("a memory limit needs root")
 	}
+	cases := []struct {
+		name string
+		// limit returns the shell lines that put rank 1 under a 64 MiB
+		// memory limit without swap, or skips.
+		limit func(t *testing.T) string
+	}{
+		{"job cgroup v2 memory.max", jobCgroupMemoryLimit},
+		{"cgroup v1 memory group, kernel log", v1MemoryGroupLimit},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			limit := tc.limit(t)
+			c := cluster(t, testbed.Config{Nodes: 2})
+			// Rank 1 limits itself, then doubles a string until the OOM
+			// killer takes it; rank 0 waits.
+			script := `if [ "$PRSH_RANK" != 1 ]; then exec sleep 60; fi
+` + limit + `
+a=x; while :; do a=$a$a; done`
+			res := mpirun(t, c, "-np", "2", "sh", "-c", script)
+			if res.status != 137 {
+				t.Errorf("exit %d, want 137; stderr:\n%s", res.status, res.stderr)
+			}
+			checkOneLine(t, res.stderr, `^mpirun: node002: rank 1 was killed by the kernel's OOM killer \(out of memory; signal 9\)$`)
+		})
+	}
+}
+
+// jobCgroupMemoryLimit limits the rank's job cgroup, whose memory.events
+// counts the OOM kill: it needs cgroup v2's memory controller enabled for
+// the job cgroups.
+func jobCgroupMemoryLimit(t *testing.T) string {
 	probe, err := guard.NewCgroup()
 	if err != nil {
 		t.Skipf("no job cgroup here: %v", err)
@@ -420,17 +451,53 @@ func TestOOMKilled(t *testing.T) {
 	if noMemory != nil {
 		t.Skipf("cgroup v2's memory controller is not enabled for the job cgroups here (%s): %v", base, noMemory)
 	}
-	c := cluster(t, testbed.Config{Nodes: 2})
-	// Rank 1 limits its node's job cgroup to 64 MiB without swap, then
-	// doubles a string until the OOM killer takes it; rank 0 waits.
-	script := `if [ "$PRSH_RANK" != 1 ]; then exec sleep 60; fi
-cg=` + base + `/$(basename "$(sed -n 's/^0:://p' /proc/self/cgroup)")
+	return `cg=` + base + `/$(basename "$(sed -n 's/^0:://p' /proc/self/cgroup)")
 if [ -e "$cg/memory.swap.max" ]; then echo 0 > "$cg/memory.swap.max"; fi
-echo 64M > "$cg/memory.max" || exit 3
-a=x; while :; do a=$a$a; done`
-	res := mpirun(t, c, "-np", "2", "sh", "-c", script)
-	if res.status != 137 {
-		t.Errorf("exit %d, want 137; stderr:\n%s", res.status, res.stderr)
+echo 64M > "$cg/memory.max" || exit 3`
+}
+
+// v1MemoryRoot is where cgroup v1's memory controller is mounted, where
+// it is.
+const v1MemoryRoot = "/sys/fs/cgroup/memory"
+
+// v1MemoryGroupLimit moves the rank into a cgroup v1 memory group of its
+// own, which the test removes once the job's processes are gone. Nothing
+// counts the kill for the job there: the node reads it from the kernel's
+// log, which needs the kernel's pid namespace and a readable /dev/kmsg.
+func v1MemoryGroupLimit(t *testing.T) string {
+	if _, err := os.Stat(filepath.Join(v1MemoryRoot, "memory.limit_in_bytes")); err != nil {
+		t.Skipf("no cgroup v1 memory controller here: %v", err)
 	}
-	checkOneLine(t, res.stderr, `^mpirun: node002: rank 1 was killed by the kernel's OOM killer \(out of memory; signal 9\)$`)
+	fd, err := unix.Open("/dev/kmsg", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("the kernel's log cannot be read here: /dev/kmsg: %v", err)
+	}
+	unix.Close(fd)
+	if ns, err := os.Readlink("/proc/self/ns/pid"); err != nil || ns != "pid:[4026531836]" {
+		t.Skipf("not in the kernel's own pid namespace (%s, %v): its log's pids are not ours", ns, err)
+	}
+	group := filepath.Join(v1MemoryRoot, fmt.Sprintf("prsh-oom-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	t.Cleanup(func() { removeMemoryGroup(t, group) }) // registered before the cluster's: runs after it
+	return `cg=` + group + `
+mkdir "$cg" || exit 3
+echo 64M > "$cg/memory.limit_in_bytes" || exit 3
+if [ -e "$cg/memory.memsw.limit_in_bytes" ]; then echo 64M > "$cg/memory.memsw.limit_in_bytes" || exit 3; fi
+echo $$ > "$cg/cgroup.procs" || exit 3`
+}
+
+// removeMemoryGroup removes a cgroup v1 group whose processes are gone;
+// the kernel may take a moment to let the last of them go.
+func removeMemoryGroup(t *testing.T, group string) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := syscall.Rmdir(group)
+		if err == nil || os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("cannot remove the memory group %s: %v", group, err)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -72,6 +72,7 @@ func (n *Node) guardEnded(g *guard.Guard, ws syscall.WaitStatus) {
 			answer(r, guard.Report{Kind: guard.Failed, Rank: r.id, Status: errmgr.StatusFailed, Err: why})
 		default:
 			r.exited = true
+			r.oom.killedByNode = true // the status is the guard's; the kill is the node's
 			r.signalGroup(syscall.SIGKILL)
 			go n.ended(r, ws)
 		}

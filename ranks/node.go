@@ -30,6 +30,9 @@ type Node struct {
 	// oomUncounted: the job cgroup counts no OOM kills (no memory
 	// controller), so the count is not asked for again at each start.
 	oomUncounted bool
+	// kernelLoggedOOMKill looks for the OOM killer's kill of a pid in
+	// the kernel's log, where no cgroup counts OOM kills.
+	kernelLoggedOOMKill func(pid int) bool
 }
 
 // rank is one rank handed to the guard.
@@ -53,7 +56,7 @@ type rank struct {
 // NewNode makes the Starter of this node's ranks; report hears every
 // Event after a rank's start.
 func NewNode(log hclog.Logger, report func(Event)) *Node {
-	return &Node{log: log, report: report, ranks: map[int]*rank{}}
+	return &Node{log: log, report: report, ranks: map[int]*rank{}, kernelLoggedOOMKill: guard.KernelLoggedOOMKill}
 }
 
 // Signal signals every rank's process group (Starter); SIGKILL also

@@ -8,24 +8,26 @@ import (
 
 // A rank killed by SIGKILL may have been killed by the kernel's OOM
 // killer, which users meet more than any other fault and act on
-// differently (less memory per node, more nodes). The kernel says so
-// only in the job cgroup's count of OOM kills (memory.events), where the
-// memory controller is enabled for it: a rank is said to be the OOM
-// killer's when it died of SIGKILL and the count rose during its life by
-// a kill that no other rank's end has been put down to, and the rank had
-// not been killed by its node's own teardown: a rank reaped after that
-// SIGKILL died of it, even when an OOM kill of another rank is not yet
-// put down to anyone (that rank's guard reports later). Elsewhere the
-// node says nothing of memory: the kernel's other records (its log, the
-// machine-wide count in /proc/vmstat, a cgroup v1 memory group shared
-// with the rest of the node) do not say whose process it was.
+// differently (less memory per node, more nodes). Where the job cgroup
+// counts OOM kills (memory.events, cgroup v2's memory controller), a
+// rank is said to be the OOM killer's when it died of SIGKILL and the
+// count rose during its life by a kill that no other rank's end has been
+// put down to, and the rank had not been killed by its node's own
+// teardown or ended with its guard: a rank reaped after that SIGKILL died of it, even when an OOM
+// kill of another rank is not yet put down to anyone (that rank's guard
+// reports later). Where there is no such count (cgroup v1, a unified
+// hierarchy without the memory controller), the kernel's log names the
+// victim's pid (guard.KernelLoggedOOMKill), read only for a rank that
+// died of a SIGKILL not the node's; where the log cannot be read the node
+// says nothing of memory.
 
 // oomCount is where a rank's OOM kills are counted, and the count when
 // it started.
 type oomCount struct {
 	kills  func() (int, error)
 	before int
-	// killedByNode: the node's teardown SIGKILLed the rank while it ran.
+	// killedByNode: the node SIGKILLed the rank while it ran (its
+	// teardown, or its guard's end, whose status the rank is given).
 	killedByNode bool
 }
 
@@ -41,7 +43,7 @@ func (n *Node) oomCountBefore() (count oomCount, ok bool) {
 }
 
 // describe says how the rank ended, naming the OOM killer where the job
-// cgroup says it killed the rank.
+// cgroup, or the kernel's log, says it killed the rank.
 func (n *Node) describe(r *rank, ws syscall.WaitStatus) string {
 	if ws.Signaled() && ws.Signal() == syscall.SIGKILL && n.oomKilled(r) {
 		return status.DescribeOOMKill(ws)
@@ -49,24 +51,40 @@ func (n *Node) describe(r *rank, ws syscall.WaitStatus) string {
 	return status.Describe(ws)
 }
 
-// oomKilled says whether an OOM kill during the rank's life is left to
-// explain its end, and puts it down to the rank.
+// oomKilled says whether the OOM killer killed the rank: by the job
+// cgroup's count where there is one, by the kernel's log otherwise.
 func (n *Node) oomKilled(r *rank) bool {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	if r.oom.kills == nil || r.oom.killedByNode {
-		return false
+	killed, counted := n.countedOOMKill(r)
+	pid := r.pid
+	n.mu.Unlock()
+	if counted {
+		return killed
+	}
+	return pid != 0 && n.kernelLoggedOOMKill(pid)
+}
+
+// countedOOMKill says, where the job cgroup counts OOM kills or the
+// node's teardown killed the rank (counted), whether an OOM kill during
+// the rank's life is left to explain its end, and puts it down to the
+// rank. Called under the Node's lock.
+func (n *Node) countedOOMKill(r *rank) (killed, counted bool) {
+	if r.oom.killedByNode {
+		return false, true
+	}
+	if r.oom.kills == nil {
+		return false, false
 	}
 	now, err := r.oom.kills()
 	if err != nil {
-		return false
+		return false, false
 	}
 	explained := max(r.oom.before, n.oomExplained)
 	if now <= explained {
-		return false
+		return false, true
 	}
 	n.oomExplained = explained + 1
-	return true
+	return true, true
 }
 
 // noteTeardownKill marks the ranks that run, or are still to start, as

@@ -15,18 +15,26 @@ import (
 
 // TestOOMKillNamed: a rank killed by SIGKILL is the OOM killer's only
 // when the job cgroup counted an OOM kill during its life that no other
-// rank's end was put down to; otherwise it is a signal like any other.
+// rank's end was put down to, or, where nothing counts them, when the
+// kernel's log has the OOM killer's kill of its pid and the node's
+// teardown did not kill it; otherwise it is a signal like any other.
 func TestOOMKillNamed(t *testing.T) {
 	const oom = "was killed by the kernel's OOM killer (out of memory; signal 9)"
 	const kill = "was killed by signal 9 (SIGKILL)"
 	kills := 3
 	count := func() (int, error) { return kills, nil }
 	n := NewNode(hclog.NewNullLogger(), func(Event) {})
+	const loggedPid = 7 // the kernel's log has the OOM kill of this pid only
+	n.kernelLoggedOOMKill = func(pid int) bool { return pid == loggedPid }
 	first := &rank{oom: oomCount{kills: count, before: 3}}
 	second := &rank{oom: oomCount{kills: count, before: 3}}
 	later := &rank{oom: oomCount{kills: count, before: 4}}
 	uncounted := &rank{}
 	broken := &rank{oom: oomCount{kills: func() (int, error) { return 0, errors.New("gone") }}}
+	logged := &rank{pid: loggedPid}
+	loggedButTornDown := &rank{pid: loggedPid, oom: oomCount{killedByNode: true}}
+	loggedButCounted := &rank{pid: loggedPid, oom: oomCount{kills: count, before: 6}}
+	brokenLogged := &rank{pid: loggedPid, oom: oomCount{kills: func() (int, error) { return 0, errors.New("gone") }}}
 	killed, segv := waitStatus(t, "KILL"), waitStatus(t, "SEGV")
 	steps := []struct {
 		name  string
@@ -43,6 +51,11 @@ func TestOOMKillNamed(t *testing.T) {
 		{"one more kill", second, killed, 5, oom},
 		{"no job cgroup", uncounted, killed, 6, kill},
 		{"the count unreadable", broken, killed, 6, kill},
+		{"no job cgroup, an OOM kill of its pid logged", logged, killed, 6, oom},
+		{"logged, but a SIGSEGV", logged, segv, 6, "was killed by signal 11 (SIGSEGV)"},
+		{"logged, but the node's teardown killed it", loggedButTornDown, killed, 6, kill},
+		{"logged, but the job cgroup counted no kill", loggedButCounted, killed, 6, kill},
+		{"the count unreadable, an OOM kill logged", brokenLogged, killed, 6, oom},
 	}
 	for _, s := range steps {
 		kills = s.kills
@@ -108,6 +121,43 @@ func TestTeardownKillIsNotOOM(t *testing.T) {
 	}
 	if want := "was killed by the kernel's OOM killer (out of memory; signal 9)"; oom.Rank != 0 || oom.How != want {
 		t.Errorf("then: rank %d %q, want rank 0 %q", oom.Rank, oom.How, want)
+	}
+}
+
+// TestGuardKillIsNotOOM: a guard SIGKILLed (as the OOM killer might take
+// it) ends its ranks with its own status: the node killed them, so
+// neither the job cgroup's count nor the kernel's log is asked.
+func TestGuardKillIsNotOOM(t *testing.T) {
+	d := newDaemon(t)
+	var mu sync.Mutex
+	asked := 0
+	d.node.kernelLoggedOOMKill = func(int) bool { mu.Lock(); defer mu.Unlock(); asked++; return true }
+	if failed := d.node.Start(d.request(nil, "echo up; exec sleep 100", "echo up; exec sleep 100")); len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	d.waitOutput(t, "up\n", 2)
+	kills := 0
+	count := func() (int, error) { mu.Lock(); defer mu.Unlock(); asked++; return kills, nil }
+	d.node.mu.Lock()
+	for _, r := range d.node.ranks {
+		r.oom = oomCount{kills: count}
+	}
+	guardPid := d.node.guard.Pid()
+	d.node.mu.Unlock()
+	mu.Lock()
+	kills = 1
+	mu.Unlock()
+
+	syscall.Kill(guardPid, syscall.SIGKILL)
+	for rank, e := range d.ended(t, 2) {
+		if want := "was killed by signal 9 (SIGKILL)"; e.How != want {
+			t.Errorf("rank %d %q, want %q", rank, e.How, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 0 {
+		t.Errorf("the count or the kernel's log asked %d times about ranks the node killed", asked)
 	}
 }
 
