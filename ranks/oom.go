@@ -13,9 +13,9 @@ import (
 // rank is said to be the OOM killer's when it died of SIGKILL and the
 // count rose during its life by a kill that no other rank's end has been
 // put down to, and the rank had not been killed by its node's own
-// teardown or ended with its guard: a rank reaped after that SIGKILL died of it, even when an OOM
-// kill of another rank is not yet put down to anyone (that rank's guard
-// reports later). Where there is no such count (cgroup v1, a unified
+// teardown or ended with its guard: a rank reaped after that SIGKILL
+// died of it, even when an OOM kill of another rank is not yet put down
+// to anyone (that rank's guard reports later). Where there is no such count (cgroup v1, a unified
 // hierarchy without the memory controller), the kernel's log names the
 // victim's pid (guard.KernelLoggedOOMKill), read only for a rank that
 // died of a SIGKILL not the node's; where the log cannot be read the node
