@@ -88,9 +88,12 @@ func (c *Conn) silent() bool {
 	return true
 }
 
-// quiet is how long ago the last byte of a record (heard or sent) passed.
-func quiet(last *atomic.Int64) time.Duration {
-	return time.Since(epoch) - time.Duration(last.Load())
+// quiet is how long before now (time.Since(epoch)) the last byte of a
+// record (heard or sent) passed. A watch reads the clock once per wake:
+// were this side stopped after that, the stall would count against the
+// peer in this very verdict, before the next wake could see it was late.
+func quiet(last *atomic.Int64, now time.Duration) time.Duration {
+	return now - time.Duration(last.Load())
 }
 
 // ping is the dialer's watch: it pings when the link has been quiet for a
@@ -99,6 +102,7 @@ func quiet(last *atomic.Int64) time.Duration {
 // listener answers; it ends the connection with a SilentError once the
 // listener has been quiet for silence.
 func (c *Conn) ping(every, silence time.Duration) {
+	slack := max(every, silence/4)
 	tick := time.NewTimer(every)
 	defer tick.Stop()
 	due := time.Now().Add(every)
@@ -108,12 +112,12 @@ func (c *Conn) ping(every, silence time.Duration) {
 			return
 		case <-tick.C:
 		}
-		c.forgiveOversleep(due, every)
-		switch heard := quiet(&c.heard); {
+		now := c.wake(due, slack)
+		switch heard := quiet(&c.heard, now); {
 		case heard >= silence && c.silent():
 			c.end(SilentError{silence}) // the bound, which is what a user can act on
 			return
-		case heard >= every || quiet(&c.sent) >= every:
+		case heard >= every || quiet(&c.sent, now) >= every:
 			c.pingOnce()
 		}
 		tick.Reset(every)
@@ -139,9 +143,9 @@ func (c *Conn) listen(every, silence time.Duration) {
 			return
 		case <-wait.C:
 		}
-		c.forgiveOversleep(due, every)
+		now := c.wake(due, backup)
 		next := every
-		switch heard := quiet(&c.heard); {
+		switch heard := quiet(&c.heard, now); {
 		case heard >= silence && c.silent():
 			c.end(SilentError{silence})
 			return
@@ -155,17 +159,21 @@ func (c *Conn) listen(every, silence time.Duration) {
 	}
 }
 
-// forgiveOversleep restarts the count of the peer's quiet time when the
-// watch woke more than a keep-alive interval after it was due: this side
-// did not run meanwhile, and on a machine so loaded that nothing ran for
-// seconds (runs of 20 s were seen at a load of 170 on 2 cores) the peer
-// most likely did not either. Time this side slept through is no
-// evidence that the peer is silent; a peer that stays quiet once this
-// side runs again is found silent a whole bound later.
-func (c *Conn) forgiveOversleep(due time.Time, every time.Duration) {
-	if time.Since(due) > every {
-		c.heard.Store(int64(time.Since(epoch)))
+// wake reads the clock for a watch's wake-up (as time.Since(epoch)) and
+// restarts the count of the peer's quiet time when the watch woke more
+// than slack (a quarter of the silence bound, at least a keep-alive
+// interval) after it was due: this side did not run meanwhile, and on a
+// machine so loaded that nothing ran for seconds (runs of 20 s were seen
+// at a load of 170 on 2 cores) the peer most likely did not either. Time
+// this side slept through is no evidence that the peer is silent; a peer
+// that stays quiet once this side runs again is found silent a whole
+// bound later.
+func (c *Conn) wake(due time.Time, slack time.Duration) time.Duration {
+	now := time.Since(epoch)
+	if epoch.Add(now).Sub(due) > slack {
+		c.heard.Store(int64(now))
 	}
+	return now
 }
 
 // pingOnce pings the peer unless an earlier ping still waits for its

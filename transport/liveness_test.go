@@ -267,7 +267,7 @@ func TestUnreadBytesAreLife(t *testing.T) {
 	if c.silent() {
 		t.Fatal("bytes waiting unread did not count as a sign of life")
 	}
-	if quiet(&c.heard) > time.Minute {
+	if quiet(&c.heard, time.Since(epoch)) > time.Minute {
 		t.Fatal("the unread bytes were not counted as heard now")
 	}
 }
