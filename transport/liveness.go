@@ -69,9 +69,9 @@ func newConn(raw net.Conn, k keys, opt Options, dialer bool) (*Conn, error) {
 		return nil, err
 	}
 	if dialer {
-		go c.ping(opt.keepAlive(), opt.silence())
+		go c.ping(opt.keepAlive(), opt.silence(), epoch.Add(time.Duration(now)))
 	} else {
-		go c.listen(opt.keepAlive(), opt.silence())
+		go c.listen(opt.keepAlive(), opt.silence(), epoch.Add(time.Duration(now)))
 	}
 	return c, nil
 }
@@ -101,11 +101,15 @@ func quiet(last *atomic.Int64, now time.Duration) time.Duration {
 // from a live dialer even while only the listener talks, and a live
 // listener answers; it ends the connection with a SilentError once the
 // listener has been quiet for silence.
-func (c *Conn) ping(every, silence time.Duration) {
+//
+// The watches count from start, when the peer was last heard: a watch
+// goroutine that first runs late (a stall right after the link came up)
+// wakes late too, and forgives it.
+func (c *Conn) ping(every, silence time.Duration, start time.Time) {
 	slack := max(every, silence/4)
-	tick := time.NewTimer(every)
+	due := start.Add(every)
+	tick := time.NewTimer(time.Until(due))
 	defer tick.Stop()
-	due := time.Now().Add(every)
 	for {
 		select {
 		case <-c.sess.CloseChan():
@@ -132,11 +136,11 @@ func (c *Conn) ping(every, silence time.Duration) {
 // ends the connection with a SilentError once the dialer has been quiet
 // for silence. It wakes when the quarter could first have passed, not at
 // every keep-alive interval.
-func (c *Conn) listen(every, silence time.Duration) {
+func (c *Conn) listen(every, silence time.Duration, start time.Time) {
 	backup := max(every, silence/4)
-	wait := time.NewTimer(backup)
+	due := start.Add(backup)
+	wait := time.NewTimer(time.Until(due))
 	defer wait.Stop()
-	due := time.Now().Add(backup)
 	for {
 		select {
 		case <-c.sess.CloseChan():

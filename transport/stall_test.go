@@ -58,6 +58,7 @@ const stallSilence = time.Second
 func holdLinkThroughStall(t *testing.T) {
 	opt := Options{KeepAlive: 50 * time.Millisecond, Silence: stallSilence}
 	d, l := directLink(t, opt, opt)
+	time.Sleep(100 * time.Millisecond) // both watches have woken at least once
 	os.Stdout.WriteString("linked\n")
 	// The parent stops this process for 3 s: wait for that to have
 	// happened and ended, then for two bounds more.
