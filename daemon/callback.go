@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"prsh/daemon/protocol"
+	"prsh/internal/stall"
 	"prsh/iof"
 	"prsh/spawn/agent"
 	"prsh/transport"
@@ -35,7 +36,7 @@ func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 // callBack connects a new orted to its spawn parent, announces its id and
 // contact address, opens its output stream and waits for the Welcome.
 func (d *Daemon) callBack() (protocol.Welcome, error) {
-	ctx, cancel := context.WithTimeout(d.ctx, d.welcomeTimeout())
+	ctx, cancel := stall.WithTimeout(d.ctx, d.welcomeTimeout())
 	defer cancel()
 	orphaned := d.orphaned
 	go func() {

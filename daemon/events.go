@@ -247,7 +247,11 @@ func (d *Daemon) setTimer(id protocol.Timer, after time.Duration) {
 		old.Stop()
 	}
 	t := &timer{}
-	t.Timer = d.clock.AfterFunc(after, func() { d.post(timerExpired{id, t}) })
+	arm := d.clock.AfterFunc
+	if id.Kind == protocol.JobTimer {
+		arm = d.clock.WallAfterFunc
+	}
+	t.Timer = arm(after, func() { d.post(timerExpired{id, t}) })
 	d.timers[id] = t
 }
 

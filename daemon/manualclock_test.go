@@ -45,6 +45,9 @@ func (c *ManualClock) AfterFunc(d time.Duration, f func()) Timer {
 	return t
 }
 
+// WallAfterFunc is AfterFunc: a manual clock has no stalls.
+func (c *ManualClock) WallAfterFunc(d time.Duration, f func()) Timer { return c.AfterFunc(d, f) }
+
 func (t *manualTimer) Stop() bool {
 	t.clock.mu.Lock()
 	defer t.clock.mu.Unlock()

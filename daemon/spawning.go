@@ -1,14 +1,13 @@
 package daemon
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"time"
 
 	"prsh/daemon/protocol"
+	"prsh/internal/stall"
 	"prsh/spawn"
 	"prsh/spawn/agent"
 	"prsh/transport"
@@ -103,8 +102,10 @@ func (d *Daemon) dial(peer int, addr string) {
 	}()
 }
 
+// connect dials a neighbour and says who this daemon is, within the
+// bounds on a handshake and a hello.
 func (d *Daemon) connect(addr string) (Session, net.Conn, error) {
-	ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+	ctx, cancel := stall.WithTimeout(d.ctx, ms(d.cfg.Timeouts.HandshakeMS+d.cfg.Timeouts.HelloMS))
 	defer cancel()
 	conn, err := d.network.Dial(ctx, addr)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"prsh/internal/tcp"
 )
 
 // SecretSize is the length of a job secret in bytes.
@@ -72,8 +74,7 @@ func dialerHandshake(c net.Conn, secret []byte, timeout time.Duration) (keys, er
 // listenerProof is the listener's side of the mutual proof; it returns
 // the nonces Ns and Nc.
 func listenerProof(c net.Conn, secret []byte, timeout time.Duration) ([]byte, []byte, error) {
-	c.SetDeadline(time.Now().Add(timeout))
-	defer c.SetDeadline(time.Time{})
+	defer tcp.Bound(c, timeout)()
 	ns := make([]byte, nonceSize)
 	if _, err := rand.Read(ns); err != nil {
 		return nil, nil, err
@@ -101,8 +102,7 @@ func listenerProof(c net.Conn, secret []byte, timeout time.Duration) ([]byte, []
 // dialerProof is the dialer's side of the mutual proof; it returns the
 // nonces Ns and Nc.
 func dialerProof(c net.Conn, secret []byte, timeout time.Duration) ([]byte, []byte, error) {
-	c.SetDeadline(time.Now().Add(timeout))
-	defer c.SetDeadline(time.Time{})
+	defer tcp.Bound(c, timeout)()
 	hello := make([]byte, len(magic)+nonceSize)
 	if _, err := io.ReadFull(c, hello); err != nil {
 		return nil, nil, fmt.Errorf("handshake: %w", err)

@@ -160,12 +160,12 @@ func (p *Port) handshake(conn net.Conn) (func(net.Conn), net.Conn, error) {
 	if uid != p.uid {
 		return nil, nil, fmt.Errorf("connected by user %d, not %d", uid, p.uid)
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(initackWait))
+	lift := tcp.Bound(conn, initackWait)
 	line, err := readInitack(conn)
+	lift()
 	if err != nil {
 		return nil, nil, err
 	}
-	_ = conn.SetReadDeadline(time.Time{})
 	id, ok := initackID(line)
 	if !ok {
 		return nil, nil, errors.New("the initack's id is not a positive int in decimal")

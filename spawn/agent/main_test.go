@@ -6,11 +6,15 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"prsh/internal/stall"
 )
 
 // TestMain fails the run if goroutines outlive the tests: every goroutine
-// of the package must have an owner that ends it.
+// of the package must have an owner that ends it. The stall meter's one
+// goroutine lives as long as the process, by design.
 func TestMain(m *testing.M) {
+	stall.Start()
 	before := runtime.NumGoroutine()
 	code := m.Run()
 	if code == 0 && !goroutinesSettle(before) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"prsh/internal/tcp"
 )
 
 // maxHops bounds a chain of jump hosts: a jump host whose own config sends
@@ -25,15 +27,14 @@ func hopsError(t *target) error {
 // dial opens the byte stream the ssh handshake runs over: a TCP
 // connection, the ProxyCommand's standard input and output, or a channel
 // through the jump hosts.
-func (s *SSH) dial(ctx context.Context, t *target, deadline time.Time, hops int) (net.Conn, error) {
+func (s *SSH) dial(ctx context.Context, t *target, hops int) (net.Conn, error) {
 	switch {
 	case t.proxyCommand != "":
 		return s.startProxyCommand(t)
 	case len(t.jumps) > 0:
 		return s.dialJump(ctx, t, hops)
 	}
-	d := net.Dialer{Deadline: deadline}
-	conn, err := d.DialContext(ctx, t.network, t.addr())
+	conn, err := tcp.Dial(ctx, net.Dialer{}, t.network, t.addr(), t.timeout)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

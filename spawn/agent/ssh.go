@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"prsh/internal/stall"
 	"prsh/internal/tcp"
 
 	"github.com/hashicorp/go-hclog"
@@ -170,7 +171,7 @@ func (s *SSH) release() { <-s.slots }
 // the way. The returned guard still holds the ConnectTimeout and ctx on
 // the connection.
 func (s *SSH) connect(ctx context.Context, t *target, hops int) (*ssh.Client, *connGuard, error) {
-	conn, err := s.dial(ctx, t, time.Now().Add(t.timeout), hops)
+	conn, err := s.dial(ctx, t, hops)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -269,7 +270,7 @@ type connGuard struct {
 	stopCtx func() bool
 
 	mu       sync.Mutex
-	timer    *time.Timer
+	timer    *stall.Timer
 	seen     int64 // reads when the timer was set
 	released bool
 	struck   bool // the timer broke the connection
@@ -288,7 +289,7 @@ func guardConn(ctx context.Context, conn net.Conn, timeout time.Duration) *connG
 	g := &connGuard{conn: conn, timeout: timeout, start: time.Now()}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.timer = time.AfterFunc(timeout, g.expire)
+	g.timer = stall.AfterFunc(timeout, g.expire)
 	g.stopCtx = context.AfterFunc(ctx, g.strike)
 	return g
 }
@@ -300,7 +301,8 @@ func (g *connGuard) strike() {
 }
 
 // expire is the timer: it waits another timeout if the server sent
-// anything since the last one, and breaks the connection otherwise.
+// anything since the last one, and breaks the connection otherwise. The
+// timer counts only time in which this process ran (internal/stall).
 func (g *connGuard) expire() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -309,7 +311,7 @@ func (g *connGuard) expire() {
 	}
 	if g.progressed() && time.Since(g.start) < slowLimit*g.timeout {
 		g.seen = g.reads.Load()
-		g.timer.Reset(g.timeout)
+		g.timer = stall.AfterFunc(g.timeout, g.expire)
 		return
 	}
 	g.struck = true
