@@ -32,7 +32,7 @@ type oomCount struct {
 }
 
 // oomCountBefore reads the job cgroup's count of OOM kills before a rank
-// starts; ok is false where there is none.
+// starts; ok is false where there is none. Called under the Node's lock.
 func (n *Node) oomCountBefore() (count oomCount, ok bool) {
 	if n.cgroup == nil || n.oomUncounted {
 		return oomCount{}, false

@@ -140,10 +140,10 @@ func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Bindin
 // it may come at once.
 func (n *Node) track(g *guard.Guard, id int, att Attachment) *rank {
 	r := &rank{id: id, guard: g, att: att, answer: make(chan guard.Report, 1), settled: make(chan struct{}), openPipes: 2}
+	n.mu.Lock()
 	if oom, counted := n.oomCountBefore(); counted {
 		r.oom = oom
 	}
-	n.mu.Lock()
 	n.ranks[id] = r
 	n.mu.Unlock()
 	return r
