@@ -1,17 +1,12 @@
 package transport
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// stallChildEnv makes the test binary run TestLinkSurvivesAStall's child.
-const stallChildEnv = "PRSH_TRANSPORT_STALL_CHILD"
+	"prsh/internal/stall/stalltest"
+)
 
 // TestLinkSurvivesAStall: a process holding both ends of a link is
 // stopped for three silence bounds, as when a machine so loaded that
@@ -20,34 +15,11 @@ const stallChildEnv = "PRSH_TRANSPORT_STALL_CHILD"
 // through is no evidence against the peer. (A peer that stops while this
 // side runs is still found silent: TestSilentPeerEndsLink.)
 func TestLinkSurvivesAStall(t *testing.T) {
-	if os.Getenv(stallChildEnv) != "" {
+	if stalltest.Child() {
 		holdLinkThroughStall(t)
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLinkSurvivesAStall$")
-	cmd.Env = append(os.Environ(), stallChildEnv+"=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(out)
-	if !lines.Scan() || lines.Text() != "linked" {
-		t.Fatalf("child: %q, want linked", lines.Text())
-	}
-	cmd.Process.Signal(syscall.SIGSTOP)
-	time.Sleep(3 * stallSilence)
-	cmd.Process.Signal(syscall.SIGCONT)
-	var said []string
-	for lines.Scan() {
-		said = append(said, lines.Text())
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("child: %v; it said:\n%s", err, strings.Join(said, "\n"))
-	}
+	stalltest.Stop(t, "TestLinkSurvivesAStall", "linked", 3*stallSilence)
 }
 
 const stallSilence = time.Second

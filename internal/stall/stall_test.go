@@ -1,20 +1,16 @@
 package stall
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// childEnv makes the test binary run TestStallIsNotCounted's child.
-const childEnv = "PRSH_STALL_CHILD"
+	"prsh/internal/stall/stalltest"
+)
 
 const (
 	bound   = 2 * time.Second
@@ -26,34 +22,11 @@ const (
 // daemon. A plain timer would fire as soon as the process runs again;
 // this one fires once 2 s have passed in which the process ran.
 func TestStallIsNotCounted(t *testing.T) {
-	if os.Getenv(childEnv) != "" {
+	if stalltest.Child() {
 		timeThroughStall()
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStallIsNotCounted$")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(out)
-	if !lines.Scan() || lines.Text() != "armed" {
-		t.Fatalf("child: %q, want armed", lines.Text())
-	}
-	cmd.Process.Signal(syscall.SIGSTOP)
-	time.Sleep(stopFor)
-	cmd.Process.Signal(syscall.SIGCONT)
-	var said []string
-	for lines.Scan() {
-		said = append(said, lines.Text())
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	said := stalltest.Stop(t, "TestStallIsNotCounted", "armed", stopFor)
 	var firedMS, lostMS int64
 	if len(said) == 0 {
 		t.Fatal("child said nothing")

@@ -69,20 +69,11 @@ func fullListener(t *testing.T) string {
 // TestEstablished tells a completed connection from a socket that is not
 // one.
 func TestEstablished(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	ln, conn, _ := connected(t)
 	if !established(fdOf(t, conn.(syscall.Conn))) {
 		t.Error("a connected socket is not established")
 	}
-	if established(fdOf(t, ln.(*net.TCPListener))) {
+	if established(fdOf(t, ln)) {
 		t.Error("a listening socket is established")
 	}
 	if established(-1) {
@@ -103,24 +94,10 @@ func fdOf(t *testing.T, c syscall.Conn) int {
 // TestBound: a peer that says nothing is cut off at the bound, and a
 // lifted bound leaves the connection as it was.
 func TestBound(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	peer, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	_, conn, peer := connected(t)
 	lift := Bound(conn, 100*time.Millisecond)
 	start := time.Now()
-	_, err = conn.Read(make([]byte, 1))
+	_, err := conn.Read(make([]byte, 1))
 	lift()
 	var ne net.Error
 	if !errors.As(err, &ne) || !ne.Timeout() || time.Since(start) < 100*time.Millisecond {
@@ -131,4 +108,23 @@ func TestBound(t *testing.T) {
 	if _, err := conn.Read(make([]byte, 1)); err != nil {
 		t.Errorf("read after a lifted bound: %v", err)
 	}
+}
+
+// connected is a listener and the two ends of a connection to it, closed
+// when the test ends.
+func connected(t *testing.T) (ln *net.TCPListener, conn, peer net.Conn) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if conn, err = net.Dial("tcp", l.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if peer, err = l.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	return l.(*net.TCPListener), conn, peer
 }
