@@ -61,10 +61,7 @@ func (n *Node) guardEnded(g *guard.Guard, ws syscall.WaitStatus) {
 	if n.guard == g {
 		n.guard = nil
 	}
-	why := "the ranks' guard " + status.Describe(ws)
-	if said := g.Said(); said != "" {
-		why += ": " + said
-	}
+	why := guardEndedWhy(g, ws)
 	for _, r := range n.ranks {
 		switch {
 		case r.guard != g || r.exited:
@@ -77,6 +74,16 @@ func (n *Node) guardEnded(g *guard.Guard, ws syscall.WaitStatus) {
 			go n.ended(r, ws)
 		}
 	}
+}
+
+// guardEndedWhy says how guard g ended, in its own words where it said
+// any (why it could not serve: a guard of another prsh, a crash).
+func guardEndedWhy(g *guard.Guard, ws syscall.WaitStatus) string {
+	why := "the ranks' guard " + status.Describe(ws)
+	if said := g.Said(); said != "" {
+		why += ": " + said
+	}
+	return why
 }
 
 // ended reports a rank's end, once its start is settled and the

@@ -1,11 +1,13 @@
 package ranks
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
+	"prsh/errmgr"
 	"prsh/errmgr/status"
 	"prsh/internal/fdlimit"
 	"prsh/iof"
@@ -131,6 +133,12 @@ func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Bindin
 		}
 		out.closeOurs()
 		call(att.Failed)
+		if errors.Is(err, guard.ErrEnded) {
+			// The guard ended before it read the start (a guard that
+			// refuses to serve, on a machine slow to send): its end says
+			// why, as for the ranks it did read.
+			return nil, &NotStarted{Rank: id, Status: errmgr.StatusFailed, Err: guardEndedWhy(g, g.Ended())}
+		}
 		return nil, notStarted(fmt.Errorf("cannot run %s: %w", cmd.Args[0], err))
 	}
 	return &handed{r: r, out: out}, nil

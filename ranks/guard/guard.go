@@ -40,6 +40,7 @@ package guard
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -102,6 +103,11 @@ type Guard struct {
 	mu   sync.Mutex // sock, closed by Wait while sends may still come
 	sock *socket    // the daemon's end; nil once closed
 	said firstLine  // the first line the guard wrote on its stderr
+	// waited is closed once Wait has reaped the guard, once; status is
+	// how it ended.
+	reap   sync.Once
+	waited chan struct{}
+	status syscall.WaitStatus
 	// OutsideCgroup is why the guard could not start in its cgroup, if
 	// it was placed in one and started outside it.
 	OutsideCgroup error
@@ -128,7 +134,7 @@ func Start(stoppedLimit time.Duration, cg *Cgroup) (*Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot start the ranks' guard: %w", err)
 	}
-	g := &Guard{sock: ours}
+	g := &Guard{sock: ours, waited: make(chan struct{})}
 	g.cmd = &exec.Cmd{Path: self, Args: []string{self, GuardArg, strconv.FormatInt(stoppedLimit.Milliseconds(), 10)},
 		Dir: "/", Stderr: &g.said, ExtraFiles: []*os.File{theirs}, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	if cg != nil {
@@ -204,13 +210,21 @@ func (g *Guard) End() {
 	}
 }
 
+// ErrEnded is a message to a guard that has ended, or closed its end of
+// the socket: Ended says how, once the guard is reaped.
+var ErrEnded = errors.New("the ranks' guard has ended")
+
 func (g *Guard) send(m message, files []*os.File) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.sock == nil {
-		return fmt.Errorf("the ranks' guard has ended")
+		return ErrEnded
 	}
-	return g.sock.send(m, files)
+	err := g.sock.send(m, files)
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		return ErrEnded
+	}
+	return err
 }
 
 // Next is the guard's next report; an error once the guard has ended
@@ -233,15 +247,26 @@ func (g *Guard) Next() (Report, error) {
 // Wait waits for the guard to exit once Next has failed, and returns
 // how it ended.
 func (g *Guard) Wait() syscall.WaitStatus {
-	g.mu.Lock()
-	if g.sock != nil {
-		g.sock.close()
-		g.sock = nil
-	}
-	g.mu.Unlock()
-	g.cmd.Process.Kill() // it broke the protocol, if it has not exited
-	g.cmd.Wait()
-	return g.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	g.reap.Do(func() {
+		g.mu.Lock()
+		if g.sock != nil {
+			g.sock.close()
+			g.sock = nil
+		}
+		g.mu.Unlock()
+		g.cmd.Process.Kill() // it broke the protocol, if it has not exited
+		g.cmd.Wait()
+		g.status = g.cmd.ProcessState.Sys().(syscall.WaitStatus)
+		close(g.waited)
+	})
+	return g.status
+}
+
+// Ended waits until the guard has been reaped (by the caller of Wait),
+// and returns how it ended.
+func (g *Guard) Ended() syscall.WaitStatus {
+	<-g.waited
+	return g.status
 }
 
 // Said is the first line the guard wrote on its stderr (why it could
