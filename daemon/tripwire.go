@@ -65,10 +65,14 @@ func (d *Daemon) openTripwire(why error) (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// tripped fails the job for the rank whose client made conn.
+// tripped fails the job for the rank whose client made conn. The
+// connection is closed only once the loop has the failure: the client
+// exits as soon as it is, and its exit must not be the first failure
+// that reaches mpirun (a loaded machine can pause this goroutine between
+// the two for long).
 func (d *Daemon) tripped(conn net.Conn, job string, why error) {
+	defer conn.Close()
 	rank, err := tripwireRank(conn, job)
-	conn.Close()
 	if err != nil {
 		d.log.Warn("a PMIx client connected where there is no PMIx server, but is not known as a rank", "error", err)
 		return

@@ -22,6 +22,17 @@ const slurmPatience = 60 * time.Second
 // TestSlurm runs mpirun inside allocations of a real Slurm (4 nodes of 2
 // CPUs, testbed/slurm) as its users do, with no flag: the daemons start
 // as job steps through srun, never ssh (the nodes run no sshd), and
+// slurmOurs counts the job's processes on every node (ours) and the
+// allocation's steps (steps), in a script run inside it.
+const slurmOurs = `ours() { ps -eo comm= | grep -cxE 'orted|orted-pmix|sleep|srun|prsh-guard'; }
+steps() { squeue -h -s -j $SLURM_JOB_ID | wc -l; }`
+
+// slurmGone waits for the job's processes and steps to be gone, and says
+// what is left: slurmctld learns of a step's end a little after its
+// processes ended, later on a loaded machine.
+const slurmGone = `for i in $(seq 200); do [ $(ours) = 0 ] && [ $(steps) = 0 ] && break; sleep 0.1; done
+echo left=$(ours) steps=$(steps)`
+
 // nothing is left running after any of it.
 func TestSlurm(t *testing.T) {
 	c := slurmCluster(t)
@@ -128,11 +139,10 @@ kill -INT $pid; wait $pid; rm $out`, mpirun)
 				script := fmt.Sprintf(`out=$(mktemp)
 %s sh -c 'echo started; exec sleep 300' >$out & pid=$!
 until [ "$(grep -c started $out)" = 8 ]; do sleep 0.1; done
-ours() { ps -eo comm= | grep -cxE 'orted|orted-pmix|sleep|srun|prsh-guard'; }
+`+slurmOurs+`
 echo before=$(ours | grep -vx 0 | wc -l)
 kill -%s $pid; wait $pid; echo status=$?
-for i in $(seq 200); do [ $(ours) = 0 ] && break; sleep 0.1; done
-echo left=$(ours) steps=$(squeue -h -s -j $SLURM_JOB_ID | wc -l); rm $out`, mpirun, sig.name)
+`+slurmGone+`; rm $out`, mpirun, sig.name)
 				res := inSlurm(t, c, append(salloc, "sh", "-c", script)...)
 				checkLines(t, res.stdout, []string{"before=1", "status=" + sig.status, "left=0 steps=0"})
 			}
@@ -144,11 +154,10 @@ echo left=$(ours) steps=$(squeue -h -s -j $SLURM_JOB_ID | wc -l); rm $out`, mpir
 %s sh -c 'echo started; exec sleep 300' >$out 2>$out.err & pid=$!
 until [ "$(grep -c started $out)" = 8 ]; do sleep 0.1; done
 pkill -KILL -x srun; wait $pid; echo status=$? >&2; cat $out.err >&2
-ours() { ps -eo comm= | grep -cxE 'orted|orted-pmix|sleep|srun|prsh-guard'; }
-for i in $(seq 200); do [ $(ours) = 0 ] && break; sleep 0.1; done
-echo left=$(ours); rm $out $out.err`, mpirun)
+`+slurmOurs+`
+`+slurmGone+`; rm $out $out.err`, mpirun)
 			res := inSlurm(t, c, append(salloc, "sh", "-c", script)...)
-			checkLines(t, res.stdout, []string{"left=0"})
+			checkLines(t, res.stdout, []string{"left=0 steps=0"})
 			status, line, _ := strings.Cut(res.stderr, "\n")
 			if status != "status=255" {
 				t.Errorf("mpirun's %s, want 255", status)
@@ -172,9 +181,8 @@ until [ "$(grep -c started $out)" = 8 ]; do sleep 0.1; done
 for p in $(pgrep -x 'orted|orted-pmix'); do tr '\0' '\n' </proc/$p/environ | grep -qx SLURMD_NODENAME=node3 && kill -KILL $p && killed=$p; done
 [ -n "$killed" ] || { echo "no orted found on node3" >&2; kill -INT $pid; }
 wait $pid; echo status=$? >&2; cat $out.err >&2
-ours() { ps -eo comm= | grep -cxE 'orted|orted-pmix|sleep|srun|prsh-guard'; }
-for i in $(seq 200); do [ $(ours) = 0 ] && break; sleep 0.1; done
-echo left=$(ours) steps=$(squeue -h -s -j $SLURM_JOB_ID | wc -l); rm $out $out.err`, mpirun)
+`+slurmOurs+`
+`+slurmGone+`; rm $out $out.err`, mpirun)
 			res := inSlurm(t, c, append(salloc, "sh", "-c", script)...)
 			checkLines(t, res.stdout, []string{"left=0 steps=0"})
 			status, line, _ := strings.Cut(res.stderr, "\n")
