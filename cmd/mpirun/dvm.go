@@ -1,0 +1,80 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"prsh/daemon/dvm"
+	"prsh/errmgr"
+	"prsh/job/plan"
+)
+
+// dvmClient is mpirun as a DVM's client: --dvm-stop, or --dvm to submit
+// the job of the rest of the command line.
+func dvmClient(c *cli.Context) error {
+	if c.IsSet("dvm-stop") {
+		uri, err := dvm.Resolve(c.String("dvm-stop"))
+		if err == nil {
+			err = dvm.Stop(uri)
+		}
+		return dvmFailed("--dvm-stop", err)
+	}
+	uri, err := dvm.Resolve(c.String("dvm"))
+	if err != nil {
+		return dvmFailed("--dvm", err)
+	}
+	conn, hello, err := dvm.Dial(uri)
+	if err != nil {
+		return dvmFailed("--dvm", err)
+	}
+	job, err := dvmJob(c, hello)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	job.Signals = sigs
+	return exitStatus(job.Run(conn))
+}
+
+// dvmJob plans the job as a plain mpirun would, over the DVM's hosts
+// unless the command line names some, and places it on the DVM's
+// daemons.
+func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
+	req := request(c)
+	if len(req.Hosts) == 0 && req.Hostfile == "" {
+		req.Hosts, req.Hostfile = hello.HostArgs, hello.Hostfile
+	}
+	req.PMIx, req.Stdin = "off", "none" // not yet in a DVM (DVM.md)
+	cfg, err := plan.Make(req, here(logger(c, os.Stderr)))
+	var wrong plan.UsageError
+	if errors.As(err, &wrong) {
+		return dvm.Job{}, usageError{wrong.Err}
+	}
+	if err != nil {
+		return dvm.Job{}, err
+	}
+	app, err := dvm.Place(cfg.App, cfg.Job.Hosts, hello.Hosts)
+	if err != nil {
+		return dvm.Job{}, usageError{fmt.Errorf("--dvm: %w", err)}
+	}
+	return dvm.Job{
+		Submit: dvm.Submit{App: app, TimeoutMS: cfg.Timeout.Milliseconds()},
+		Stdout: os.Stdout, Stderr: os.Stderr, Output: outputOptions(c),
+	}, nil
+}
+
+// dvmFailed words a failure to reach the DVM in mpirun's one line.
+func dvmFailed(flag string, err error) error {
+	if err == nil {
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "mpirun: %s %v\n", flag, err)
+	return exitStatus(errmgr.StatusFailed)
+}

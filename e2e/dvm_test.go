@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"prsh/testbed"
+)
+
+// The DVM (mpirun --dvm-start, --dvm, --dvm-stop; daemon/protocol/DVM.md):
+// daemons started once, jobs submitted one after another, each as a plain
+// mpirun shows it, and nothing left running once the DVM is stopped.
+
+// dvmUp starts a DVM on c's nodes and returns its process and the file
+// that holds its URI, once written (the DVM is up).
+func dvmUp(t *testing.T, c *testbed.Cluster, args ...string) (*exec.Cmd, *lockedBuffer, string) {
+	t.Helper()
+	uriFile := filepath.Join(t.TempDir(), "dvm.uri")
+	cmd, stdout, stderr := startMpirun(t, c, append([]string{"--dvm-start", "--dvm-uri", uriFile}, args...)...)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(uriFile); err == nil {
+			uri := strings.TrimSpace(string(b))
+			if got := strings.TrimSpace(stdout.String()); got != uri {
+				t.Errorf("the DVM printed %q, its URI file holds %q", got, uri)
+			}
+			return cmd, stderr, uriFile
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the DVM did not come up; stderr:\n%s", stderr)
+		}
+	}
+}
+
+// dvmRun runs mpirun as a client of the DVM.
+func dvmRun(t *testing.T, c *testbed.Cluster, uriFile string, args ...string) result {
+	t.Helper()
+	return runMpirun(t, filepath.Join(bin, "mpirun"), append(os.Environ(), c.Env()...), append([]string{"--dvm", uriFile}, args...)...)
+}
+
+// dvmStop stops the DVM and checks that it ended well and left nothing.
+func dvmStop(t *testing.T, c *testbed.Cluster, dvm *exec.Cmd, stderr *lockedBuffer, uriFile string) {
+	t.Helper()
+	res := runMpirun(t, filepath.Join(bin, "mpirun"), append(os.Environ(), c.Env()...), "--dvm-stop", uriFile)
+	if res.status != 0 {
+		t.Errorf("mpirun --dvm-stop: status %d, stderr:\n%s", res.status, res.stderr)
+	}
+	if st := waitExit(t, dvm); st != 0 {
+		t.Errorf("the DVM exited %d; stderr:\n%s", st, stderr)
+	}
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Errorf("the DVM left processes running: %+v", left)
+	}
+	if _, err := os.Stat(uriFile); err == nil {
+		t.Errorf("the DVM left its URI file %s", uriFile)
+	}
+}
+
+// TestDVMJobsInARow: jobs one after another in one DVM, each with its
+// output, its failure line and its status as a plain mpirun gives them,
+// on daemons spawned once; stopping the DVM leaves nothing running.
+func TestDVMJobsInARow(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	failing := []string{"-np", "3", "sh", "-c", `[ "$PRSH_RANK" = 1 ] && exit 3; exec sleep 60`}
+	plain := mpirun(t, c, failing...)
+	dvm, dvmErr, uri := dvmUp(t, c)
+	orted := ortedOf(t, c, "node002")
+
+	res := dvmRun(t, c, uri, "-np", "3", "sh", "-c", `echo "out $PRSH_RANK $PRSH_NODE"; echo "err $PRSH_RANK" >&2`)
+	if res.status != 0 {
+		t.Fatalf("status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	wantSet(t, res.stdout, "out 0 node001", "out 1 node002", "out 2 node003")
+	wantSet(t, res.stderr, "err 0", "err 1", "err 2")
+
+	if res := dvmRun(t, c, uri, "/bin/true"); res.status != 0 || res.stdout+res.stderr != "" {
+		t.Errorf("/bin/true: status %d, stdout %q, stderr %q", res.status, res.stdout, res.stderr)
+	}
+	res = dvmRun(t, c, uri, failing...)
+	if res.status != 3 || res.stderr != plain.stderr {
+		t.Errorf("a failing job: status %d, stderr %q; a plain mpirun's: status %d, stderr %q", res.status, res.stderr, plain.status, plain.stderr)
+	}
+	for i := range 3 { // the DVM goes on after a failure, on the same daemons
+		if res := dvmRun(t, c, uri, "-np", "3", "/bin/true"); res.status != 0 {
+			t.Fatalf("job %d after the failure: status %d; stderr:\n%s", i, res.status, res.stderr)
+		}
+	}
+	if again := ortedOf(t, c, "node002"); again != orted {
+		t.Errorf("node002's orted was %d, is %d: the DVM spawned it again", orted, again)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMStaleURI: a URI whose DVM is gone says so in one line, 255.
+func TestDVMStaleURI(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	uri := filepath.Join(t.TempDir(), "dvm.uri")
+	gone := "unix:" + filepath.Join(t.TempDir(), "dvm.sock")
+	if err := os.WriteFile(uri, []byte(gone+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := dvmRun(t, c, uri, "/bin/true")
+	if res.status != 255 {
+		t.Errorf("status %d, want 255", res.status)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: --dvm `+gone+`: no DVM answers there .*: connect: no such file or directory$`)
+}
+
+// TestDVMClientInterrupted: Ctrl-C of a client ends its job alone, as a
+// plain mpirun's Ctrl-C ends its job; the next job runs.
+func TestDVMClientInterrupted(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	client, stderr, _ := started(t, c, 2, "--dvm", uri, "-np", "2", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 60`)
+	client.Process.Signal(syscall.SIGINT)
+	if st := waitExit(t, client); st != 130 {
+		t.Errorf("the client exited %d, want 130; stderr:\n%s", st, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: caught SIGINT, terminating the job$`)
+	if res := dvmRun(t, c, uri, "-np", "2", "/bin/true"); res.status != 0 {
+		t.Errorf("the next job: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
