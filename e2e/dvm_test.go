@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,6 +125,34 @@ func TestDVMClientInterrupted(t *testing.T) {
 	checkOneLine(t, stderr.String(), `^mpirun: caught SIGINT, terminating the job$`)
 	if res := dvmRun(t, c, uri, "-np", "2", "/bin/true"); res.status != 0 {
 		t.Errorf("the next job: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMMPICH: MPICH programs run in a DVM one after another, each in a
+// PMI key-value space of its own, with the fences of its own job.
+func TestDVMMPICH(t *testing.T) {
+	hello := mpich(t, "hello")
+	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	for _, np := range []int{8, 3, 8} {
+		res := dvmRun(t, c, uri, "-np", itoa(np), "--map-by", "node", hello)
+		if res.status != 0 || res.stderr != "" {
+			t.Fatalf("-np %d: exit %d, stderr:\n%s", np, res.status, res.stderr)
+		}
+		var want []string
+		for r := range np {
+			want = append(want, fmt.Sprintf("rank %d of %d sum %d", r, np, np*(np-1)/2))
+		}
+		checkLines(t, res.stdout, want)
+	}
+	spaces := map[string]bool{}
+	for range 2 {
+		res := dvmRun(t, c, uri, "-np", "1", "sh", "-c", `echo "$PMI_JOBID"`)
+		spaces[strings.TrimSpace(res.stdout)] = true
+	}
+	if len(spaces) != 2 {
+		t.Errorf("two jobs' PMI_JOBID: %v, want two different names", spaces)
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
