@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,4 +156,45 @@ func TestDVMMPICH(t *testing.T) {
 		t.Errorf("two jobs' PMI_JOBID: %v, want two different names", spaces)
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMNoLeak: jobs in a row leave the daemons as they were: each
+// orted's open descriptors and the processes on the nodes (no guard or
+// rank left from a job) after the 50th job are those after the 10th.
+func TestDVMNoLeak(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	jobs := func(n int) {
+		for i := range n {
+			if res := dvmRun(t, c, uri, "-np", "4", "sh", "-c", "echo $PRSH_RANK"); res.status != 0 {
+				t.Fatalf("job %d: status %d; stderr:\n%s", i, res.status, res.stderr)
+			}
+		}
+	}
+	jobs(10)
+	fds, procs := dvmFootprint(t, c)
+	jobs(40)
+	if fds2, procs2 := dvmFootprint(t, c); fds2 != fds || !slices.Equal(procs2, procs) {
+		t.Errorf("after 10 jobs: %s, processes %v; after 50: %s, processes %v", fds, procs, fds2, procs2)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// dvmFootprint is each orted's open descriptors and the command lines
+// running on the nodes.
+func dvmFootprint(t *testing.T, c *testbed.Cluster) (string, []string) {
+	t.Helper()
+	var fds, procs []string
+	for _, node := range []string{"node001", "node002"} {
+		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", ortedOf(t, c, node)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, fmt.Sprintf("%s: %d descriptors", node, len(entries)))
+	}
+	for _, p := range c.Leftovers() {
+		procs = append(procs, p.Node+": "+p.Cmdline)
+	}
+	slices.Sort(procs)
+	return strings.Join(fds, ", "), procs
 }
