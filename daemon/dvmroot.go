@@ -66,6 +66,16 @@ func (d *Daemon) listenDVM() error {
 	return nil
 }
 
+// dvmAction carries out what the machine of a DVM asks of mpirun.
+func (d *Daemon) dvmAction(a protocol.Action) {
+	switch a := a.(type) {
+	case protocol.DVMUp:
+		d.dvmUp()
+	case protocol.JobDone:
+		d.jobDone(a)
+	}
+}
+
 // dvmUp says where the DVM is, and takes clients from now on.
 func (d *Daemon) dvmUp() {
 	uri := d.dvm.ln.URI()

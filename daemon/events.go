@@ -193,15 +193,15 @@ func (d *Daemon) carry(acts []protocol.Action) {
 				delete(d.timers, a.Timer)
 			}
 		case protocol.Print:
-			if a.Job != 0 {
+			if a.Job != 0 && d.dvm != nil {
 				d.jobLine(a)
 			} else {
 				fmt.Fprintln(d.cfg.Stderr, a.Line)
 			}
-		case protocol.DVMUp:
-			d.dvmUp()
-		case protocol.JobDone:
-			d.jobDone(a)
+		case protocol.DVMUp, protocol.JobDone:
+			if d.dvm != nil { // mpirun of a DVM only
+				d.dvmAction(a)
+			}
 		case protocol.ReleaseJob:
 			d.releaseJob()
 		case protocol.Warn:
