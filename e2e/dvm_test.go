@@ -198,3 +198,27 @@ func dvmFootprint(t *testing.T, c *testbed.Cluster) (string, []string) {
 	slices.Sort(procs)
 	return strings.Join(fds, ", "), procs
 }
+
+// TestDVMJobFlags: a job's own flags in a DVM: -H a subset of its hosts,
+// --tag-output, and --timeout, which ends that job alone (124).
+func TestDVMJobFlags(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	res := dvmRun(t, c, uri, "-H", "node003", "--tag-output", "sh", "-c", `echo "$PRSH_NODE"`)
+	if res.status != 0 || res.stdout != "[1,0]<stdout>:node003\n" {
+		t.Errorf("-H node003 --tag-output: status %d, stdout %q, stderr %q", res.status, res.stdout, res.stderr)
+	}
+	res = dvmRun(t, c, uri, "-H", "node009", "/bin/true")
+	if res.status != 2 || !strings.Contains(res.stderr, "node009 is not a node of the DVM") {
+		t.Errorf("a host outside the DVM: status %d, stderr %q", res.status, res.stderr)
+	}
+	res = dvmRun(t, c, uri, "--timeout", "1", "-np", "3", "sleep", "60")
+	if res.status != 124 {
+		t.Errorf("--timeout: status %d, want 124; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: the job ran past --timeout 1s, terminating it$`)
+	if res := dvmRun(t, c, uri, "-np", "3", "/bin/true"); res.status != 0 {
+		t.Errorf("the job after the timeout: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
