@@ -222,3 +222,22 @@ func TestDVMJobFlags(t *testing.T) {
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
+
+// TestDVMClientGone: a client killed while its job runs takes its job
+// with it (as SIGHUP would), and only its job: the ranks end, the next
+// job runs.
+func TestDVMClientGone(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	client, _, marks := started(t, c, 2, "--dvm", uri, "-np", "2", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600.234`)
+	client.Process.Kill()
+	waitExit(t, client)
+	res := dvmRun(t, c, uri, "-np", "2", "sh", "-c", `pgrep -f "sleep 600[.]234" || echo none`)
+	if res.status != 0 || res.stdout != "none\nnone\n" {
+		t.Errorf("the job after a client was killed: status %d, stdout %q (the killed client's ranks must be gone), stderr %q", res.status, res.stdout, res.stderr)
+	}
+	if n := countMarks(marks); n != 2 {
+		t.Errorf("%d marks, want 2", n)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
