@@ -3,9 +3,11 @@ package dvm
 import (
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"prsh/daemon/protocol"
@@ -108,5 +110,57 @@ func TestListener(t *testing.T) {
 	ln.Close()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("Close left %s: %v", dir, err)
+	}
+}
+
+// TestListenerRefusesOtherUsers: with the directory opened to everyone,
+// the peer's uid still keeps another user out: its connection is closed
+// unread, where the DVM's own user gets the Hello. Needs root (to be
+// another user) and python3 (a client that is not this process).
+func TestListenerRefusesOtherUsers(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); os.Getuid() != 0 || err != nil {
+		t.Skip("needs root and " + python)
+	}
+	open, err := os.MkdirTemp("", "dvm-open-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(open)
+	os.Chmod(open, 0o755)
+	t.Setenv("XDG_RUNTIME_DIR", open)
+	ln, err := Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sock := strings.TrimPrefix(ln.URI(), scheme)
+	os.Chmod(filepath.Dir(sock), 0o755)
+	os.Chmod(sock, 0o777)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.WriteJSON(KindHello, Hello{Version: Version})
+			c.Close()
+		}
+	}()
+	heard := func(uid uint32) string {
+		cmd := exec.Command(python, "-c", `import socket,sys
+s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(len(s.recv(100)))`, sock)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("uid %d: %v: %s", uid, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := heard(0); got == "0" {
+		t.Error("the DVM's own user got no Hello")
+	}
+	if got := heard(65534); got != "0" {
+		t.Errorf("uid 65534 read %s bytes, want the connection closed unread", got)
 	}
 }
