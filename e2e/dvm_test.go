@@ -241,3 +241,52 @@ func TestDVMClientGone(t *testing.T) {
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
+
+// BenchmarkDVMJob: a small job (/bin/true, one rank on each of 16
+// nodes, or one rank on one) through a DVM, beside a fresh mpirun of the
+// same job on the same nodes (issue 31's first ratios; binaries without
+// the race detector).
+func BenchmarkDVMJob(b *testing.B) {
+	dir, err := plainBin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := testbed.Start(testbed.Config{Nodes: 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	run := func(b *testing.B, args ...string) {
+		cmd := exec.Command(filepath.Join(dir, "mpirun"), args...)
+		cmd.Env = append(os.Environ(), c.Env()...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("mpirun %v: %v: %s", args, err, out)
+		}
+	}
+	jobs := map[string][]string{"16 ranks": {"/bin/true"}, "1 rank": {"-np", "1", "/bin/true"}}
+	for _, name := range []string{"16 ranks", "1 rank"} {
+		b.Run("plain/"+name, func(b *testing.B) {
+			for range b.N {
+				run(b, jobs[name]...)
+			}
+		})
+	}
+	uri := filepath.Join(b.TempDir(), "dvm.uri")
+	dvm := exec.Command(filepath.Join(dir, "mpirun"), "--dvm-start", "--dvm-uri", uri)
+	dvm.Env = append(os.Environ(), c.Env()...)
+	if err := dvm.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer dvm.Wait()
+	for _, err := os.Stat(uri); err != nil; _, err = os.Stat(uri) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer run(b, "--dvm-stop", uri)
+	for _, name := range []string{"16 ranks", "1 rank"} {
+		b.Run("dvm/"+name, func(b *testing.B) {
+			for range b.N {
+				run(b, append([]string{"--dvm", uri}, jobs[name]...)...)
+			}
+		})
+	}
+}
