@@ -6,9 +6,11 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"prsh/daemon/dvm"
 	"prsh/daemon/protocol"
+	"prsh/errmgr"
 	"prsh/errmgr/status"
 	"prsh/iof"
 )
@@ -160,7 +162,7 @@ func (d *Daemon) clientEvent(ev any) {
 // submitNext starts the next client's job once the DVM is free.
 func (d *Daemon) submitNext() {
 	r := d.dvm
-	for r.current == nil && len(r.queue) > 0 {
+	for r.current == nil && len(r.queue) > 0 && !d.machine.Ending() {
 		c := r.queue[0]
 		r.queue = r.queue[1:]
 		if c.gone {
@@ -209,8 +211,10 @@ func (d *Daemon) jobLine(a protocol.Print) {
 	}
 }
 
-// endDVM answers every client as the DVM ends: the running job and the
-// stopper get the DVM's status, jobs still queued a line and 255.
+// endDVM answers every client as the DVM ends: the running job gets its
+// status if it had one, else the DVM's (never 0: the job was cut short),
+// the stopper the DVM's, jobs still queued a line and 255. A client
+// that does not read is given up on after abandonWait.
 func (d *Daemon) endDVM(st int) {
 	r := d.dvm
 	r.ln.Close()
@@ -218,8 +222,9 @@ func (d *Daemon) endDVM(st int) {
 		removeIfOurs(f, r.ln.URI())
 	}
 	if c := r.current; c != nil {
+		c.conn.SetWriteDeadline(time.Now().Add(abandonWait))
+		d.answer(c, jobStatusAtEnd(c, st))
 		r.sink.end()
-		d.answer(c, st)
 	}
 	for _, c := range r.queue {
 		c.conn.Write(dvm.KindLine, []byte("mpirun: the DVM ended before the job started"))
@@ -228,6 +233,16 @@ func (d *Daemon) endDVM(st int) {
 	if r.stopper != nil {
 		d.answer(r.stopper, st)
 	}
+}
+
+func jobStatusAtEnd(c *dvmClient, dvmStatus int) int {
+	switch {
+	case c.status != nil:
+		return *c.status
+	case dvmStatus == 0:
+		return errmgr.StatusFailed
+	}
+	return dvmStatus
 }
 
 // removeIfOurs removes the URI file unless another DVM wrote it since.

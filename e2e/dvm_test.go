@@ -290,3 +290,16 @@ func BenchmarkDVMJob(b *testing.B) {
 		})
 	}
 }
+
+// TestDVMStoppedUnderAJob: --dvm-stop while a job runs ends the job,
+// whose client says why and exits 255, and leaves nothing running.
+func TestDVMStoppedUnderAJob(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	client, stderr, _ := started(t, c, 2, "--dvm", uri, "-np", "2", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
+	dvmStop(t, c, dvm, dvmErr, uri)
+	if st := waitExit(t, client); st != 255 {
+		t.Errorf("the client exited %d, want 255; stderr:\n%s", st, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: the DVM is stopping \(mpirun --dvm-stop\), terminating the job$`)
+}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"prsh/daemon/protocol"
 	"prsh/iof"
@@ -71,6 +72,9 @@ type Conn struct {
 
 // NewConn wraps a connection.
 func NewConn(c net.Conn) *Conn { return &Conn{c: c, r: bufio.NewReader(c)} }
+
+// SetWriteDeadline bounds the writes still to come.
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.c.SetWriteDeadline(t) }
 
 // Close closes the connection.
 func (c *Conn) Close() error { return c.c.Close() }

@@ -115,9 +115,14 @@ func (r *rootState) dvmUp() {
 	}
 }
 
-// stopDVM ends the DVM: a job still running is killed.
+// stopDVM ends the DVM: a job still running is killed, and its client
+// hears why.
 func (r *rootState) stopDVM() {
-	r.m.teardown(r.m.dvm.now != 0)
+	m := r.m
+	if job := m.dvm.now; job != 0 && !m.ending() && r.jobPolicy.Fail(errmgr.StatusFailed) {
+		m.emit(Print{Line: "mpirun: the DVM is stopping (mpirun --dvm-stop), terminating the job", Job: job})
+	}
+	m.teardown(m.dvm.now != 0)
 }
 
 // killJob stops a job in this subtree: its ranks get SIGTERM, then

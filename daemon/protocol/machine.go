@@ -348,6 +348,9 @@ func (m *Machine) Known() int { return m.flood.Known() }
 // Lookup is phase 2's view of a daemon's address.
 func (m *Machine) Lookup(id int) (string, bool) { return m.flood.Lookup(id) }
 
+// Ending says the job (a DVM: the DVM) is ending: nothing new starts.
+func (m *Machine) Ending() bool { return m.ending() }
+
 // Launched says the launch message reached this daemon.
 func (m *Machine) Launched() bool { return m.launch == ranksStarted }
 
