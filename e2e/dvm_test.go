@@ -69,7 +69,8 @@ func dvmStop(t *testing.T, c *testbed.Cluster, dvm *exec.Cmd, stderr *lockedBuff
 func TestDVMJobsInARow(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3})
 	failing := []string{"-np", "3", "sh", "-c", `[ "$PRSH_RANK" = 1 ] && exit 3; exec sleep 60`}
-	plain := mpirun(t, c, failing...)
+	missing := []string{"-np", "3", "/no/such/program"}
+	plain, plainMissing := mpirun(t, c, failing...), mpirun(t, c, missing...)
 	dvm, dvmErr, uri := dvmUp(t, c)
 	orted := ortedOf(t, c, "node002")
 
@@ -86,6 +87,10 @@ func TestDVMJobsInARow(t *testing.T) {
 	res = dvmRun(t, c, uri, failing...)
 	if res.status != 3 || res.stderr != plain.stderr {
 		t.Errorf("a failing job: status %d, stderr %q; a plain mpirun's: status %d, stderr %q", res.status, res.stderr, plain.status, plain.stderr)
+	}
+	res = dvmRun(t, c, uri, missing...) // no rank starts: no output at all
+	if res.status != 127 || res.stderr != plainMissing.stderr {
+		t.Errorf("a missing program: status %d, stderr %q; a plain mpirun's: status %d, stderr %q", res.status, res.stderr, plainMissing.status, plainMissing.stderr)
 	}
 	for i := range 3 { // the DVM goes on after a failure, on the same daemons
 		if res := dvmRun(t, c, uri, "-np", "3", "/bin/true"); res.status != 0 {
@@ -302,4 +307,30 @@ func TestDVMStoppedUnderAJob(t *testing.T) {
 		t.Errorf("the client exited %d, want 255; stderr:\n%s", st, stderr)
 	}
 	checkOneLine(t, stderr.String(), `^mpirun: the DVM is stopping \(mpirun --dvm-stop\), terminating the job$`)
+}
+
+// TestDVMJobsQueue: a job submitted while another runs waits its turn,
+// then runs; each client gets its own job's output and status. The
+// first job's ranks end once the second client runs (and a moment
+// more, for it to submit).
+func TestDVMJobsQueue(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	out, err := os.Create(filepath.Join(t.TempDir(), "first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := startedTo(t, c, out, 2, "--dvm", uri, "-np", "2", "sh", "-c",
+		`touch "$MARKS/$PRSH_RANK"; until pgrep -f "second[-]7f3a" >/dev/null; do sleep 0.01; done; sleep 0.2; echo "first $PRSH_RANK"`)
+	res := dvmRun(t, c, uri, "-np", "2", "sh", "-c", `echo "second-7f3a $PRSH_RANK"`)
+	if st := waitExit(t, first); st != 0 {
+		t.Errorf("the first job exited %d", st)
+	}
+	if res.status != 0 {
+		t.Errorf("the second job: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	wantSet(t, res.stdout, "second-7f3a 0", "second-7f3a 1")
+	firstOut, _ := os.ReadFile(out.Name())
+	wantSet(t, string(firstOut), "first 0", "first 1")
+	dvmStop(t, c, dvm, dvmErr, uri)
 }
