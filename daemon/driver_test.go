@@ -83,6 +83,7 @@ var notThroughTheDriver = map[string]string{
 	"waiting":            "needs orteds that call back late in virtual time (a fault the fake agent does not play yet)",
 	"waiting-skip":       "needs orteds that call back late in virtual time (a fault the fake agent does not play yet)",
 	"dvm":                "a DVM's jobs come from clients on its socket, which the driver test does not play yet (e2e/dvm_test.go does)",
+	"dvm-ctrl-z":         "a DVM's jobs come from clients on its socket, which the driver test does not play yet (e2e/dvm_test.go does)",
 	"dvm-lost-daemon":    "a DVM's jobs come from clients on its socket, which the driver test does not play yet (e2e/dvm_test.go does)",
 }
 

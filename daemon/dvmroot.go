@@ -75,6 +75,10 @@ func (d *Daemon) dvmAction(a protocol.Action) {
 		d.dvmUp()
 	case protocol.JobDone:
 		d.jobDone(a)
+	case protocol.JobStopped:
+		if c := d.dvm.current; c != nil && c.job == a.Job && !c.gone {
+			c.conn.Write(dvm.KindStopped, nil)
+		}
 	}
 }
 
@@ -140,8 +144,7 @@ func (d *Daemon) clientEvent(ev any) {
 		d.submitNext()
 	case clientSignalled:
 		if e.c == r.current {
-			sig := syscall.Signal(e.sig)
-			d.step(protocol.JobInterrupt{Job: e.c.job, Sig: e.sig, Name: status.SignalName(sig)})
+			d.jobSignal(e.c, syscall.Signal(e.sig))
 		}
 	case clientStopping:
 		r.stopper = e.c
@@ -156,6 +159,17 @@ func (d *Daemon) clientEvent(ev any) {
 			r.current.outputEnded = true
 			d.maybeJobOver()
 		}
+	}
+}
+
+// jobSignal passes a client's signal to its job: an interrupt ends it,
+// any other reaches its ranks.
+func (d *Daemon) jobSignal(c *dvmClient, sig syscall.Signal) {
+	switch sig {
+	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP:
+		d.step(protocol.JobInterrupt{Job: c.job, Sig: int(sig), Name: status.SignalName(sig)})
+	default:
+		d.step(protocol.JobSignal{Job: c.job, Sig: int(sig)})
 	}
 }
 

@@ -198,7 +198,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			} else {
 				fmt.Fprintln(d.cfg.Stderr, a.Line)
 			}
-		case protocol.DVMUp, protocol.JobDone:
+		case protocol.DVMUp, protocol.JobDone, protocol.JobStopped:
 			if d.dvm != nil { // mpirun of a DVM only
 				d.dvmAction(a)
 			}

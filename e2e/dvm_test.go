@@ -334,3 +334,34 @@ func TestDVMJobsQueue(t *testing.T) {
 	wantSet(t, string(firstOut), "first 0", "first 1")
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
+
+// TestDVMClientSignals: a client's Ctrl-Z stops its job's ranks and then
+// the client, SIGCONT resumes both, and SIGUSR1 reaches the ranks, as
+// with a plain mpirun.
+func TestDVMClientSignals(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	client, stderr, marks := started(t, c, 2, "--dvm", uri, "-np", "2", "sh", "-c",
+		`trap 'echo "got $PRSH_RANK"; exit 0' USR1; echo $$ > "$MARKS/$PRSH_RANK.tmp"; mv "$MARKS/$PRSH_RANK.tmp" "$MARKS/$PRSH_RANK"; while :; do sleep 0.1; done`)
+	var ranks []int
+	for r := range 2 {
+		b, err := os.ReadFile(filepath.Join(marks, itoa(r)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pid int
+		fmt.Sscan(string(b), &pid)
+		ranks = append(ranks, pid)
+	}
+	client.Process.Signal(syscall.SIGTSTP)
+	waitState(t, ranks, "T")
+	waitState(t, []int{client.Process.Pid}, "T")
+	client.Process.Signal(syscall.SIGCONT)
+	waitState(t, ranks, "SR")
+	waitState(t, []int{client.Process.Pid}, "SR")
+	client.Process.Signal(syscall.SIGUSR1)
+	if st := waitExit(t, client); st != 0 {
+		t.Errorf("exit %d, want 0 (every rank trapped USR1 and exited 0); stderr:\n%s", st, stderr)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}

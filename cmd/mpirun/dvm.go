@@ -37,8 +37,13 @@ func dvmClient(c *cli.Context) error {
 		conn.Close()
 		return err
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	forwarded, err := forwardedSignals(c.String("forward-signals"))
+	if err != nil {
+		conn.Close()
+		return usageError{err}
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, append(forwarded, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)...)
 	job.Signals = sigs
 	return exitStatus(job.Run(conn))
 }

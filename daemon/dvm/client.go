@@ -36,11 +36,13 @@ func Place(app protocol.Launch, planHosts, dvmHosts []string) (protocol.Launch, 
 
 // Job is a client's job in a DVM, as a plain mpirun would show it.
 type Job struct {
-	Submit  Submit
-	Stdout  io.Writer
-	Stderr  io.Writer
-	Output  iof.Options
-	Signals <-chan os.Signal // SIGINT, SIGTERM and SIGHUP end the job
+	Submit Submit
+	Stdout io.Writer
+	Stderr io.Writer
+	Output iof.Options
+	// Signals: SIGINT, SIGTERM and SIGHUP end the job; SIGTSTP stops its
+	// ranks, then the client; any other goes to its ranks.
+	Signals <-chan os.Signal
 }
 
 // Run submits the job on conn and shows its output, failure line and
@@ -82,6 +84,8 @@ func (j Job) follow(conn *Conn, term *iof.Terminal) (int, error) {
 			term.Send(c)
 		case KindLine:
 			fmt.Fprintln(j.Stderr, string(payload))
+		case KindStopped: // its ranks are stopped: now the client
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		case KindStatus:
 			var s Status
 			return s.Status, json.Unmarshal(payload, &s)
@@ -89,19 +93,21 @@ func (j Job) follow(conn *Conn, term *iof.Terminal) (int, error) {
 	}
 }
 
-// forwardSignals passes the client's interrupts to the DVM, which ends
-// the job; a second one ends the client at once.
+// forwardSignals passes the client's signals to the DVM; a second
+// interrupt (SIGINT, SIGTERM, SIGHUP) ends the client at once.
 func (j Job) forwardSignals(conn *Conn) {
-	first := true
+	interrupted := false
 	for sig := range j.Signals {
 		s, ok := sig.(syscall.Signal)
 		if !ok {
 			continue
 		}
-		if !first {
-			os.Exit(128 + int(s))
+		if s == syscall.SIGINT || s == syscall.SIGTERM || s == syscall.SIGHUP {
+			if interrupted {
+				os.Exit(128 + int(s))
+			}
+			interrupted = true
 		}
-		first = false
 		conn.WriteJSON(KindSignal, Signal{Sig: int(s)})
 	}
 }

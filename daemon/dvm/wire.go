@@ -33,6 +33,7 @@ const (
 	KindStatus    byte = 6
 	KindSignal    byte = 7
 	KindStop      byte = 8
+	KindStopped   byte = 9
 )
 
 // maxFrame bounds one frame: an output chunk is at most iof.ChunkSize,

@@ -31,9 +31,14 @@ type JobInterrupt struct {
 // StopDVM: a client asked the DVM to stop (mpirun --dvm-stop).
 type StopDVM struct{}
 
+// JobSignal: the client of Job got signal Sig, which its ranks get:
+// SIGTSTP stops them (then JobStopped), any other is passed on.
+type JobSignal struct{ Job, Sig int }
+
 func (Submit) event()       {}
 func (JobInterrupt) event() {}
 func (StopDVM) event()      {}
+func (JobSignal) event()    {}
 
 // DVMUp: every daemon of the DVM called back and knows every address:
 // clients may submit.
@@ -42,6 +47,10 @@ type DVMUp struct{}
 // JobDone: job Job's ranks all ended; Status is its exit status.
 type JobDone struct{ Job, Status int }
 
+// JobStopped: the ranks of Job are stopped (or the stop wait ran out):
+// its client stops itself.
+type JobStopped struct{ Job int }
+
 // ReleaseJob: job Job is over here: let go of everything it held (its
 // ranks' starter, their PMI services).
 type ReleaseJob struct{ Job int }
@@ -49,6 +58,7 @@ type ReleaseJob struct{ Job int }
 func (DVMUp) action()      {}
 func (JobDone) action()    {}
 func (ReleaseJob) action() {}
+func (JobStopped) action() {}
 
 // dvmState is what a daemon of a DVM knows of its jobs.
 type dvmState struct {
@@ -67,6 +77,7 @@ func (r *rootState) submitted(e Submit) {
 	}
 	r.jobPolicy = errmgr.Policy{}
 	r.jobTimeoutMS = e.TimeoutMS
+	r.stopPending, r.stopFor = false, 0
 	if e.TimeoutMS > 0 {
 		m.emit(SetTimer{Timer{Kind: JobTimer, ID: e.Job}, e.TimeoutMS})
 	}
@@ -237,6 +248,11 @@ func (r *rootState) dvmEvent(ev Event) {
 		r.jobInterrupted(e)
 	case StopDVM:
 		r.stopDVM()
+	case JobSignal:
+		if e.Job == r.m.dvm.now && !r.m.ending() {
+			r.stopFor = e.Job
+			r.passSignal(e.Sig)
+		}
 	}
 }
 

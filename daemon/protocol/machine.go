@@ -307,7 +307,7 @@ func (m *Machine) Step(ev Event) []Action {
 		m.lifelineLost(e.Why)
 	case CannotContinue:
 		m.fail(m.failure(errmgr.StatusFailed, "%s", e.Err))
-	case Submit, JobInterrupt, StopDVM:
+	case Submit, JobInterrupt, StopDVM, JobSignal:
 		if m.root != nil && m.job.DVM {
 			m.root.dvmEvent(ev)
 		}

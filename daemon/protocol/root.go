@@ -90,6 +90,7 @@ type rootState struct {
 	jobPolicy    errmgr.Policy
 	jobTimeoutMS int64
 	upSaid       bool
+	stopFor      int // the job whose client's Ctrl-Z is pending; 0: mpirun's own
 }
 
 // start sets the --timeout.
@@ -212,26 +213,38 @@ func (r *rootState) interrupt(sig int, name string) {
 			return
 		}
 		r.fail(Failure{Msg: "caught SIG" + name + ", terminating the job", Status: 128 + sig})
-	case SIGTSTP:
-		// Stop the ranks, and mpirun itself once they are stopped.
-		r.stopPending = true
-		r.m.emit(SetTimer{Timer{Kind: StopTimer}, r.m.job.Timeouts.StopWaitMS})
-		r.signalSeq++
-		r.m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: r.signalSeq})
 	default:
-		r.signalSeq++
-		r.m.signal(Signal{Sig: sig, Seq: r.signalSeq})
+		r.stopFor = 0
+		r.passSignal(sig)
 	}
 }
 
-// stopSelf stops mpirun after its ranks, as Ctrl-Z asks; fg or bg sends it
-// SIGCONT, which it passes on to the ranks.
+// passSignal passes a signal on to the ranks; Ctrl-Z stops them, and
+// then whoever got it (stopSelf).
+func (r *rootState) passSignal(sig int) {
+	r.signalSeq++
+	if sig != SIGTSTP {
+		r.m.signal(Signal{Sig: sig, Seq: r.signalSeq})
+		return
+	}
+	r.stopPending = true
+	r.m.emit(SetTimer{Timer{Kind: StopTimer}, r.m.job.Timeouts.StopWaitMS})
+	r.m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: r.signalSeq})
+}
+
+// stopSelf stops mpirun after its ranks, as Ctrl-Z asks (in a DVM, the
+// job's client, when it was its Ctrl-Z); fg or bg sends it SIGCONT, which
+// it passes on to the ranks.
 func (r *rootState) stopSelf() {
 	if r.m.ending() || !r.stopPending {
 		return
 	}
 	r.stopPending = false
 	r.m.emit(CancelTimer{Timer{Kind: StopTimer}})
+	if r.stopFor != 0 {
+		r.m.emit(JobStopped{Job: r.stopFor})
+		return
+	}
 	r.waitOver() // the shell's prompt follows; the timer shows it again after fg
 	r.m.emit(StopSelf{})
 }

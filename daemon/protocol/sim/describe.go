@@ -55,6 +55,8 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 		return fmt.Sprintf("job %d done: status %d", a.Job, a.Status)
 	case protocol.ReleaseJob:
 		return fmt.Sprintf("release job %d", a.Job)
+	case protocol.JobStopped:
+		return fmt.Sprintf("job %d stopped: its client stops", a.Job)
 	case protocol.Warn:
 		return ""
 	case protocol.Waiting:

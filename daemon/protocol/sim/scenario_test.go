@@ -134,6 +134,13 @@ func play(script string) (string, error) {
 				status[kv.int("rank")] = kv.int("status")
 			}
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Submit(job, status) }) })
+		case "job-signal": // job-signal SIG job=N at=T
+			name, job, at := f[1], kv.int("job"), int64(kv.int("at"))
+			sig, ok := signals[name]
+			if !ok {
+				return "", bad(fmt.Errorf("unknown signal"))
+			}
+			timed = append(timed, func(s *Sim) { s.At(at, func() { s.JobSignal(job, sig, name) }) })
 		case "stop":
 			at := int64(kv.int("at"))
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.StopDVM() }) })

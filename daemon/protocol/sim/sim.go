@@ -282,6 +282,12 @@ func (s *Sim) Submit(job int, status map[int]int) {
 	s.step(s.d[0], protocol.Submit{Job: job, App: s.opt.App})
 }
 
+// JobSignal passes signal sig, which job's client got, to the DVM now.
+func (s *Sim) JobSignal(job, sig int, name string) {
+	s.tracef("d0 <- job %d's client got SIG%s", job, name)
+	s.step(s.d[0], protocol.JobSignal{Job: job, Sig: sig})
+}
+
 // StopDVM asks mpirun of a DVM to stop it now.
 func (s *Sim) StopDVM() {
 	s.tracef("d0 <- stop the DVM")
@@ -616,7 +622,7 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 		s.exit(d, a.Status)
 	case protocol.ForwardInput, protocol.StageTo, protocol.Warn, protocol.Waiting,
 		protocol.ForwardStdin, protocol.StopSelf, protocol.ModexAnswered,
-		protocol.DVMUp, protocol.JobDone, protocol.ReleaseJob:
+		protocol.DVMUp, protocol.JobDone, protocol.ReleaseJob, protocol.JobStopped:
 		// No stdin, files, log, terminal or process here to act on.
 	default:
 		s.Errors = append(s.Errors, fmt.Sprintf("d%d: unknown action %T", d.id, a))
