@@ -186,9 +186,15 @@ func TestDVMNoLeak(t *testing.T) {
 }
 
 // dvmFootprint is each orted's open descriptors and the command lines
-// running on the nodes.
+// running on the nodes, once the last job is let go of everywhere: a
+// client has its status before the orteds release its job (its guard).
 func dvmFootprint(t *testing.T, c *testbed.Cluster) (string, []string) {
 	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); guardsRun(c); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a job's guard still runs: %+v", c.Leftovers())
+		}
+	}
 	var fds, procs []string
 	for _, node := range []string{"node001", "node002"} {
 		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", ortedOf(t, c, node)))
@@ -364,4 +370,14 @@ func TestDVMClientSignals(t *testing.T) {
 		t.Errorf("exit %d, want 0 (every rank trapped USR1 and exited 0); stderr:\n%s", st, stderr)
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// guardsRun says whether a rank guard runs on a node.
+func guardsRun(c *testbed.Cluster) bool {
+	for _, p := range c.Leftovers() {
+		if strings.Contains(p.Cmdline, "__rank-guard") {
+			return true
+		}
+	}
+	return false
 }
