@@ -107,12 +107,14 @@ func (d *Daemon) acceptClients() {
 	}
 }
 
-// serveClient reads one client's frames and posts them to the loop.
+// serveClient reads one client's frames and posts them to the loop; a
+// client submits one job.
 func (d *Daemon) serveClient(c *dvmClient, hello dvm.Hello) {
 	if err := c.conn.WriteJSON(dvm.KindHello, hello); err != nil {
 		c.conn.Close()
 		return
 	}
+	submitted := false
 	for {
 		kind, payload, err := c.conn.Read()
 		if err != nil {
@@ -121,7 +123,8 @@ func (d *Daemon) serveClient(c *dvmClient, hello dvm.Hello) {
 		}
 		switch kind {
 		case dvm.KindSubmit:
-			if json.Unmarshal(payload, &c.submit) == nil {
+			if !submitted && json.Unmarshal(payload, &c.submit) == nil {
+				submitted = true
 				d.post(clientSubmitted{c})
 			}
 		case dvm.KindSignal:
@@ -151,7 +154,10 @@ func (d *Daemon) clientEvent(ev any) {
 		d.step(protocol.StopDVM{})
 	case clientGone:
 		e.c.gone = true
-		if e.c == r.current && e.c.status == nil {
+		switch {
+		case e.c != r.current:
+			e.c.conn.Close() // queued, or it never submitted
+		case e.c.status == nil:
 			d.step(protocol.JobInterrupt{Job: e.c.job, Sig: protocol.SIGHUP, Name: "HUP"})
 		}
 	case outputEnded:

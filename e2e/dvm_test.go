@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,9 +164,10 @@ func TestDVMMPICH(t *testing.T) {
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
-// TestDVMNoLeak: jobs in a row leave the daemons as they were: each
-// orted's open descriptors and the processes on the nodes (no guard or
-// rank left from a job) after the 50th job are those after the 10th.
+// TestDVMNoLeak: jobs in a row leave the daemons as they were: mpirun's
+// and each orted's open descriptors and the processes on the nodes (no
+// guard or rank left from a job) after the 50th job are those after the
+// 10th, with clients that went away without a job between.
 func TestDVMNoLeak(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
 	dvm, dvmErr, uri := dvmUp(t, c)
@@ -177,37 +179,60 @@ func TestDVMNoLeak(t *testing.T) {
 		}
 	}
 	jobs(10)
-	fds, procs := dvmFootprint(t, c)
-	jobs(40)
-	if fds2, procs2 := dvmFootprint(t, c); fds2 != fds || !slices.Equal(procs2, procs) {
+	fds, procs := dvmFootprint(t, c, dvm.Process.Pid)
+	jobs(30)
+	for range 10 { // a usage error after it reached the DVM
+		if res := dvmRun(t, c, uri, "-H", "node009", "/bin/true"); res.status != 2 {
+			t.Fatalf("a host outside the DVM: status %d", res.status)
+		}
+	}
+	jobs(10)
+	if fds2, procs2 := dvmFootprint(t, c, dvm.Process.Pid); fds2 != fds || !slices.Equal(procs2, procs) {
 		t.Errorf("after 10 jobs: %s, processes %v; after 50: %s, processes %v", fds, procs, fds2, procs2)
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
-// dvmFootprint is each orted's open descriptors and the command lines
-// running on the nodes, once the last job is let go of everywhere: a
-// client has its status before the orteds release its job (its guard).
-func dvmFootprint(t *testing.T, c *testbed.Cluster) (string, []string) {
+// dvmFootprint is mpirun's and each orted's open descriptors and the
+// command lines running on the nodes, once the last job is let go of
+// everywhere (a client has its status before the orteds release its job,
+// and a rank's pipes close just after their last byte went up): the
+// same three times in a row.
+func dvmFootprint(t *testing.T, c *testbed.Cluster, root int) (string, []string) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); guardsRun(c); time.Sleep(10 * time.Millisecond) {
+	pids := map[string]int{"mpirun": root, "node001": ortedOf(t, c, "node001"), "node002": ortedOf(t, c, "node002")}
+	last, same := "", 0
+	for deadline := time.Now().Add(30 * time.Second); same < 3; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("a job's guard still runs: %+v", c.Leftovers())
+			t.Fatalf("the daemons did not settle: %s", last)
+		}
+		now := footprint(t, c, pids)
+		if now == last && !guardsRun(c) {
+			same++
+		} else {
+			last, same = now, 1
 		}
 	}
+	fds, procs, _ := strings.Cut(last, "\n")
+	return fds, strings.Split(procs, "\n")
+}
+
+// footprint is one look at the descriptors of pids and the processes on
+// the nodes, as lines.
+func footprint(t *testing.T, c *testbed.Cluster, pids map[string]int) string {
 	var fds, procs []string
-	for _, node := range []string{"node001", "node002"} {
-		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", ortedOf(t, c, node)))
+	for _, who := range slices.Sorted(maps.Keys(pids)) {
+		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pids[who]))
 		if err != nil {
 			t.Fatal(err)
 		}
-		fds = append(fds, fmt.Sprintf("%s: %d descriptors", node, len(entries)))
+		fds = append(fds, fmt.Sprintf("%s: %d descriptors", who, len(entries)))
 	}
 	for _, p := range c.Leftovers() {
 		procs = append(procs, p.Node+": "+p.Cmdline)
 	}
 	slices.Sort(procs)
-	return strings.Join(fds, ", "), procs
+	return strings.Join(fds, ", ") + "\n" + strings.Join(procs, "\n")
 }
 
 // TestDVMJobFlags: a job's own flags in a DVM: -H a subset of its hosts,
