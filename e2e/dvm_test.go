@@ -406,3 +406,23 @@ func guardsRun(c *testbed.Cluster) bool {
 	}
 	return false
 }
+
+// TestDVMUsage: DVM commands given wrongly are one line and exit 2.
+func TestDVMUsage(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	for _, tc := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"--dvm-start", "/bin/true"}, `--dvm-start takes no command: submit jobs with mpirun --dvm URI`},
+		{[]string{"--dvm-start", "--dvm", "x", "/bin/true"}, `--dvm-start and --dvm: give one`},
+		{[]string{"--dvm-uri", "f", "/bin/true"}, `--dvm-uri goes with --dvm-start`},
+		{[]string{"--dvm-stop", "x", "/bin/true"}, `--dvm-stop takes no command \(/bin/true\)`},
+	} {
+		res := mpirun(t, c, tc.args...)
+		if res.status != 2 {
+			t.Errorf("mpirun %v: status %d, want 2", tc.args, res.status)
+		}
+		checkOneLine(t, res.stderr, `^mpirun: `+tc.line+` \(see mpirun --help\)$`)
+	}
+}

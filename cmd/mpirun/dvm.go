@@ -75,6 +75,26 @@ func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
 	}, nil
 }
 
+// dvmFlagsTogether checks that one DVM command is asked for, and
+// --dvm-uri only with --dvm-start.
+func dvmFlagsTogether(c *cli.Context) error {
+	var given []string
+	for _, name := range []string{"dvm-start", "dvm", "dvm-stop"} {
+		if c.IsSet(name) {
+			given = append(given, "--"+name)
+		}
+	}
+	switch {
+	case len(given) > 1:
+		return fmt.Errorf("%s and %s: give one", given[0], given[1])
+	case c.IsSet("dvm-uri") && !c.Bool("dvm-start"):
+		return errors.New("--dvm-uri goes with --dvm-start")
+	case c.IsSet("dvm-stop") && c.NArg() > 0:
+		return fmt.Errorf("--dvm-stop takes no command (%s)", c.Args().First())
+	}
+	return nil
+}
+
 // dvmFailed words a failure to reach the DVM in mpirun's one line.
 func dvmFailed(flag string, err error) error {
 	if err == nil {
