@@ -426,3 +426,25 @@ func TestDVMUsage(t *testing.T) {
 		checkOneLine(t, res.stderr, `^mpirun: `+tc.line+` \(see mpirun --help\)$`)
 	}
 }
+
+// TestDVMLostDaemon: an orted killed under a job ends the DVM (slice 1's
+// policy, DVM.md): the job's client and the DVM say which node, both
+// exit 255, and nothing is left running.
+func TestDVMLostDaemon(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	client, stderr, _ := started(t, c, 3, "--dvm", uri, "-np", "3", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
+	syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGKILL)
+	if st := waitExit(t, client); st != 255 {
+		t.Errorf("the client exited %d, want 255; stderr:\n%s", st, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: node002: orted exited unexpectedly: `)
+	if st := waitExit(t, dvm); st != 255 {
+		t.Errorf("the DVM exited %d, want 255", st)
+	}
+	checkOneLine(t, dvmErr.String(), `^mpirun: node002: orted exited unexpectedly: `)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Errorf("the DVM left processes running: %+v", left)
+	}
+}

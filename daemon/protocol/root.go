@@ -117,7 +117,7 @@ func (r *rootState) fail(f Failure) {
 	}
 	r.waitOver()
 	r.m.emit(Print{Line: "mpirun: " + f.Msg})
-	if r.m.dvm.now != 0 { // the DVM ends: the job's client hears why
+	if r.m.dvm.now != 0 && r.jobPolicy.Fail(f.Status) { // the DVM ends, and its job: the client hears why
 		r.m.emit(Print{Line: "mpirun: " + f.Msg, Job: r.m.dvm.now})
 	}
 	r.m.teardown(true)
