@@ -88,7 +88,7 @@ func (r *rootState) submitted(e Submit) {
 // jobFailed ends the current job on its first failure; the DVM goes on.
 func (r *rootState) jobFailed(f Failure) {
 	m := r.m
-	if f.Job != m.dvm.now || !r.jobPolicy.Fail(f.Status) {
+	if f.Job == 0 || f.Job != m.dvm.now || !r.jobPolicy.Fail(f.Status) {
 		return
 	}
 	m.emit(Print{Line: "mpirun: " + f.Msg, Job: f.Job})

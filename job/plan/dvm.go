@@ -29,5 +29,6 @@ func MakeDVM(req Request, here Here) (daemon.Config, error) {
 	cfg.Job.DVM = true
 	cfg.App = protocol.Launch{StdinRank: protocol.StdinNone}
 	cfg.Remap = nil
+	cfg.Timeout = 0 // a job's --timeout (or $MPIEXEC_TIMEOUT) is its own, not the DVM's
 	return cfg, nil
 }
