@@ -78,6 +78,8 @@ type Config struct {
 	// Remap places the ranks again without the skipped daemons (by id),
 	// for --on-unreachable skip; it returns the daemon of each rank.
 	Remap func(skipped map[int]bool) ([]int, error)
+	// DVM keeps the daemons up for the jobs of clients (Job.DVM).
+	DVM *DVMConfig
 }
 
 // Daemon is one daemon's driver state, owned by its event loop.
@@ -107,7 +109,11 @@ type Daemon struct {
 	timers    map[protocol.Timer]*timer
 	ranks     map[int]*rank // the local ranks, by id, as the PMI bridge knows them
 	starter   ranks.Starter
-	app       protocol.Launch
+	// starterGen counts the starters made (one per DVM job): a rank's
+	// event from an earlier one is stale.
+	starterGen int
+	dvm        *dvmRoot // mpirun of a DVM: its clients
+	app        protocol.Launch
 
 	fenceWaiters  []*pmiService       // local ranks in the current fence
 	ringWaiters   map[int]*pmiService // local ranks in the current ring, by rank
@@ -163,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	d.starter = d.newStarter()
 	defer d.stop()
 	defer d.stopPMIx()
-	defer d.starter.Close()
+	defer func() { d.starter.Close() }() // a DVM makes one per job
 	defer d.removeStage()
 	if cfg.Lifeline != nil {
 		d.orphaned = make(chan struct{})
@@ -171,6 +177,11 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 	if err := d.listen(); err != nil {
 		return errmgr.StatusFailed, err
+	}
+	if d.isRoot() && cfg.DVM != nil {
+		if err := d.listenDVM(); err != nil {
+			return errmgr.StatusFailed, err
+		}
 	}
 	defer d.ln.Close()
 	if err := d.bootstrap(); err != nil {
@@ -235,7 +246,8 @@ func (d *Daemon) act(acts []protocol.Action) {
 // newStarter makes what starts the node's ranks, and reports to the loop
 // what becomes of them.
 func (d *Daemon) newStarter() ranks.Starter {
-	log, report := d.log.Named("ranks"), func(ev ranks.Event) { d.post(ev) }
+	gen := d.starterGen
+	log, report := d.log.Named("ranks"), func(ev ranks.Event) { d.post(rankReport{gen, ev}) }
 	if d.cfg.Ranks != nil {
 		return d.cfg.Ranks(log, report)
 	}
@@ -260,6 +272,9 @@ func (d *Daemon) bootstrap() error {
 	if d.isRoot() {
 		d.terminal = iof.NewTerminal(d.cfg.Stdout, d.cfg.Stderr, d.cfg.Output)
 		d.sink = d.terminal
+		if d.dvm != nil {
+			d.sink = d.dvm.sink
+		}
 		d.agent = d.cfg.Agent
 		mc.Job, mc.Nodes, mc.App, mc.Remap = d.cfg.Job, d.cfg.Nodes, d.cfg.App, d.cfg.Remap
 		mc.TimeoutMS = d.cfg.Timeout.Milliseconds()

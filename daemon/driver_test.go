@@ -58,6 +58,10 @@ func TestScenariosThroughTheDriver(t *testing.T) {
 				t.Fatalf("uses %q, which the driver test does not play: support it or list the scenario in notThroughTheDriver", sc.unsupported)
 			}
 			ran++
+			if sc.dvm {
+				playDVMThroughDriver(t, sc)
+				return
+			}
 			playThroughDriver(t, sc)
 		})
 	}
@@ -82,6 +86,7 @@ var notThroughTheDriver = map[string]string{
 	"slow-machine":       "needs orteds that call back late in virtual time (a fault the fake agent does not play yet)",
 	"waiting":            "needs orteds that call back late in virtual time (a fault the fake agent does not play yet)",
 	"waiting-skip":       "needs orteds that call back late in virtual time (a fault the fake agent does not play yet)",
+	"dvm-ctrl-z":         "a client's Ctrl-Z stops the client's process, which the driver test has not (e2e/dvm_test.go plays it)",
 }
 
 // scenario is what the driver test plays of a sim scenario.
@@ -89,7 +94,9 @@ type scenario struct {
 	nodes, degree, ranks int
 	routed               string
 	skip, hold, step     bool
-	rankMS               int // -1: until signalled
+	dvm                  bool        // mpirun --dvm-start: jobs are submits
+	submits              []dvmSubmit // in order
+	rankMS               int         // -1: until signalled
 	timeoutMS, graceMS   int
 	callbackMS, fences   int
 	rankStatus           map[int]int
@@ -101,6 +108,7 @@ type scenario struct {
 	stderr    []string
 	placement map[int]int // rank → daemon, from "start ranks" lines
 	stops     int         // how often mpirun stops itself (Ctrl-Z)
+	jobStatus map[int]int // a DVM job's status, from "job N done" lines
 }
 
 // timedEvent is a directive with at=T: done once every rank runs.
@@ -110,12 +118,15 @@ type timedEvent struct {
 	sig  syscall.Signal
 }
 
-var startRanksLine = regexp.MustCompile(`^ *\d+ d(\d+) start ranks \[(.*)\]$`)
+var (
+	startRanksLine = regexp.MustCompile(`^ *\d+ d(\d+) start ranks \[(.*)\]$`)
+	jobDoneLine    = regexp.MustCompile(`^ *\d+ d0 job (\d+) done: status (\d+)$`)
+)
 
 func parseScenario(text string) (scenario, error) {
 	script, trace, _ := strings.Cut(text, "----\n")
 	sc := scenario{routed: "radix", rankMS: 100, graceMS: 3000, ranks: -1,
-		rankStatus: map[int]int{}, refuse: map[int]string{}, placement: map[int]int{}}
+		rankStatus: map[int]int{}, refuse: map[int]string{}, placement: map[int]int{}, jobStatus: map[int]int{}}
 	for _, line := range strings.Split(script, "\n") {
 		if err := sc.directive(strings.Fields(line), line); err != nil {
 			return sc, err
@@ -151,6 +162,7 @@ func (sc *scenario) directive(f []string, line string) error {
 		_, sc.skip = kv["skip"]
 		_, sc.hold = kv["hold"]
 		_, sc.step = kv["step"]
+		_, sc.dvm = kv["dvm"]
 		if _, ok := kv["ranks"]; ok {
 			sc.ranks = num("ranks")
 		}
@@ -179,6 +191,13 @@ func (sc *scenario) directive(f []string, line string) error {
 	case "die":
 		n, _ := strconv.Atoi(f[1])
 		sc.timed = append(sc.timed, timedEvent{at: num("at"), kill: n})
+	case "submit":
+		s := dvmSubmit{job: num("job"), status: map[int]int{}}
+		if _, ok := kv["rank"]; ok {
+			s.status[num("rank")] = num("status")
+		}
+		sc.submits = append(sc.submits, s)
+	case "stop": // at the end of the submits
 	case "interrupt":
 		sig, ok := map[string]syscall.Signal{"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "HUP": syscall.SIGHUP,
 			"TSTP": syscall.SIGTSTP, "CONT": syscall.SIGCONT}[f[1]]
@@ -203,6 +222,10 @@ func (sc *scenario) outcome(line string) {
 			n, _ := strconv.Atoi(r)
 			sc.placement[n] = d
 		}
+	}
+	if m := jobDoneLine.FindStringSubmatch(line); m != nil {
+		job, _ := strconv.Atoi(m[1])
+		sc.jobStatus[job], _ = strconv.Atoi(m[2])
 	}
 	if strings.HasSuffix(line, " d0 stop self") {
 		sc.stops++

@@ -48,6 +48,11 @@ type (
 		link *link
 		err  error
 	}
+	// rankReport is what became of a rank of starter gen.
+	rankReport struct {
+		gen int
+		ev  ranks.Event
+	}
 	timerExpired struct {
 		timer protocol.Timer
 		t     *timer
@@ -82,8 +87,12 @@ func (d *Daemon) handle(ev any) {
 			d.log.Debug("output stream broke", "daemon", e.link.peer, "error", e.err)
 		}
 		d.step(protocol.OutputClosed{Link: e.link.id})
-	case ranks.Event:
-		d.rankEvent(e)
+	case rankReport:
+		if e.gen == d.starterGen {
+			d.rankEvent(e.ev)
+		}
+	case clientSubmitted, clientSignalled, clientStopping, clientGone, outputEnded:
+		d.clientEvent(e)
 	case fenceWait:
 		d.fenceEntered(e)
 	case ringWait:
@@ -184,7 +193,17 @@ func (d *Daemon) carry(acts []protocol.Action) {
 				delete(d.timers, a.Timer)
 			}
 		case protocol.Print:
-			fmt.Fprintln(d.cfg.Stderr, a.Line)
+			if a.Job != 0 && d.dvm != nil {
+				d.jobLine(a)
+			} else {
+				fmt.Fprintln(d.cfg.Stderr, a.Line)
+			}
+		case protocol.DVMUp, protocol.JobDone, protocol.JobStopped:
+			if d.dvm != nil { // mpirun of a DVM only
+				d.dvmAction(a)
+			}
+		case protocol.ReleaseJob:
+			d.releaseJob()
 		case protocol.Warn:
 			d.log.Warn(a.Line)
 		case protocol.Waiting:

@@ -40,6 +40,19 @@ type cluster struct {
 	stopped chan struct{}  // one token per time mpirun stopped itself
 	stops   int            // the times playTimed saw it stop
 	groups  atomic.Int32   // the job steps started (fakeGroup)
+	// jobStatus, when set, replaces the scenario's rank statuses: a DVM
+	// job's own.
+	jobStatus map[int]int
+}
+
+// statusOf is the exit status rank is to end with.
+func (c *cluster) statusOf(rank int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.jobStatus != nil {
+		return c.jobStatus[rank]
+	}
+	return c.sc.rankStatus[rank]
 }
 
 // fakeOrted is one in-process orted, seen as its parent's agent sees it.
@@ -135,7 +148,7 @@ func (f *fakeRanks) life(rank int, pmi *os.File, sig chan syscall.Signal) syscal
 	}
 	select {
 	case <-exit:
-		return syscall.WaitStatus(sc.rankStatus[rank] << 8)
+		return syscall.WaitStatus(f.c.statusOf(rank) << 8)
 	case s := <-sig:
 		return syscall.WaitStatus(s)
 	}

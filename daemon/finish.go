@@ -34,7 +34,9 @@ func (d *Daemon) finish(e protocol.Exit) {
 			wait = abandonWait
 		}
 		d.flushTerminal(wait)
-		if e.Status == 0 && !d.outputComplete() {
+		if d.dvm != nil {
+			d.endDVM(e.Status)
+		} else if e.Status == 0 && !d.outputComplete() {
 			e.Status = 255
 		}
 		d.reportTimes()

@@ -43,8 +43,17 @@ func pmiSocket() (daemonEnd net.Conn, rankEnd *os.File, err error) {
 func pmiEnv(job protocol.JobSpec, app protocol.Launch, rank int) []string {
 	return []string{
 		"PMI_FD=" + strconv.Itoa(pmiFD), "PMI_RANK=" + strconv.Itoa(rank),
-		"PMI_SIZE=" + strconv.Itoa(len(app.RankNode)), "PMI_JOBID=" + job.ID,
+		"PMI_SIZE=" + strconv.Itoa(len(app.RankNode)), "PMI_JOBID=" + kvsName(job, app),
 	}
+}
+
+// kvsName names the job's PMI key-value space: a DVM's jobs each have
+// their own.
+func kvsName(job protocol.JobSpec, app protocol.Launch) string {
+	if app.Job == 0 {
+		return job.ID
+	}
+	return job.ID + "_" + strconv.Itoa(app.Job)
 }
 
 // newPMIService makes the PMI service of local rank id; mapping is the
@@ -56,7 +65,7 @@ func (d *Daemon) newPMIService(id int, mapping string) *pmiService {
 		done: make(chan modex.View, 1), ring: make(chan pmi.Ring, 1), gathered: make(chan []string, 1),
 	}
 	s.info = pmi.JobInfo{
-		Rank: id, Size: len(d.app.RankNode), KVSName: d.machine.Job().ID,
+		Rank: id, Size: len(d.app.RankNode), KVSName: kvsName(d.machine.Job(), d.app),
 		UniverseSize: len(d.app.RankNode), ProcessMapping: mapping,
 	}
 	return s

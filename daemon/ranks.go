@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"prsh/daemon/protocol"
+	"prsh/iof"
 	"prsh/modex"
 	"prsh/ranks"
 )
@@ -45,6 +46,7 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	}
 	for _, failed := range d.starter.Start(req) {
 		d.pmiNeverStarted(d.ranks[failed.Rank])
+		d.outputNeverStarted(failed.Rank)
 		d.next = append(d.next, protocol.RankNotStarted{Rank: failed.Rank, Status: failed.Status, Err: failed.Err})
 	}
 }
@@ -137,4 +139,30 @@ func (d *Daemon) drainPMI(r *rank, done <-chan struct{}) {
 		r.pmi.stop()
 		<-done
 	}
+}
+
+// outputNeverStarted ends, in a DVM, the output streams of a rank that
+// could not start: mpirun answers a job's client once every stream of
+// the job has ended.
+func (d *Daemon) outputNeverStarted(rank int) {
+	if !d.machine.Job().DVM {
+		return
+	}
+	go func() {
+		d.sink.Send(iof.Chunk{Rank: rank, Stream: iof.Stdout, EOF: true})
+		d.sink.Send(iof.Chunk{Rank: rank, Stream: iof.Stderr, EOF: true})
+	}()
+}
+
+// releaseJob lets go of a DVM job's ranks: their starter (the node's
+// guard, the job cgroup) and the PMI bridge's records; the next job
+// gets a fresh starter.
+func (d *Daemon) releaseJob() {
+	d.starter.Close()
+	d.starterGen++
+	d.starter = d.newStarter()
+	d.ranks = map[int]*rank{}
+	d.app = protocol.Launch{}
+	d.fenceWaiters, d.gatherWaiters = nil, nil
+	d.ringWaiters = map[int]*pmiService{}
 }

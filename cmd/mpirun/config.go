@@ -25,7 +25,11 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	waiting := waitingLine(c)
 	stderr := stderrOf(waiting)
 	log := logger(c, stderr)
-	cfg, err := plan.Make(request(c), here(log))
+	makePlan := plan.Make
+	if c.Bool("dvm-start") {
+		makePlan = plan.MakeDVM
+	}
+	cfg, err := makePlan(request(c), here(log))
 	var wrong plan.UsageError
 	if errors.As(err, &wrong) {
 		return daemon.Config{}, usageError{wrong.Err}
@@ -40,6 +44,10 @@ func configure(c *cli.Context) (daemon.Config, error) {
 	cfg.ReportTimes = c.Bool("report-launch-times")
 	cfg.Output = outputOptions(c)
 	cfg.Stdin = stdinSource(cfg.App.StdinRank)
+	if c.Bool("dvm-start") {
+		cfg.DVM = &daemon.DVMConfig{URIFile: absPath(c.String("dvm-uri")),
+			HostArgs: c.StringSlice("host"), Hostfile: absPath(c.String("hostfile"))}
+	}
 	return cfg, nil
 }
 

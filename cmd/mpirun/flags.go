@@ -76,6 +76,10 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "stdin", Value: "0", Usage: "rank that reads mpirun's stdin, `all` or `none`"},
 		&cli.StringFlag{Name: "timeout", EnvVars: []string{"MPIEXEC_TIMEOUT"}, Usage: "terminate the job after this many `SECONDS` (or a duration: 90s, 2h); exit status 124"},
 		&cli.StringFlag{Name: "forward-signals", Usage: "more signals to forward to the ranks, e.g. `ALRM,WINCH` (USR1 and USR2 always are)"},
+		&cli.BoolFlag{Name: "dvm-start", Usage: "start a DVM: spawn the daemons and keep them up for jobs submitted with --dvm; print its URI"},
+		&cli.StringFlag{Name: "dvm-uri", Usage: "with --dvm-start, write the DVM's URI into `FILE`"},
+		&cli.StringFlag{Name: "dvm", Usage: "run the job in the DVM at `URI` (or the file holding it)"},
+		&cli.StringFlag{Name: "dvm-stop", Usage: "stop the DVM at `URI` (or the file holding it)"},
 		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "trace, debug, info, warn, error or off"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "same as --log-level debug"},
 	}

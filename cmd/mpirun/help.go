@@ -119,6 +119,13 @@ Starting the daemons:
                                 for firewalls that open only those (default:
                                 $MPIEXEC_PORT_RANGE, else any port)
 
+Persistent daemons (a DVM: Open MPI's prte, prun, pterm):
+  --dvm-start [--dvm-uri FILE]  spawn the daemons on the hosts and keep them
+                                up; prints the DVM's URI once they are
+  --dvm URI|FILE                run the job in that DVM: its daemons are
+                                already up (one job at a time; no stdin, PMIx)
+  --dvm-stop URI|FILE           stop the DVM, leaving nothing on the nodes
+
 Accepted from Open MPI's command line:
   --allow-run-as-root           no effect
   --bynode | --byslot           --map-by node | slot

@@ -101,6 +101,12 @@ type exitStatus int
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 func run(c *cli.Context, start time.Time) error {
+	if err := dvmFlagsTogether(c); err != nil {
+		return usageError{err}
+	}
+	if c.IsSet("dvm") || c.IsSet("dvm-stop") {
+		return dvmClient(c)
+	}
 	cfg, err := configure(c)
 	var unstageable stage.PlanError
 	if errors.As(err, &unstageable) {

@@ -16,13 +16,17 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 			m.fail(msg)
 		}
 	case Milestone:
-		if m.isChild(peer) && msg.Kind >= 0 && msg.Kind < NumMilestones {
+		if m.isChild(peer) && msg.Kind >= 0 && msg.Kind < NumMilestones && !m.releasedJob(msg.Job) {
 			m.milestones[msg.Kind].add(peer)
 			m.checkMilestone(msg.Kind)
 		}
 	case Teardown:
 		if fromParent {
 			m.teardown(msg.Kill)
+		}
+	case JobKill, JobEnd:
+		if fromParent {
+			m.dvmMessage(msg)
 		}
 	case Signal:
 		if fromParent {

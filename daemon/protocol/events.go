@@ -275,8 +275,12 @@ type SetTimer struct {
 // CancelTimer stops Timer if it has not fired.
 type CancelTimer struct{ Timer Timer }
 
-// Print writes one line to mpirun's stderr, for the user.
-type Print struct{ Line string }
+// Print writes one line to mpirun's stderr, for the user; in a DVM, a
+// line of Job (> 0) goes to that job's client instead.
+type Print struct {
+	Line string
+	Job  int
+}
 
 // Waiting is mpirun's launch progress: Line says how many daemons called
 // back and names those still missing, to be shown in place of the last

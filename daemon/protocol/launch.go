@@ -10,7 +10,7 @@ import "prsh/errmgr"
 // topology, then start the local ranks once this node's staged files
 // are in.
 func (m *Machine) receiveLaunch(app Launch) {
-	if m.launch != launchAwaited {
+	if !m.acceptLaunch(app) {
 		return
 	}
 	m.moveLaunch(launchHeld)

@@ -87,6 +87,8 @@ type Machine struct {
 
 	progressOver bool // the subtree is up: no more launch progress reports
 
+	dvm dvmState // the DVM's jobs (dvm.go)
+
 	end endState
 	// termGrace: this orted got SIGTERM (Slurm's time limit) and its
 	// ranks' kill grace runs; orphanedInGrace: the lifeline ended
@@ -223,7 +225,7 @@ func (m *Machine) Start() []Action {
 	m.startProgress()
 	m.checkSubtreeUp()
 	m.staged = m.root != nil || len(m.job.Stage) == 0
-	if m.root != nil && !m.job.launchesAfterSpawn() {
+	if m.root != nil && !m.job.launchesAfterSpawn() && !m.job.DVM {
 		m.root.launch(m.cfg.App)
 	}
 	m.settle()
@@ -285,7 +287,7 @@ func (m *Machine) Step(ev Event) []Action {
 		}
 	case PMIUnserved:
 		if _, ok := m.ranks[e.Rank]; ok {
-			m.fail(m.failure(errmgr.StatusFailed, "rank %d cannot start: %s", e.Rank, e.Why))
+			m.fail(m.jobFailure(errmgr.StatusFailed, "rank %d cannot start: %s", e.Rank, e.Why))
 		}
 	case PMIEnded:
 		if r, ok := m.ranks[e.Rank]; ok {
@@ -305,6 +307,10 @@ func (m *Machine) Step(ev Event) []Action {
 		m.lifelineLost(e.Why)
 	case CannotContinue:
 		m.fail(m.failure(errmgr.StatusFailed, "%s", e.Err))
+	case Submit, JobInterrupt, StopDVM, JobSignal:
+		if m.root != nil && m.job.DVM {
+			m.root.dvmEvent(ev)
+		}
 	default:
 		m.warn("unknown event %T", ev)
 	}
@@ -341,6 +347,9 @@ func (m *Machine) Known() int { return m.flood.Known() }
 
 // Lookup is phase 2's view of a daemon's address.
 func (m *Machine) Lookup(id int) (string, bool) { return m.flood.Lookup(id) }
+
+// Ending says the job (a DVM: the DVM) is ending: nothing new starts.
+func (m *Machine) Ending() bool { return m.ending() }
 
 // Launched says the launch message reached this daemon.
 func (m *Machine) Launched() bool { return m.launch == ranksStarted }

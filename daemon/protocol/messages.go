@@ -26,7 +26,7 @@ type Message interface{ message() }
 // run under a parent of another version: a node with another prsh
 // installed fails at its start, by name, instead of mid-launch with a
 // message it cannot decode.
-const Version = 5
+const Version = 6
 
 // kinds is the one table of message kinds: the index is the frame's kind
 // byte. Encoding and decoding follow from it; a new message is one line
@@ -47,6 +47,8 @@ var kinds = [...]Message{
 	13: ModexRequest{},
 	14: ModexReply{},
 	15: Pending{},
+	16: JobKill{},
+	17: JobEnd{},
 }
 
 var kindOfType = func() map[reflect.Type]byte {
@@ -149,6 +151,10 @@ type JobSpec struct {
 	// down the spawn tree into each node's stage directory before its
 	// ranks start; nil stages nothing.
 	Stage []StagedFile `json:",omitempty"`
+	// DVM: the daemons stay up between jobs (mpirun --dvm-start): mpirun
+	// launches nothing at its start, and each job a client submits is a
+	// Launch of its own number (DVM.md).
+	DVM bool `json:",omitempty"`
 }
 
 // StagedFile is one file staged on every node: the bytes travel on the
@@ -178,6 +184,8 @@ type Launch struct {
 	Wdir     string   // "" = the daemon's home directory
 	WdirSet  bool     // the user asked for Wdir: a missing one is an error
 	RankNode RankMap  // daemon id of each rank; on the wire, runs ("1-512*4")
+	// Job is the job's number in a DVM, from 1; 0 in a plain mpirun.
+	Job int `json:",omitempty"`
 	// RanksByNode says RankNode never decreases (ranks placed node by
 	// node). mpirun finds it out once, so that each of n daemons finds
 	// its ranks by a binary search, not a scan of every rank.
@@ -226,10 +234,16 @@ const (
 type Failure struct {
 	Msg    string // one line, naming the node and rank
 	Status int    // the exit status mpirun should take
+	// Job is the DVM job a rank's failure ends; 0: a daemon's failure
+	// (or a plain mpirun's), which ends the whole job or DVM.
+	Job int `json:",omitempty"`
 }
 
 // Milestone says the sender's whole subtree reached Kind.
-type Milestone struct{ Kind int }
+type Milestone struct {
+	Kind int
+	Job  int `json:",omitempty"` // the DVM job of a Started or Exited
+}
 
 // Skipped tells mpirun a node was left out, and why.
 type Skipped struct {
@@ -239,6 +253,14 @@ type Skipped struct {
 
 // Teardown ends the job: kill the ranks, flush, exit.
 type Teardown struct{ Kill bool }
+
+// JobKill stops one DVM job: SIGTERM its ranks, SIGKILL after the kill
+// grace; the DVM goes on.
+type JobKill struct{ Job int }
+
+// JobEnd says a DVM job is over everywhere: what its ranks left behind
+// is killed and its state let go of.
+type JobEnd struct{ Job int }
 
 // Signal asks every daemon to deliver Sig to its ranks. With Ack, each
 // subtree answers with a SignalAck of the same Seq once the signal is
@@ -308,6 +330,8 @@ func (CollectiveDown) message() {}
 func (ModexRequest) message()   {}
 func (ModexReply) message()     {}
 func (Pending) message()        {}
+func (JobKill) message()        {}
+func (JobEnd) message()         {}
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.
 const (

@@ -13,6 +13,9 @@ import (
 // startRanks starts this daemon's share of the ranks.
 func (m *Machine) startRanks() {
 	mine := m.localRanks()
+	if m.jobKilledHere() {
+		mine = nil // killed before its Launch came here
+	}
 	for _, r := range mine {
 		m.ranks[r] = &rank{}
 	}
@@ -48,7 +51,7 @@ func (m *Machine) rankNotStarted(e RankNotStarted) {
 		return
 	}
 	r.reaped, r.drained = true, true
-	m.fail(m.failure(e.Status, "rank %d: %s", e.Rank, e.Err))
+	m.fail(m.jobFailure(e.Status, "rank %d: %s", e.Rank, e.Err))
 	m.checkExited()
 }
 
@@ -59,13 +62,13 @@ func (m *Machine) rankExited(e RankExited) {
 	}
 	r.reaped = true
 	switch {
-	case m.ending():
+	case m.ending() || m.jobKilledHere():
 	case e.Status != 0:
-		m.fail(m.failure(e.Status, "rank %d %s", e.Rank, e.How))
+		m.fail(m.jobFailure(e.Status, "rank %d %s", e.Rank, e.How))
 	case r.pmiErr != "":
-		m.fail(m.failure(errmgr.StatusFailed, "rank %d broke the PMI protocol: %s", e.Rank, r.pmiErr))
+		m.fail(m.jobFailure(errmgr.StatusFailed, "rank %d broke the PMI protocol: %s", e.Rank, r.pmiErr))
 	case r.pmi && !r.finalized:
-		m.fail(m.failure(errmgr.StatusFailed, "rank %d exited with status 0 without finalizing MPI (PMI)", e.Rank))
+		m.fail(m.jobFailure(errmgr.StatusFailed, "rank %d exited with status 0 without finalizing MPI (PMI)", e.Rank))
 	}
 	m.checkExited()
 }
@@ -75,7 +78,7 @@ func (m *Machine) aborted(e Aborted) {
 	if _, ok := m.ranks[e.Rank]; !ok {
 		return
 	}
-	line := m.failure(e.Status, "rank %d called MPI_Abort with status %d", e.Rank, e.Status)
+	line := m.jobFailure(e.Status, "rank %d called MPI_Abort with status %d", e.Rank, e.Status)
 	if e.Msg != "" {
 		line.Msg += ": " + e.Msg
 	}

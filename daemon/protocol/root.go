@@ -31,14 +31,20 @@ type orted struct {
 }
 
 func (o *orted) fail(f Failure) {
-	if !o.m.ending() {
+	if !o.m.ending() && (f.Job == 0 || f.Job != o.m.dvm.killed) {
 		o.m.sendUp(f)
 	}
 }
 
 func (o *orted) report(s Skipped) { o.m.sendUp(s) }
 
-func (o *orted) milestone(kind int) { o.m.sendUp(Milestone{Kind: kind}) }
+func (o *orted) milestone(kind int) {
+	msg := Milestone{Kind: kind}
+	if kind == Started || kind == Exited {
+		msg.Job = o.m.dvm.now
+	}
+	o.m.sendUp(msg)
+}
 
 func (o *orted) signalDelivered(seq int) { o.m.sendUp(SignalAck{Seq: seq}) }
 
@@ -78,6 +84,13 @@ type rootState struct {
 	stopPending bool // Ctrl-Z: stop mpirun once the ranks are stopped
 	waitShown   bool // the Waiting line is shown
 	interrupted bool // mpirun got SIGINT, SIGTERM or SIGHUP
+
+	// A DVM's current job (dvm.go): how it ends, its --timeout; upSaid:
+	// DVMUp went out.
+	jobPolicy    errmgr.Policy
+	jobTimeoutMS int64
+	upSaid       bool
+	stopFor      int // the job whose client's Ctrl-Z is pending; 0: mpirun's own
 }
 
 // start sets the --timeout.
@@ -95,18 +108,25 @@ func (r *rootState) launch(app Launch) {
 
 // fail ends the job on the first failure.
 func (r *rootState) fail(f Failure) {
+	if r.m.job.DVM && f.Job != 0 {
+		r.jobFailed(f)
+		return
+	}
 	if !r.policy.Fail(f.Status) {
 		return
 	}
 	r.waitOver()
-	r.m.emit(Print{"mpirun: " + f.Msg})
+	r.m.emit(Print{Line: "mpirun: " + f.Msg})
+	if r.m.dvm.now != 0 && r.jobPolicy.Fail(f.Status) { // the DVM ends, and its job: the client hears why
+		r.m.emit(Print{Line: "mpirun: " + f.Msg, Job: r.m.dvm.now})
+	}
 	r.m.teardown(true)
 }
 
 // report warns the user and leaves the node out of the job map.
 func (r *rootState) report(s Skipped) {
 	r.skipped[s.ID] = true
-	r.m.emit(Print{"mpirun: warning: " + s.Msg + " (left out: --on-unreachable skip)"})
+	r.m.emit(Print{Line: "mpirun: warning: " + s.Msg + " (left out: --on-unreachable skip)"})
 }
 
 // milestone moves the job on.
@@ -115,6 +135,10 @@ func (r *rootState) milestone(kind int) {
 	m.emit(Reached{kind})
 	if kind == Spawned {
 		m.checkSubtreeUp()
+	}
+	if m.job.DVM {
+		r.dvmMilestone(kind)
+		return
 	}
 	switch {
 	case kind == Spawned && m.job.launchesAfterSpawn() && !m.ending():
@@ -189,26 +213,38 @@ func (r *rootState) interrupt(sig int, name string) {
 			return
 		}
 		r.fail(Failure{Msg: "caught SIG" + name + ", terminating the job", Status: 128 + sig})
-	case SIGTSTP:
-		// Stop the ranks, and mpirun itself once they are stopped.
-		r.stopPending = true
-		r.m.emit(SetTimer{Timer{Kind: StopTimer}, r.m.job.Timeouts.StopWaitMS})
-		r.signalSeq++
-		r.m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: r.signalSeq})
 	default:
-		r.signalSeq++
-		r.m.signal(Signal{Sig: sig, Seq: r.signalSeq})
+		r.stopFor = 0
+		r.passSignal(sig)
 	}
 }
 
-// stopSelf stops mpirun after its ranks, as Ctrl-Z asks; fg or bg sends it
-// SIGCONT, which it passes on to the ranks.
+// passSignal passes a signal on to the ranks; Ctrl-Z stops them, and
+// then whoever got it (stopSelf).
+func (r *rootState) passSignal(sig int) {
+	r.signalSeq++
+	if sig != SIGTSTP {
+		r.m.signal(Signal{Sig: sig, Seq: r.signalSeq})
+		return
+	}
+	r.stopPending = true
+	r.m.emit(SetTimer{Timer{Kind: StopTimer}, r.m.job.Timeouts.StopWaitMS})
+	r.m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: r.signalSeq})
+}
+
+// stopSelf stops mpirun after its ranks, as Ctrl-Z asks (in a DVM, the
+// job's client, when it was its Ctrl-Z); fg or bg sends it SIGCONT, which
+// it passes on to the ranks.
 func (r *rootState) stopSelf() {
 	if r.m.ending() || !r.stopPending {
 		return
 	}
 	r.stopPending = false
 	r.m.emit(CancelTimer{Timer{Kind: StopTimer}})
+	if r.stopFor != 0 {
+		r.m.emit(JobStopped{Job: r.stopFor})
+		return
+	}
 	r.waitOver() // the shell's prompt follows; the timer shows it again after fg
 	r.m.emit(StopSelf{})
 }
@@ -219,6 +255,10 @@ func (r *rootState) timerFired(t Timer) {
 	case DrainTimer:
 		r.giveUp()
 	case JobTimer:
+		if r.m.job.DVM {
+			r.jobTimedOut(t.ID)
+			return
+		}
 		r.fail(Failure{Msg: "the job ran past --timeout " + timeouts.Format(r.m.cfg.TimeoutMS) + ", terminating it", Status: errmgr.StatusTimeout})
 	case StopTimer:
 		r.stopSelf()

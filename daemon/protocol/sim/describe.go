@@ -45,7 +45,18 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 	case protocol.CancelTimer:
 		return ""
 	case protocol.Print:
+		if a.Job != 0 {
+			return fmt.Sprintf("print to job %d's client: %s", a.Job, a.Line)
+		}
 		return "print " + a.Line
+	case protocol.DVMUp:
+		return "DVM up"
+	case protocol.JobDone:
+		return fmt.Sprintf("job %d done: status %d", a.Job, a.Status)
+	case protocol.ReleaseJob:
+		return fmt.Sprintf("release job %d", a.Job)
+	case protocol.JobStopped:
+		return fmt.Sprintf("job %d stopped: its client stops", a.Job)
 	case protocol.Warn:
 		return ""
 	case protocol.Waiting:
@@ -90,11 +101,24 @@ func Message(m protocol.Message) string {
 	case protocol.Addrs:
 		return fmt.Sprintf("Addrs %s", entryIDs(m.Entries))
 	case protocol.Launch:
+		if m.Job != 0 {
+			return fmt.Sprintf("Launch job %d %v", m.Job, m.RankNode)
+		}
 		return fmt.Sprintf("Launch %v", m.RankNode)
 	case protocol.Failure:
+		if m.Job != 0 {
+			return fmt.Sprintf("Failure %d %q (job %d)", m.Status, m.Msg, m.Job)
+		}
 		return fmt.Sprintf("Failure %d %q", m.Status, m.Msg)
 	case protocol.Milestone:
+		if m.Job != 0 {
+			return fmt.Sprintf("Milestone %s (job %d)", protocol.MilestoneNames[m.Kind], m.Job)
+		}
 		return "Milestone " + protocol.MilestoneNames[m.Kind]
+	case protocol.JobKill:
+		return fmt.Sprintf("JobKill %d", m.Job)
+	case protocol.JobEnd:
+		return fmt.Sprintf("JobEnd %d", m.Job)
 	case protocol.Teardown:
 		return fmt.Sprintf("Teardown kill=%v", m.Kill)
 	case protocol.Signal:

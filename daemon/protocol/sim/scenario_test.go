@@ -90,6 +90,7 @@ func play(script string) (string, error) {
 			opt.Job.SkipUnreachable = kv.has("skip")
 			opt.Job.HoldLaunch = kv.has("hold")
 			opt.Job.OneStep = kv.has("step")
+			opt.Job.DVM = kv.has("dvm")
 			if kv.has("ranks") {
 				ranks = kv.int("ranks")
 			}
@@ -127,6 +128,22 @@ func play(script string) (string, error) {
 		case "dmodex": // dmodex D #ID rank=R at=T
 			id, req, rank, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), kv.int("rank"), int64(kv.int("at"))
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.WantModex(id, req, rank) }) })
+		case "submit": // submit job=N at=T [rank=R status=S]
+			job, at, status := kv.int("job"), int64(kv.int("at")), map[int]int{}
+			if kv.has("rank") {
+				status[kv.int("rank")] = kv.int("status")
+			}
+			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Submit(job, status) }) })
+		case "job-signal": // job-signal SIG job=N at=T
+			name, job, at := f[1], kv.int("job"), int64(kv.int("at"))
+			sig, ok := signals[name]
+			if !ok {
+				return "", bad(fmt.Errorf("unknown signal"))
+			}
+			timed = append(timed, func(s *Sim) { s.At(at, func() { s.JobSignal(job, sig, name) }) })
+		case "stop":
+			at := int64(kv.int("at"))
+			timed = append(timed, func(s *Sim) { s.At(at, func() { s.StopDVM() }) })
 		case "interrupt":
 			name, at := f[1], int64(kv.int("at"))
 			sig, ok := signals[name]

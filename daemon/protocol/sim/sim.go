@@ -274,6 +274,26 @@ func (s *Sim) Interrupt(sig int, name string) {
 	s.step(s.d[0], protocol.Interrupt{Sig: sig, Name: name})
 }
 
+// Submit hands mpirun of a DVM a client's job now; status gives the
+// exit status of its ranks (by rank; absent: 0).
+func (s *Sim) Submit(job int, status map[int]int) {
+	s.tracef("d0 <- submit job %d", job)
+	s.opt.RankStatus = status
+	s.step(s.d[0], protocol.Submit{Job: job, App: s.opt.App})
+}
+
+// JobSignal passes signal sig, which job's client got, to the DVM now.
+func (s *Sim) JobSignal(job, sig int, name string) {
+	s.tracef("d0 <- job %d's client got SIG%s", job, name)
+	s.step(s.d[0], protocol.JobSignal{Job: job, Sig: sig})
+}
+
+// StopDVM asks mpirun of a DVM to stop it now.
+func (s *Sim) StopDVM() {
+	s.tracef("d0 <- stop the DVM")
+	s.step(s.d[0], protocol.StopDVM{})
+}
+
 // WantModex makes daemon id's PMIx server ask now for rank's data, as
 // its request reqID (a direct modex).
 func (s *Sim) WantModex(id, reqID, rank int) {
@@ -593,11 +613,16 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 	case protocol.Reached:
 		s.Reached[a.Kind] = s.now
 	case protocol.Print:
-		s.Stderr = append(s.Stderr, a.Line)
+		if a.Job != 0 {
+			s.Stderr = append(s.Stderr, fmt.Sprintf("(job %d) %s", a.Job, a.Line))
+		} else {
+			s.Stderr = append(s.Stderr, a.Line)
+		}
 	case protocol.Exit:
 		s.exit(d, a.Status)
 	case protocol.ForwardInput, protocol.StageTo, protocol.Warn, protocol.Waiting,
-		protocol.ForwardStdin, protocol.StopSelf, protocol.ModexAnswered:
+		protocol.ForwardStdin, protocol.StopSelf, protocol.ModexAnswered,
+		protocol.DVMUp, protocol.JobDone, protocol.ReleaseJob, protocol.JobStopped:
 		// No stdin, files, log, terminal or process here to act on.
 	default:
 		s.Errors = append(s.Errors, fmt.Sprintf("d%d: unknown action %T", d.id, a))

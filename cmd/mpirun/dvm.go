@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"prsh/daemon/dvm"
+	"prsh/errmgr"
+	"prsh/job/plan"
+)
+
+// dvmClient is mpirun as a DVM's client: --dvm-stop, or --dvm to submit
+// the job of the rest of the command line.
+func dvmClient(c *cli.Context) error {
+	if c.IsSet("dvm-stop") {
+		uri, err := dvm.Resolve(c.String("dvm-stop"))
+		if err == nil {
+			err = dvm.Stop(uri)
+		}
+		return dvmFailed("--dvm-stop", err)
+	}
+	uri, err := dvm.Resolve(c.String("dvm"))
+	if err != nil {
+		return dvmFailed("--dvm", err)
+	}
+	conn, hello, err := dvm.Dial(uri)
+	if err != nil {
+		return dvmFailed("--dvm", err)
+	}
+	job, err := dvmJob(c, hello)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	forwarded, err := forwardedSignals(c.String("forward-signals"))
+	if err != nil {
+		conn.Close()
+		return usageError{err}
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, append(forwarded, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)...)
+	job.Signals = sigs
+	return exitStatus(job.Run(conn))
+}
+
+// dvmJob plans the job as a plain mpirun would, over the DVM's hosts
+// unless the command line names some, and places it on the DVM's
+// daemons.
+func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
+	req := request(c)
+	if len(req.Hosts) == 0 && req.Hostfile == "" {
+		req.Hosts, req.Hostfile = hello.HostArgs, hello.Hostfile
+	}
+	req.PMIx, req.Stdin = "off", "none" // not yet in a DVM (DVM.md)
+	cfg, err := plan.Make(req, here(logger(c, os.Stderr)))
+	var wrong plan.UsageError
+	if errors.As(err, &wrong) {
+		return dvm.Job{}, usageError{wrong.Err}
+	}
+	if err != nil {
+		return dvm.Job{}, err
+	}
+	app, err := dvm.Place(cfg.App, cfg.Job.Hosts, hello.Hosts)
+	if err != nil {
+		return dvm.Job{}, usageError{fmt.Errorf("--dvm: %w", err)}
+	}
+	return dvm.Job{
+		Submit: dvm.Submit{App: app, TimeoutMS: cfg.Timeout.Milliseconds()},
+		Stdout: os.Stdout, Stderr: os.Stderr, Output: outputOptions(c),
+	}, nil
+}
+
+// dvmFlagsTogether checks that one DVM command is asked for, and
+// --dvm-uri only with --dvm-start.
+func dvmFlagsTogether(c *cli.Context) error {
+	var given []string
+	for _, name := range []string{"dvm-start", "dvm", "dvm-stop"} {
+		if c.IsSet(name) {
+			given = append(given, "--"+name)
+		}
+	}
+	switch {
+	case len(given) > 1:
+		return fmt.Errorf("%s and %s: give one", given[0], given[1])
+	case c.IsSet("dvm-uri") && !c.Bool("dvm-start"):
+		return errors.New("--dvm-uri goes with --dvm-start")
+	case c.IsSet("dvm-stop") && c.NArg() > 0:
+		return fmt.Errorf("--dvm-stop takes no command (%s)", c.Args().First())
+	}
+	return nil
+}
+
+// dvmFailed words a failure to reach the DVM in mpirun's one line.
+func dvmFailed(flag string, err error) error {
+	if err == nil {
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "mpirun: %s %v\n", flag, err)
+	return exitStatus(errmgr.StatusFailed)
+}

@@ -1,0 +1,130 @@
+package dvm
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"prsh/daemon/protocol"
+	"prsh/errmgr"
+	"prsh/iof"
+)
+
+// Place moves a job planned over planHosts (the node of each daemon id
+// of the client's own plan) onto the DVM's daemons, by node name.
+func Place(app protocol.Launch, planHosts, dvmHosts []string) (protocol.Launch, error) {
+	idOf := make(map[string]int, len(dvmHosts))
+	for id, h := range dvmHosts {
+		idOf[h] = id
+	}
+	rankNode := make(protocol.RankMap, len(app.RankNode))
+	for r, planID := range app.RankNode {
+		if planID < 0 || planID >= len(planHosts) {
+			return app, fmt.Errorf("rank %d is placed on daemon %d of %d", r, planID, len(planHosts))
+		}
+		id, ok := idOf[planHosts[planID]]
+		if !ok {
+			return app, fmt.Errorf("%s is not a node of the DVM", planHosts[planID])
+		}
+		rankNode[r] = id
+	}
+	app.RankNode = rankNode
+	return app, nil
+}
+
+// Job is a client's job in a DVM, as a plain mpirun would show it.
+type Job struct {
+	Submit Submit
+	Stdout io.Writer
+	Stderr io.Writer
+	Output iof.Options
+	// Signals: SIGINT, SIGTERM and SIGHUP end the job; SIGTSTP stops its
+	// ranks, then the client; any other goes to its ranks.
+	Signals <-chan os.Signal
+}
+
+// Run submits the job on conn and shows its output, failure line and
+// status; it returns the status mpirun exits with.
+func (j Job) Run(conn *Conn) int {
+	defer conn.Close()
+	if err := conn.WriteJSON(KindSubmit, j.Submit); err != nil {
+		fmt.Fprintf(j.Stderr, "mpirun: cannot submit the job to the DVM: %v\n", err)
+		return errmgr.StatusFailed
+	}
+	go j.forwardSignals(conn)
+	term := iof.NewTerminal(j.Stdout, j.Stderr, j.Output)
+	status, err := j.follow(conn, term)
+	term.Flush()
+	if err != nil {
+		fmt.Fprintf(j.Stderr, "mpirun: lost the DVM before the job ended: %v\n", err)
+		return errmgr.StatusFailed
+	}
+	if r, cut := term.CutShort(len(j.Submit.App.RankNode)); status == 0 && cut {
+		fmt.Fprintf(j.Stderr, "mpirun: the output of rank %d was cut short on its way to mpirun\n", r)
+		return errmgr.StatusFailed
+	}
+	return status
+}
+
+// follow reads the DVM's frames until the job's status.
+func (j Job) follow(conn *Conn, term *iof.Terminal) (int, error) {
+	for {
+		kind, payload, err := conn.Read()
+		if err != nil {
+			return 0, noEOF(err)
+		}
+		switch kind {
+		case KindOutput, KindOutputEnd:
+			c, err := OutputChunk(kind, payload)
+			if err != nil {
+				return 0, err
+			}
+			term.Send(c)
+		case KindLine:
+			fmt.Fprintln(j.Stderr, string(payload))
+		case KindStopped: // its ranks are stopped: now the client
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		case KindStatus:
+			var s Status
+			return s.Status, json.Unmarshal(payload, &s)
+		}
+	}
+}
+
+// forwardSignals passes the client's signals to the DVM; a second
+// interrupt (SIGINT, SIGTERM, SIGHUP) ends the client at once.
+func (j Job) forwardSignals(conn *Conn) {
+	interrupted := false
+	for sig := range j.Signals {
+		s, ok := sig.(syscall.Signal)
+		if !ok {
+			continue
+		}
+		if s == syscall.SIGINT || s == syscall.SIGTERM || s == syscall.SIGHUP {
+			if interrupted {
+				os.Exit(128 + int(s))
+			}
+			interrupted = true
+		}
+		conn.WriteJSON(KindSignal, Signal{Sig: int(s)})
+	}
+}
+
+// Stop stops the DVM at uri and waits until it is down.
+func Stop(uri string) error {
+	conn, _, err := Dial(uri)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.Write(KindStop, nil); err != nil {
+		return err
+	}
+	var s Status
+	if err := conn.ReadJSON(KindStatus, &s); err != nil {
+		return fmt.Errorf("%s: the DVM did not say it stopped: %w", uri, err)
+	}
+	return nil
+}

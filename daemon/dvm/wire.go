@@ -1,0 +1,160 @@
+// Package dvm is how a client reaches a DVM (mpirun --dvm-start): the
+// Unix socket in a directory of the user's, its URI and the file that
+// holds it, the frames a client and the DVM exchange, and the client's
+// side of a job. daemon/protocol/DVM.md specifies them.
+package dvm
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"prsh/daemon/protocol"
+	"prsh/iof"
+)
+
+// Version numbers the client's wire; the DVM says its own in Hello, and
+// a client of another version refuses to go on.
+const Version = 1
+
+// The frames' kinds (DVM.md, "The client's wire").
+const (
+	KindHello     byte = 1
+	KindSubmit    byte = 2
+	KindOutput    byte = 3
+	KindOutputEnd byte = 4
+	KindLine      byte = 5
+	KindStatus    byte = 6
+	KindSignal    byte = 7
+	KindStop      byte = 8
+	KindStopped   byte = 9
+)
+
+// maxFrame bounds one frame: an output chunk is at most iof.ChunkSize,
+// a Submit a job's Launch.
+const maxFrame = 64 << 20
+
+// Hello is the DVM's first frame to a client: who it is made of.
+type Hello struct {
+	Version int
+	Hosts   []string // the node of each daemon id; [0] is the DVM's own
+	// HostArgs and Hostfile are the -H values and --hostfile the DVM was
+	// started with: a job that names no hosts is placed over them.
+	HostArgs []string
+	Hostfile string
+}
+
+// Submit is a client's job.
+type Submit struct {
+	App       protocol.Launch
+	TimeoutMS int64
+}
+
+// Status is the job's exit status, the DVM's last frame to its client.
+type Status struct{ Status int }
+
+// Signal is a signal the client got, for its job.
+type Signal struct{ Sig int }
+
+// Conn is one client's connection, at either end. Writes are safe for
+// concurrent use; reads belong to one goroutine.
+type Conn struct {
+	c   net.Conn
+	r   *bufio.Reader
+	mu  sync.Mutex
+	buf []byte
+}
+
+// NewConn wraps a connection.
+func NewConn(c net.Conn) *Conn { return &Conn{c: c, r: bufio.NewReader(c)} }
+
+// SetWriteDeadline bounds the writes still to come.
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.c.SetWriteDeadline(t) }
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.c.Close() }
+
+// Write sends one frame.
+func (c *Conn) Write(kind byte, payload []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf = append(append(c.buf[:0], kind, 0, 0, 0, 0), payload...)
+	binary.BigEndian.PutUint32(c.buf[1:5], uint32(len(payload)))
+	_, err := c.c.Write(c.buf)
+	return err
+}
+
+// WriteJSON sends v as a frame of kind.
+func (c *Conn) WriteJSON(kind byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.Write(kind, b)
+}
+
+// WriteOutput sends a rank's output chunk, or its stream's end.
+func (c *Conn) WriteOutput(ch iof.Chunk) error {
+	kind := KindOutput
+	if ch.EOF {
+		kind = KindOutputEnd
+	}
+	payload := make([]byte, 5, 5+len(ch.Data))
+	binary.BigEndian.PutUint32(payload, uint32(ch.Rank))
+	payload[4] = byte(ch.Stream)
+	return c.Write(kind, append(payload, ch.Data...))
+}
+
+// Read reads one frame.
+func (c *Conn) Read() (kind byte, payload []byte, err error) {
+	var head [5]byte
+	if _, err := io.ReadFull(c.r, head[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(head[1:])
+	if n > maxFrame {
+		return 0, nil, fmt.Errorf("a frame of %d bytes exceeds the %d-byte limit", n, maxFrame)
+	}
+	payload = make([]byte, n)
+	if _, err := io.ReadFull(c.r, payload); err != nil {
+		return 0, nil, noEOF(err)
+	}
+	return head[0], payload, nil
+}
+
+// ReadJSON reads one frame, which must be of kind, into v.
+func (c *Conn) ReadJSON(kind byte, v any) error {
+	got, payload, err := c.Read()
+	if err != nil {
+		return err
+	}
+	if got != kind {
+		return fmt.Errorf("a frame of kind %d where %d was due", got, kind)
+	}
+	return json.Unmarshal(payload, v)
+}
+
+// OutputChunk decodes an Output or OutputEnd frame.
+func OutputChunk(kind byte, payload []byte) (iof.Chunk, error) {
+	if len(payload) < 5 {
+		return iof.Chunk{}, errors.New("a short output frame")
+	}
+	return iof.Chunk{
+		Rank: int(binary.BigEndian.Uint32(payload)), Stream: iof.Stream(payload[4]),
+		Data: payload[5:], EOF: kind == KindOutputEnd,
+	}, nil
+}
+
+// noEOF: a frame cut in the middle is not a clean end.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}

@@ -1,0 +1,450 @@
+package e2e
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"prsh/testbed"
+)
+
+// The DVM (mpirun --dvm-start, --dvm, --dvm-stop; daemon/protocol/DVM.md):
+// daemons started once, jobs submitted one after another, each as a plain
+// mpirun shows it, and nothing left running once the DVM is stopped.
+
+// dvmUp starts a DVM on c's nodes and returns its process and the file
+// that holds its URI, once written (the DVM is up).
+func dvmUp(t *testing.T, c *testbed.Cluster, args ...string) (*exec.Cmd, *lockedBuffer, string) {
+	t.Helper()
+	uriFile := filepath.Join(t.TempDir(), "dvm.uri")
+	cmd, stdout, stderr := startMpirun(t, c, append([]string{"--dvm-start", "--dvm-uri", uriFile}, args...)...)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(uriFile); err == nil {
+			uri := strings.TrimSpace(string(b))
+			if got := strings.TrimSpace(stdout.String()); got != uri {
+				t.Errorf("the DVM printed %q, its URI file holds %q", got, uri)
+			}
+			return cmd, stderr, uriFile
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the DVM did not come up; stderr:\n%s", stderr)
+		}
+	}
+}
+
+// dvmRun runs mpirun as a client of the DVM.
+func dvmRun(t *testing.T, c *testbed.Cluster, uriFile string, args ...string) result {
+	t.Helper()
+	return runMpirun(t, filepath.Join(bin, "mpirun"), append(os.Environ(), c.Env()...), append([]string{"--dvm", uriFile}, args...)...)
+}
+
+// dvmStop stops the DVM and checks that it ended well and left nothing.
+func dvmStop(t *testing.T, c *testbed.Cluster, dvm *exec.Cmd, stderr *lockedBuffer, uriFile string) {
+	t.Helper()
+	res := runMpirun(t, filepath.Join(bin, "mpirun"), append(os.Environ(), c.Env()...), "--dvm-stop", uriFile)
+	if res.status != 0 {
+		t.Errorf("mpirun --dvm-stop: status %d, stderr:\n%s", res.status, res.stderr)
+	}
+	if st := waitExit(t, dvm); st != 0 {
+		t.Errorf("the DVM exited %d; stderr:\n%s", st, stderr)
+	}
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Errorf("the DVM left processes running: %+v", left)
+	}
+	if _, err := os.Stat(uriFile); err == nil {
+		t.Errorf("the DVM left its URI file %s", uriFile)
+	}
+}
+
+// TestDVMJobsInARow: jobs one after another in one DVM, each with its
+// output, its failure line and its status as a plain mpirun gives them,
+// on daemons spawned once; stopping the DVM leaves nothing running.
+func TestDVMJobsInARow(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	failing := []string{"-np", "3", "sh", "-c", `[ "$PRSH_RANK" = 1 ] && exit 3; exec sleep 60`}
+	missing := []string{"-np", "1", "/no/such/program"} // one rank: the first failure is always its
+	plain, plainMissing := mpirun(t, c, failing...), mpirun(t, c, missing...)
+	dvm, dvmErr, uri := dvmUp(t, c)
+	orted := ortedOf(t, c, "node002")
+
+	res := dvmRun(t, c, uri, "-np", "3", "sh", "-c", `echo "out $PRSH_RANK $PRSH_NODE"; echo "err $PRSH_RANK" >&2`)
+	if res.status != 0 {
+		t.Fatalf("status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	wantSet(t, res.stdout, "out 0 node001", "out 1 node002", "out 2 node003")
+	wantSet(t, res.stderr, "err 0", "err 1", "err 2")
+
+	if res := dvmRun(t, c, uri, "/bin/true"); res.status != 0 || res.stdout+res.stderr != "" {
+		t.Errorf("/bin/true: status %d, stdout %q, stderr %q", res.status, res.stdout, res.stderr)
+	}
+	res = dvmRun(t, c, uri, failing...)
+	if res.status != 3 || res.stderr != plain.stderr {
+		t.Errorf("a failing job: status %d, stderr %q; a plain mpirun's: status %d, stderr %q", res.status, res.stderr, plain.status, plain.stderr)
+	}
+	res = dvmRun(t, c, uri, missing...) // no rank starts: no output at all
+	if res.status != 127 || res.stderr != plainMissing.stderr {
+		t.Errorf("a missing program: status %d, stderr %q; a plain mpirun's: status %d, stderr %q", res.status, res.stderr, plainMissing.status, plainMissing.stderr)
+	}
+	for i := range 3 { // the DVM goes on after a failure, on the same daemons
+		if res := dvmRun(t, c, uri, "-np", "3", "/bin/true"); res.status != 0 {
+			t.Fatalf("job %d after the failure: status %d; stderr:\n%s", i, res.status, res.stderr)
+		}
+	}
+	if again := ortedOf(t, c, "node002"); again != orted {
+		t.Errorf("node002's orted was %d, is %d: the DVM spawned it again", orted, again)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMStaleURI: a URI whose DVM is gone says so in one line, 255.
+func TestDVMStaleURI(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	uri := filepath.Join(t.TempDir(), "dvm.uri")
+	gone := "unix:" + filepath.Join(t.TempDir(), "dvm.sock")
+	if err := os.WriteFile(uri, []byte(gone+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := dvmRun(t, c, uri, "/bin/true")
+	if res.status != 255 {
+		t.Errorf("status %d, want 255", res.status)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: --dvm `+gone+`: no DVM answers there .*: connect: no such file or directory$`)
+}
+
+// TestDVMClientInterrupted: Ctrl-C of a client ends its job alone, as a
+// plain mpirun's Ctrl-C ends its job; the next job runs.
+func TestDVMClientInterrupted(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	client, stderr, _ := started(t, c, 2, "--dvm", uri, "-np", "2", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 60`)
+	client.Process.Signal(syscall.SIGINT)
+	if st := waitExit(t, client); st != 130 {
+		t.Errorf("the client exited %d, want 130; stderr:\n%s", st, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: caught SIGINT, terminating the job$`)
+	if res := dvmRun(t, c, uri, "-np", "2", "/bin/true"); res.status != 0 {
+		t.Errorf("the next job: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMMPICH: MPICH programs run in a DVM one after another, each in a
+// PMI key-value space of its own, with the fences of its own job.
+func TestDVMMPICH(t *testing.T) {
+	hello := mpich(t, "hello")
+	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	for _, np := range []int{8, 3, 8} {
+		res := dvmRun(t, c, uri, "-np", itoa(np), "--map-by", "node", hello)
+		if res.status != 0 || res.stderr != "" {
+			t.Fatalf("-np %d: exit %d, stderr:\n%s", np, res.status, res.stderr)
+		}
+		var want []string
+		for r := range np {
+			want = append(want, fmt.Sprintf("rank %d of %d sum %d", r, np, np*(np-1)/2))
+		}
+		checkLines(t, res.stdout, want)
+	}
+	spaces := map[string]bool{}
+	for range 2 {
+		res := dvmRun(t, c, uri, "-np", "1", "sh", "-c", `echo "$PMI_JOBID"`)
+		spaces[strings.TrimSpace(res.stdout)] = true
+	}
+	if len(spaces) != 2 {
+		t.Errorf("two jobs' PMI_JOBID: %v, want two different names", spaces)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMNoLeak: jobs in a row leave the daemons as they were: mpirun's
+// and each orted's open descriptors and the processes on the nodes (no
+// guard or rank left from a job) after the 50th job are those after the
+// 10th, with clients that went away without a job between.
+func TestDVMNoLeak(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	jobs := func(n int) {
+		for i := range n {
+			if res := dvmRun(t, c, uri, "-np", "4", "sh", "-c", "echo $PRSH_RANK"); res.status != 0 {
+				t.Fatalf("job %d: status %d; stderr:\n%s", i, res.status, res.stderr)
+			}
+		}
+	}
+	jobs(10)
+	fds, procs := dvmFootprint(t, c, dvm.Process.Pid)
+	jobs(30)
+	for range 10 { // a usage error after it reached the DVM
+		if res := dvmRun(t, c, uri, "-H", "node009", "/bin/true"); res.status != 2 {
+			t.Fatalf("a host outside the DVM: status %d", res.status)
+		}
+	}
+	jobs(10)
+	if fds2, procs2 := dvmFootprint(t, c, dvm.Process.Pid); fds2 != fds || !slices.Equal(procs2, procs) {
+		t.Errorf("after 10 jobs: %s, processes %v; after 50: %s, processes %v", fds, procs, fds2, procs2)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// dvmFootprint is mpirun's and each orted's open descriptors and the
+// command lines running on the nodes, once the last job is let go of
+// everywhere (a client has its status before the orteds release its job,
+// and a rank's pipes close just after their last byte went up): the
+// same three times in a row.
+func dvmFootprint(t *testing.T, c *testbed.Cluster, root int) (string, []string) {
+	t.Helper()
+	pids := map[string]int{"mpirun": root, "node001": ortedOf(t, c, "node001"), "node002": ortedOf(t, c, "node002")}
+	last, same := "", 0
+	for deadline := time.Now().Add(30 * time.Second); same < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemons did not settle: %s", last)
+		}
+		now := footprint(t, c, pids)
+		if now == last && !guardsRun(c) {
+			same++
+		} else {
+			last, same = now, 1
+		}
+	}
+	fds, procs, _ := strings.Cut(last, "\n")
+	return fds, strings.Split(procs, "\n")
+}
+
+// footprint is one look at the descriptors of pids and the processes on
+// the nodes, as lines.
+func footprint(t *testing.T, c *testbed.Cluster, pids map[string]int) string {
+	var fds, procs []string
+	for _, who := range slices.Sorted(maps.Keys(pids)) {
+		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pids[who]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, fmt.Sprintf("%s: %d descriptors", who, len(entries)))
+	}
+	for _, p := range c.Leftovers() {
+		procs = append(procs, p.Node+": "+p.Cmdline)
+	}
+	slices.Sort(procs)
+	return strings.Join(fds, ", ") + "\n" + strings.Join(procs, "\n")
+}
+
+// TestDVMJobFlags: a job's own flags in a DVM: -H a subset of its hosts,
+// --tag-output, and --timeout, which ends that job alone (124).
+func TestDVMJobFlags(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	res := dvmRun(t, c, uri, "-H", "node003", "--tag-output", "sh", "-c", `echo "$PRSH_NODE"`)
+	if res.status != 0 || res.stdout != "[1,0]<stdout>:node003\n" {
+		t.Errorf("-H node003 --tag-output: status %d, stdout %q, stderr %q", res.status, res.stdout, res.stderr)
+	}
+	res = dvmRun(t, c, uri, "-H", "node009", "/bin/true")
+	if res.status != 2 || !strings.Contains(res.stderr, "node009 is not a node of the DVM") {
+		t.Errorf("a host outside the DVM: status %d, stderr %q", res.status, res.stderr)
+	}
+	res = dvmRun(t, c, uri, "--timeout", "1", "-np", "3", "sleep", "60")
+	if res.status != 124 {
+		t.Errorf("--timeout: status %d, want 124; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: the job ran past --timeout 1s, terminating it$`)
+	if res := dvmRun(t, c, uri, "-np", "3", "/bin/true"); res.status != 0 {
+		t.Errorf("the job after the timeout: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMClientGone: a client killed while its job runs takes its job
+// with it (as SIGHUP would), and only its job: the ranks end, the next
+// job runs.
+func TestDVMClientGone(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	client, _, marks := started(t, c, 2, "--dvm", uri, "-np", "2", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600.234`)
+	client.Process.Kill()
+	waitExit(t, client)
+	res := dvmRun(t, c, uri, "-np", "2", "sh", "-c", `pgrep -f "sleep 600[.]234" || echo none`)
+	if res.status != 0 || res.stdout != "none\nnone\n" {
+		t.Errorf("the job after a client was killed: status %d, stdout %q (the killed client's ranks must be gone), stderr %q", res.status, res.stdout, res.stderr)
+	}
+	if n := countMarks(marks); n != 2 {
+		t.Errorf("%d marks, want 2", n)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// BenchmarkDVMJob: a small job (/bin/true, one rank on each of 16
+// nodes, or one rank on one) through a DVM, beside a fresh mpirun of the
+// same job on the same nodes (issue 31's first ratios; binaries without
+// the race detector).
+func BenchmarkDVMJob(b *testing.B) {
+	dir, err := plainBin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := testbed.Start(testbed.Config{Nodes: 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	run := func(b *testing.B, args ...string) {
+		cmd := exec.Command(filepath.Join(dir, "mpirun"), args...)
+		cmd.Env = append(os.Environ(), c.Env()...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("mpirun %v: %v: %s", args, err, out)
+		}
+	}
+	jobs := map[string][]string{"16 ranks": {"/bin/true"}, "1 rank": {"-np", "1", "/bin/true"}}
+	for _, name := range []string{"16 ranks", "1 rank"} {
+		b.Run("plain/"+name, func(b *testing.B) {
+			for range b.N {
+				run(b, jobs[name]...)
+			}
+		})
+	}
+	uri := filepath.Join(b.TempDir(), "dvm.uri")
+	dvm := exec.Command(filepath.Join(dir, "mpirun"), "--dvm-start", "--dvm-uri", uri)
+	dvm.Env = append(os.Environ(), c.Env()...)
+	if err := dvm.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer dvm.Wait()
+	for _, err := os.Stat(uri); err != nil; _, err = os.Stat(uri) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer run(b, "--dvm-stop", uri)
+	for _, name := range []string{"16 ranks", "1 rank"} {
+		b.Run("dvm/"+name, func(b *testing.B) {
+			for range b.N {
+				run(b, append([]string{"--dvm", uri}, jobs[name]...)...)
+			}
+		})
+	}
+}
+
+// TestDVMStoppedUnderAJob: --dvm-stop while a job runs ends the job,
+// whose client says why and exits 255, and leaves nothing running.
+func TestDVMStoppedUnderAJob(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	client, stderr, _ := started(t, c, 2, "--dvm", uri, "-np", "2", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
+	dvmStop(t, c, dvm, dvmErr, uri)
+	if st := waitExit(t, client); st != 255 {
+		t.Errorf("the client exited %d, want 255; stderr:\n%s", st, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: the DVM is stopping \(mpirun --dvm-stop\), terminating the job$`)
+}
+
+// TestDVMJobsQueue: a job submitted while another runs waits its turn,
+// then runs; each client gets its own job's output and status. The
+// first job's ranks end once the second client runs (and a moment
+// more, for it to submit).
+func TestDVMJobsQueue(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	out, err := os.Create(filepath.Join(t.TempDir(), "first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := startedTo(t, c, out, 2, "--dvm", uri, "-np", "2", "sh", "-c",
+		`touch "$MARKS/$PRSH_RANK"; until pgrep -f "second[-]7f3a" >/dev/null; do sleep 0.01; done; sleep 0.2; echo "first $PRSH_RANK"`)
+	res := dvmRun(t, c, uri, "-np", "2", "sh", "-c", `echo "second-7f3a $PRSH_RANK"`)
+	if st := waitExit(t, first); st != 0 {
+		t.Errorf("the first job exited %d", st)
+	}
+	if res.status != 0 {
+		t.Errorf("the second job: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	wantSet(t, res.stdout, "second-7f3a 0", "second-7f3a 1")
+	firstOut, _ := os.ReadFile(out.Name())
+	wantSet(t, string(firstOut), "first 0", "first 1")
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMClientSignals: a client's Ctrl-Z stops its job's ranks and then
+// the client, SIGCONT resumes both, and SIGUSR1 reaches the ranks, as
+// with a plain mpirun.
+func TestDVMClientSignals(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	client, stderr, marks := started(t, c, 2, "--dvm", uri, "-np", "2", "sh", "-c",
+		`trap 'echo "got $PRSH_RANK"; exit 0' USR1; echo $$ > "$MARKS/$PRSH_RANK.tmp"; mv "$MARKS/$PRSH_RANK.tmp" "$MARKS/$PRSH_RANK"; while :; do sleep 0.1; done`)
+	var ranks []int
+	for r := range 2 {
+		b, err := os.ReadFile(filepath.Join(marks, itoa(r)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pid int
+		fmt.Sscan(string(b), &pid)
+		ranks = append(ranks, pid)
+	}
+	client.Process.Signal(syscall.SIGTSTP)
+	waitState(t, ranks, "T")
+	waitState(t, []int{client.Process.Pid}, "T")
+	client.Process.Signal(syscall.SIGCONT)
+	waitState(t, ranks, "SR")
+	waitState(t, []int{client.Process.Pid}, "SR")
+	client.Process.Signal(syscall.SIGUSR1)
+	if st := waitExit(t, client); st != 0 {
+		t.Errorf("exit %d, want 0 (every rank trapped USR1 and exited 0); stderr:\n%s", st, stderr)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// guardsRun says whether a rank guard runs on a node.
+func guardsRun(c *testbed.Cluster) bool {
+	for _, p := range c.Leftovers() {
+		if strings.Contains(p.Cmdline, "__rank-guard") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDVMUsage: DVM commands given wrongly are one line and exit 2.
+func TestDVMUsage(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	for _, tc := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"--dvm-start", "/bin/true"}, `--dvm-start takes no command: submit jobs with mpirun --dvm URI`},
+		{[]string{"--dvm-start", "--dvm", "x", "/bin/true"}, `--dvm-start and --dvm: give one`},
+		{[]string{"--dvm-uri", "f", "/bin/true"}, `--dvm-uri goes with --dvm-start`},
+		{[]string{"--dvm-stop", "x", "/bin/true"}, `--dvm-stop takes no command \(/bin/true\)`},
+	} {
+		res := mpirun(t, c, tc.args...)
+		if res.status != 2 {
+			t.Errorf("mpirun %v: status %d, want 2", tc.args, res.status)
+		}
+		checkOneLine(t, res.stderr, `^mpirun: `+tc.line+` \(see mpirun --help\)$`)
+	}
+}
+
+// TestDVMLostDaemon: an orted killed under a job ends the DVM (slice 1's
+// policy, DVM.md): the job's client and the DVM say which node, both
+// exit 255, and nothing is left running.
+func TestDVMLostDaemon(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	client, stderr, _ := started(t, c, 3, "--dvm", uri, "-np", "3", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
+	syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGKILL)
+	if st := waitExit(t, client); st != 255 {
+		t.Errorf("the client exited %d, want 255; stderr:\n%s", st, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: node002: orted exited unexpectedly: `)
+	if st := waitExit(t, dvm); st != 255 {
+		t.Errorf("the DVM exited %d, want 255", st)
+	}
+	checkOneLine(t, dvmErr.String(), `^mpirun: node002: orted exited unexpectedly: `)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Errorf("the DVM left processes running: %+v", left)
+	}
+}

@@ -1,0 +1,34 @@
+package plan
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// TestMakeDVM: a DVM's plan launches nothing, keeps the daemons up, has
+// no time limit of its own, and refuses what it cannot do yet.
+func TestMakeDVM(t *testing.T) {
+	var stderr bytes.Buffer
+	req := defaults("n1,n2")
+	req.Args, req.Timeout, req.PMIx = nil, "60", "auto"
+	cfg, err := MakeDVM(req, launchNode(&stderr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Job.DVM || len(cfg.App.RankNode) != 0 || cfg.Timeout != 0 || len(cfg.Nodes) != 2 || !cfg.Job.NoPMIx {
+		t.Errorf("DVM %v, ranks %v, timeout %v, nodes %v, NoPMIx %v", cfg.Job.DVM, cfg.App.RankNode, cfg.Timeout, cfg.Nodes, cfg.Job.NoPMIx)
+	}
+	for _, edit := range []func(*Request){
+		func(r *Request) { r.Args = []string{"/bin/true"} },
+		func(r *Request) { r.OnUnreachable = "skip" },
+		func(r *Request) { r.PreloadBinary = true },
+	} {
+		req := defaults("n1")
+		req.Args = nil
+		edit(&req)
+		if _, err := MakeDVM(req, launchNode(&stderr)); !errors.As(err, new(UsageError)) {
+			t.Errorf("MakeDVM(%+v): %v, want a usage error", req, err)
+		}
+	}
+}
