@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -67,8 +69,33 @@ func (d *Daemon) newPMIService(id int, mapping string) *pmiService {
 func (d *Daemon) servePMI(conn net.Conn, r *rank) {
 	go func() {
 		defer close(r.pmiDone)
+		awaitFirstWord(r.pmi.ctx, conn)
 		d.runPMI(&claimingConn{Conn: conn, s: r.pmi}, r, viaInherited)
 	}()
+}
+
+// awaitFirstWord waits, holding no buffer, until the rank writes to its
+// PMI socket or closes it, or its service stops: most ranks of a job
+// that is not MPI never speak, and a server's reader is 4 KiB.
+func awaitFirstWord(ctx context.Context, conn net.Conn) {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Now()) }) // Serve then sees ctx ended
+	defer stop()
+	// The poller forgets what was ready before the wait began, so each
+	// wake looks for itself: a byte to read, the end, or an error (not
+	// EAGAIN) are for Serve.
+	rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		return !errors.Is(err, unix.EAGAIN)
+	})
 }
 
 // runPMI serves one of rank r's connections; if it is the one that

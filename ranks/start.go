@@ -182,14 +182,20 @@ func (n *Node) watch(req Request, r *rank, out *pipes) {
 	n.pump(req.Output, r, iof.Stderr, out.stderr)
 }
 
+// pump reads a rank's output pipe on the node's pumps, or on a goroutine
+// of its own where they cannot take it.
 func (n *Node) pump(sink iof.Sink, r *rank, stream iof.Stream, pipe *os.File) {
-	go func() {
-		if err := iof.Pump(sink, r.id, stream, pipe); err != nil {
+	done := func(err error) {
+		if err != nil {
 			n.log.Debug("output lost", "rank", r.id, "error", err)
 		}
 		pipe.Close()
 		n.pipeClosed(r)
-	}()
+	}
+	if err := n.pumps.Add(sink, r.id, stream, pipe, done); err != nil {
+		n.log.Debug("output read on a goroutine of its own", "rank", r.id, "error", err)
+		go func() { done(iof.Pump(sink, r.id, stream, pipe)) }()
+	}
 }
 
 // pipes are a rank's stdio: the child's ends, and the daemon's.
