@@ -11,11 +11,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"prsh/daemon/protocol"
+	"prsh/iof"
 	"prsh/modex"
 	"prsh/modex/pmi"
 )
@@ -64,37 +64,35 @@ func (d *Daemon) newPMIService(id int, mapping string) *pmiService {
 	return s
 }
 
-// servePMI serves the PMI socket rank r inherited, unless a PMI_PORT
-// connection speaks for the rank first.
-func (d *Daemon) servePMI(conn net.Conn, r *rank) {
-	go func() {
-		defer close(r.pmiDone)
-		awaitFirstWord(r.pmi.ctx, conn)
-		d.runPMI(&claimingConn{Conn: conn, s: r.pmi}, r, viaInherited)
-	}()
-}
+// firstWords waits, for all of the process's ranks, until a rank first
+// writes to its PMI socket or closes it: most ranks of a job that is not
+// MPI never speak, and a server waiting on each was a goroutine (8 KiB
+// of stack) and a 4 KiB reader per rank.
+var firstWords = iof.NewPumps()
 
-// awaitFirstWord waits, holding no buffer, until the rank writes to its
-// PMI socket or closes it, or its service stops: most ranks of a job
-// that is not MPI never speak, and a server's reader is 4 KiB.
-func awaitFirstWord(ctx context.Context, conn net.Conn) {
+// servePMI serves the PMI socket rank r inherited, once the rank speaks
+// on it or its service stops, unless a PMI_PORT connection speaks for
+// the rank first.
+func (d *Daemon) servePMI(conn net.Conn, r *rank) {
+	serve := func() {
+		defer close(r.pmiDone)
+		d.runPMI(&claimingConn{Conn: conn, s: r.pmi}, r, viaInherited)
+	}
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
+		go serve()
 		return
 	}
-	rc, err := sc.SyscallConn()
+	cancel, err := firstWords.Await(sc, serve)
 	if err != nil {
+		d.log.Debug("PMI socket served at once", "rank", r.id, "error", err)
+		go serve()
 		return
 	}
-	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Now()) }) // Serve then sees ctx ended
-	defer stop()
-	// The poller forgets what was ready before the wait began, so each
-	// wake looks for itself: a byte to read, the end, or an error (not
-	// EAGAIN) are for Serve.
-	rc.Read(func(fd uintptr) bool {
-		var b [1]byte
-		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		return !errors.Is(err, unix.EAGAIN)
+	context.AfterFunc(r.pmi.ctx, func() { // Serve then sees the service stopped
+		if cancel() {
+			serve()
+		}
 	})
 }
 
