@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"os"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -47,6 +48,9 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 		d.pmiNeverStarted(d.ranks[failed.Rank])
 		d.next = append(d.next, protocol.RankNotStarted{Rank: failed.Rank, Status: failed.Status, Err: failed.Err})
 	}
+	// What the starts left (each rank's environment, built then sent)
+	// is garbage now: the scavenger would hand it back over minutes.
+	debug.FreeOSMemory()
 }
 
 // rankToStart is rank id's program (MPMD: each rank runs its own app
