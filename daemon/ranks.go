@@ -39,6 +39,7 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 		MergeStderr: app.MergeStderr, Output: d.sink, Input: d.stdinTree, Attach: d.attach,
 		GuardStopped: ms(d.cfg.Timeouts.GuardStoppedMS),
 	}
+	defer debug.SetGCPercent(debug.SetGCPercent(startGCPercent))
 	mapping := modex.ProcessMapping(app.RankNode)
 	for _, id := range mine {
 		d.ranks[id] = &rank{id: id, pmi: d.newPMIService(id, mapping), pmiDone: make(chan struct{}), portDone: make(chan struct{})}
@@ -142,3 +143,9 @@ func (d *Daemon) drainPMI(r *rank, done <-chan struct{}) {
 		<-done
 	}
 }
+
+// startGCPercent is GOGC while the ranks start: each start leaves its
+// environment, copied on the way to the guard, as garbage, and at the
+// default 100 the heap of a daemon of 256 ranks doubled before a
+// collection.
+const startGCPercent = 25
