@@ -39,7 +39,9 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 		MergeStderr: app.MergeStderr, Output: d.sink, Input: d.stdinTree, Attach: d.attach,
 		GuardStopped: ms(d.cfg.Timeouts.GuardStoppedMS),
 	}
-	defer debug.SetGCPercent(debug.SetGCPercent(startGCPercent))
+	if len(mine) >= manyRanks {
+		defer releaseStartGarbage(debug.SetGCPercent(startGCPercent))
+	}
 	mapping := modex.ProcessMapping(app.RankNode)
 	for _, id := range mine {
 		d.ranks[id] = &rank{id: id, pmi: d.newPMIService(id, mapping), pmiDone: make(chan struct{}), portDone: make(chan struct{})}
@@ -49,9 +51,6 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 		d.pmiNeverStarted(d.ranks[failed.Rank])
 		d.next = append(d.next, protocol.RankNotStarted{Rank: failed.Rank, Status: failed.Status, Err: failed.Err})
 	}
-	// What the starts left (each rank's environment, built then sent)
-	// is garbage now: the scavenger would hand it back over minutes.
-	debug.FreeOSMemory()
 }
 
 // rankToStart is rank id's program (MPMD: each rank runs its own app
@@ -144,8 +143,21 @@ func (d *Daemon) drainPMI(r *rank, done <-chan struct{}) {
 	}
 }
 
-// startGCPercent is GOGC while the ranks start: each start leaves its
-// environment, copied on the way to the guard, as garbage, and at the
-// default 100 the heap of a daemon of 256 ranks doubled before a
-// collection.
-const startGCPercent = 25
+// A daemon that starts manyRanks or more collects more often while they
+// start (startGCPercent, GOGC), and hands the free pages back at once
+// once they run: each start leaves its environment, copied on its way
+// to the guard, as garbage, and at GOGC 100 the heap of a daemon of 256
+// ranks doubled before a collection, then kept its high-water mark for
+// minutes (the scavenger). Fewer ranks leave too little garbage to pay
+// for the collections: a daemon of 16 often ends before its first, and
+// a first one leaves ~1 MB of the collector's own memory behind.
+const (
+	manyRanks      = 32
+	startGCPercent = 25
+)
+
+// releaseStartGarbage restores GOGC and hands the start's garbage back.
+func releaseStartGarbage(gcPercent int) {
+	debug.SetGCPercent(gcPercent)
+	debug.FreeOSMemory()
+}

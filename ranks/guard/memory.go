@@ -5,36 +5,40 @@ import (
 	"sync/atomic"
 )
 
-// guardGCPercent is the guard's GOGC. Its live heap is a few hundred
-// KiB whatever the number of ranks, but each start leaves garbage (the
-// rank's argv and environment, decoded then copied for exec): at the
-// default 100 the heap grows to the runtime's 4 MB minimum before a
-// collection, and the scavenger keeps about that much. A quarter of it
-// costs a few more small collections during a burst of starts.
-const guardGCPercent = 25
+// A burst of manyStarts starts or more is run at GOGC burstGCPercent,
+// and what it left is handed back to the system once the starts stop.
+// The guard's live heap is a few hundred KiB whatever the number of
+// ranks, but each start leaves garbage (the rank's argv and environment,
+// decoded then copied for exec): at GOGC 100 the heap of a guard of 256
+// ranks filled the runtime's 4 MB minimum, which the scavenger then kept
+// for minutes. A guard of a few ranks is left as it was: collections it
+// would not otherwise run leave some of the collector's own memory.
+const (
+	manyStarts     = 32
+	burstGCPercent = 25
+)
 
-// memory hands the start burst's garbage back to the system once the
-// starts have stopped: the runtime's scavenger would keep the heap's
-// high-water mark for minutes.
+// memory watches the guard's bursts of starts.
 type memory struct {
 	started atomic.Int64 // starts since the last look
-	dirty   bool         // starts happened since the last release
+	lowered atomic.Bool  // GOGC is burstGCPercent until the burst ends
+	gogc    atomic.Int64 // GOGC before the burst
 }
 
-func limitGuardHeap() { debug.SetGCPercent(guardGCPercent) }
+// noteStart counts a start, from the guard's serving goroutine.
+func (m *memory) noteStart() {
+	if m.started.Add(1) >= manyStarts && m.lowered.CompareAndSwap(false, true) {
+		m.gogc.Store(int64(debug.SetGCPercent(burstGCPercent)))
+	}
+}
 
-// noteStart counts a start, from any goroutine.
-func (m *memory) noteStart() { m.started.Add(1) }
-
-// look is called at each of the watch's ticks, from its goroutine: the
-// first tick without a start after some releases the memory they left.
+// look is called at each of the watch's ticks: the first tick without a
+// start after a burst ends it.
 func (m *memory) look() {
-	if m.started.Swap(0) > 0 {
-		m.dirty = true
+	if m.started.Swap(0) > 0 || !m.lowered.Load() {
 		return
 	}
-	if m.dirty {
-		m.dirty = false
-		debug.FreeOSMemory()
-	}
+	debug.SetGCPercent(int(m.gogc.Load()))
+	debug.FreeOSMemory()
+	m.lowered.Store(false)
 }

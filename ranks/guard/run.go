@@ -40,7 +40,6 @@ func RunGuard(args []string) {
 	// threads at each wake-up, and setting it stops the runtime's
 	// periodic check of the CPU limit.
 	runtime.GOMAXPROCS(1)
-	limitGuardHeap()
 	parent := os.Getppid()
 	stoppedMS, err := strconv.ParseInt(firstOr(args, ""), 10, 64)
 	if err != nil || stoppedMS <= 0 {
