@@ -83,7 +83,14 @@ func (d *Daemon) servePMI(conn net.Conn, r *rank) {
 		go serve()
 		return
 	}
-	cancel, err := firstWords.Await(sc, serve)
+	cancel, err := firstWords.Await(sc, func() {
+		if closedUnused(sc) { // Serve would return at once, and nil
+			conn.Close()
+			close(r.pmiDone)
+			return
+		}
+		go serve()
+	})
 	if err != nil {
 		d.log.Debug("PMI socket served at once", "rank", r.id, "error", err)
 		go serve()
@@ -94,6 +101,23 @@ func (d *Daemon) servePMI(conn net.Conn, r *rank) {
 			serve()
 		}
 	})
+}
+
+// closedUnused says whether the rank closed its PMI socket without a
+// word (most ranks of a job that is not MPI): their servers starting
+// together as the ranks end made mpirun's peak memory.
+func closedUnused(sc syscall.Conn) bool {
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	closed := false
+	rc.Control(func(fd uintptr) {
+		var b [1]byte
+		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		closed = n == 0 && err == nil
+	})
+	return closed
 }
 
 // runPMI serves one of rank r's connections; if it is the one that

@@ -52,9 +52,10 @@ func (p *Pumps) Add(sink Sink, rank int, stream Stream, pipe *os.File, done func
 	return p.watch(fd, &pumped{sink: sink, rank: rank, stream: stream, fd: fd, done: done})
 }
 
-// Await calls ready, on a goroutine of its own, once conn has something
-// to read, has ended or failed, unless cancel, which says whether it
-// did, is called first. conn must stay open until then.
+// Await calls ready once conn has something to read, has ended or
+// failed, unless cancel, which says whether it did, is called first.
+// ready runs on the loop's goroutine: it must not block. conn must stay
+// open until then.
 func (p *Pumps) Await(conn syscall.Conn, ready func()) (cancel func() bool, err error) {
 	fd, err := descriptor(conn)
 	if err != nil {
@@ -178,11 +179,12 @@ func (p *Pumps) idle(ep *os.File) bool {
 func (p *Pumps) serve(fd int, buf []byte) {
 	p.mu.Lock()
 	e := p.watched[fd]
-	if a, ok := e.(*awaited); ok && p.forget(fd, a) {
-		go a.ready()
-	}
+	a, awaiting := e.(*awaited)
+	awaiting = awaiting && p.forget(fd, a)
 	p.mu.Unlock()
-	if q, ok := e.(*pumped); ok {
+	if awaiting {
+		a.ready()
+	} else if q, ok := e.(*pumped); ok {
 		p.readOnce(q, buf)
 	}
 }

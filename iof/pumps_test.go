@@ -3,11 +3,14 @@ package iof
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pumpedPipe is a pipe added to Pumps: its write end, and what done got.
@@ -134,5 +137,63 @@ func TestPumpsRestart(t *testing.T) {
 	}
 	if len(sink.chunks) != 12 {
 		t.Errorf("%d chunks, want 12 (a byte and an EOF for each of 6 pipes)", len(sink.chunks))
+	}
+}
+
+// TestPumpsAwait: ready is called once a socket has something to read,
+// and once it is closed unused; cancel before then stops the wait and
+// says so, and after then says it came too late.
+func TestPumpsAwait(t *testing.T) {
+	p := NewPumps()
+	socket := func() (ours, theirs *net.UnixConn) {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn := func(fd int) *net.UnixConn {
+			f := os.NewFile(uintptr(fd), "socket")
+			defer f.Close()
+			c, err := net.FileConn(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c.(*net.UnixConn)
+		}
+		return conn(fds[0]), conn(fds[1])
+	}
+	await := func(conn *net.UnixConn) (chan struct{}, func() bool) {
+		ready := make(chan struct{}, 2)
+		cancel, err := p.Await(conn, func() { ready <- struct{}{} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ready, cancel
+	}
+	spoken, speaker := socket()
+	speaker.Write([]byte("cmd=init\n")) // before the wait: the loop must see it still
+	closed, closer := socket()
+	waiting, _ := socket()
+	readyOnWord, cancelOnWord := await(spoken)
+	readyOnClose, _ := await(closed)
+	readyNever, cancelNever := await(waiting)
+	closer.Close()
+	for name, ready := range map[string]chan struct{}{"written to": readyOnWord, "closed": readyOnClose} {
+		select {
+		case <-ready:
+		case <-time.After(patience):
+			t.Fatalf("a socket %s was not found ready", name)
+		}
+	}
+	if cancelOnWord() {
+		t.Error("cancel after ready says it stopped the wait")
+	}
+	if !cancelNever() {
+		t.Error("cancel of a quiet socket says it came too late")
+	}
+	select {
+	case <-readyNever:
+		t.Error("ready called for a quiet socket")
+	default:
 	}
 }
