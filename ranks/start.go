@@ -1,6 +1,7 @@
 package ranks
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -125,6 +126,9 @@ func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Bindin
 			Stdin: out.childIn, Stdout: out.childOut, Stderr: out.childStderr(), Files: att.Files})
 	}
 	out.closeChildEnds()
+	if err != nil && r != nil && n.answeredByListener(g, err) {
+		return &handed{r: r, out: out}, nil
+	}
 	if err != nil {
 		if r != nil {
 			n.forget(r)
@@ -134,6 +138,16 @@ func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Bindin
 		return nil, notStarted(fmt.Errorf("cannot run %s: %w", cmd.Args[0], err))
 	}
 	return &handed{r: r, out: out}, nil
+}
+
+// answeredByListener says whether a rank whose start could not be sent,
+// the guard having ended, will be answered by the guard's listener, with
+// how the guard ended and what it said, rather than with the broken
+// socket: so unless the listener has already seen to the guard's ranks.
+func (n *Node) answeredByListener(g *guard.Guard, err error) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return errors.Is(err, guard.ErrGone) && n.guard == g
 }
 
 // track notes a rank about to be handed to the guard, whose reports on

@@ -40,6 +40,7 @@ package guard
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -204,13 +205,21 @@ func (g *Guard) End() {
 	}
 }
 
+// ErrGone is a message to a guard that has ended, or is ending: its
+// socket is closed or broken. Next then fails too.
+var ErrGone = errors.New("the ranks' guard has ended")
+
 func (g *Guard) send(m message, files []*os.File) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.sock == nil {
-		return fmt.Errorf("the ranks' guard has ended")
+		return ErrGone
 	}
-	return g.sock.send(m, files)
+	err := g.sock.send(m, files)
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		return fmt.Errorf("%w: %w", ErrGone, err)
+	}
+	return err
 }
 
 // Next is the guard's next report; an error once the guard has ended
