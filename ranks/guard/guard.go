@@ -100,7 +100,7 @@ const guardSocketFD = 3
 type Guard struct {
 	cmd *exec.Cmd
 
-	mu   sync.Mutex // sock, closed by Wait while sends may still come
+	mu   sync.Mutex // sock, closed by Wait while sends may still come; held only to read or change it
 	sock *socket    // the daemon's end; nil once closed
 	said firstLine  // the first line the guard wrote on its stderr
 	// OutsideCgroup is why the guard could not start in its cgroup, if
@@ -209,14 +209,18 @@ func (g *Guard) End() {
 // socket is closed or broken. Next then fails too.
 var ErrGone = errors.New("the ranks' guard has ended")
 
+// send sends outside the lock: a send blocked on a full socket (the
+// guard blocked in turn reporting ends to this daemon) held Next from
+// reading those reports, and neither side ever moved again.
 func (g *Guard) send(m message, files []*os.File) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.sock == nil {
+	sock := g.sock
+	g.mu.Unlock()
+	if sock == nil {
 		return ErrGone
 	}
-	err := g.sock.send(m, files)
-	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+	err := sock.send(m, files)
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrClosed) {
 		return fmt.Errorf("%w: %w", ErrGone, err)
 	}
 	return err
