@@ -10,10 +10,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"prsh/daemon/protocol"
+	"prsh/iof"
 	"prsh/modex"
 	"prsh/modex/pmi"
 )
@@ -71,13 +73,60 @@ func (d *Daemon) newPMIService(id int, mapping string) *pmiService {
 	return s
 }
 
-// servePMI serves the PMI socket rank r inherited, unless a PMI_PORT
-// connection speaks for the rank first.
+// firstWords waits, for all of the process's ranks, until a rank first
+// writes to its PMI socket or closes it: most ranks of a job that is not
+// MPI never speak, and a server waiting on each was a goroutine (8 KiB
+// of stack) and a 4 KiB reader per rank.
+var firstWords = iof.NewPumps()
+
+// servePMI serves the PMI socket rank r inherited, once the rank speaks
+// on it or its service stops, unless a PMI_PORT connection speaks for
+// the rank first.
 func (d *Daemon) servePMI(conn net.Conn, r *rank) {
-	go func() {
+	serve := func() {
 		defer close(r.pmiDone)
 		d.runPMI(&claimingConn{Conn: conn, s: r.pmi}, r, viaInherited)
-	}()
+	}
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		go serve()
+		return
+	}
+	cancel, err := firstWords.Await(sc, func() {
+		if closedUnused(sc) { // Serve would return at once, and nil
+			conn.Close()
+			close(r.pmiDone)
+			return
+		}
+		go serve()
+	})
+	if err != nil {
+		d.log.Debug("PMI socket served at once", "rank", r.id, "error", err)
+		go serve()
+		return
+	}
+	context.AfterFunc(r.pmi.ctx, func() { // Serve then sees the service stopped
+		if cancel() {
+			serve()
+		}
+	})
+}
+
+// closedUnused says whether the rank closed its PMI socket without a
+// word (most ranks of a job that is not MPI): their servers starting
+// together as the ranks end made mpirun's peak memory.
+func closedUnused(sc syscall.Conn) bool {
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	closed := false
+	rc.Control(func(fd uintptr) {
+		var b [1]byte
+		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		closed = n == 0 && err == nil
+	})
+	return closed
 }
 
 // runPMI serves one of rank r's connections; if it is the one that

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"prsh/iof"
 	"prsh/ranks/guard"
 )
 
@@ -22,6 +23,8 @@ type Node struct {
 	guard *guard.Guard // the node's guard, once started, until it ends
 	// heardAt is when the guard last reported, for watchAnswers.
 	heardAt time.Time
+
+	pumps *iof.Pumps // read the ranks' output pipes
 
 	cgroup *guard.Cgroup // the job's cgroup on this node, where there can be one
 	// oomExplained is how many of the job cgroup's OOM kills explain
@@ -56,7 +59,7 @@ type rank struct {
 // NewNode makes the Starter of this node's ranks; report hears every
 // Event after a rank's start.
 func NewNode(log hclog.Logger, report func(Event)) *Node {
-	return &Node{log: log, report: report, ranks: map[int]*rank{}, kernelLoggedOOMKill: guard.KernelLoggedOOMKill}
+	return &Node{log: log, report: report, ranks: map[int]*rank{}, pumps: iof.NewPumps(), kernelLoggedOOMKill: guard.KernelLoggedOOMKill}
 }
 
 // Signal signals every rank's process group (Starter); SIGKILL also

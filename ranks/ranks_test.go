@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -327,4 +328,25 @@ func waitPid(t *testing.T, file string) int {
 	}
 	t.Fatalf("no pid in %s", file)
 	return 0
+}
+
+// TestGoroutinesNotPerRank: running ranks cost the node a few goroutines
+// in all, not some per rank (their output pipes are read by one loop).
+func TestGoroutinesNotPerRank(t *testing.T) {
+	const ranks, bound = 64, 16
+	d := newDaemon(t)
+	d.events = make(chan Event, 2*ranks)
+	before := runtime.NumGoroutine()
+	scripts := make([]string, ranks)
+	for i := range scripts {
+		scripts[i] = "exec sleep 60"
+	}
+	if failed := d.node.Start(d.request(nil, scripts...)); len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	if grown := runtime.NumGoroutine() - before; grown > bound {
+		t.Errorf("%d more goroutines with %d ranks running, want at most %d", grown, ranks, bound)
+	}
+	d.node.Signal(syscall.SIGKILL)
+	d.ended(t, ranks)
 }

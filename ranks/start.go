@@ -127,21 +127,34 @@ func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Bindin
 			Stdin: out.childIn, Stdout: out.childOut, Stderr: out.childStderr(), Files: att.Files})
 	}
 	out.closeChildEnds()
+	if err != nil && r != nil && n.answeredByListener(g, err) {
+		return &handed{r: r, out: out}, nil
+	}
 	if err != nil {
 		if r != nil {
 			n.forget(r)
 		}
 		out.closeOurs()
 		call(att.Failed)
-		if errors.Is(err, guard.ErrEnded) {
-			// The guard ended before it read the start (a guard that
-			// refuses to serve, on a machine slow to send): its end says
-			// why, as for the ranks it did read.
+		if errors.Is(err, guard.ErrGone) {
+			// The guard ended before it read the start, and its listener
+			// has seen to its ranks already: its end says why, as for
+			// the ranks it did read.
 			return nil, &NotStarted{Rank: id, Status: errmgr.StatusFailed, Err: guardEndedWhy(g, g.Ended())}
 		}
 		return nil, notStarted(fmt.Errorf("cannot run %s: %w", cmd.Args[0], err))
 	}
 	return &handed{r: r, out: out}, nil
+}
+
+// answeredByListener says whether a rank whose start could not be sent,
+// the guard having ended, will be answered by the guard's listener, with
+// how the guard ended and what it said, rather than with the broken
+// socket: so unless the listener has already seen to the guard's ranks.
+func (n *Node) answeredByListener(g *guard.Guard, err error) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return errors.Is(err, guard.ErrGone) && n.guard == g
 }
 
 // track notes a rank about to be handed to the guard, whose reports on
@@ -190,14 +203,20 @@ func (n *Node) watch(req Request, r *rank, out *pipes) {
 	n.pump(req.Output, r, iof.Stderr, out.stderr)
 }
 
+// pump reads a rank's output pipe on the node's pumps, or on a goroutine
+// of its own where they cannot take it.
 func (n *Node) pump(sink iof.Sink, r *rank, stream iof.Stream, pipe *os.File) {
-	go func() {
-		if err := iof.Pump(sink, r.id, stream, pipe); err != nil {
+	done := func(err error) {
+		if err != nil {
 			n.log.Debug("output lost", "rank", r.id, "error", err)
 		}
 		pipe.Close()
 		n.pipeClosed(r)
-	}()
+	}
+	if err := n.pumps.Add(sink, r.id, stream, pipe, done); err != nil {
+		n.log.Debug("output read on a goroutine of its own", "rank", r.id, "error", err)
+		go func() { done(iof.Pump(sink, r.id, stream, pipe)) }()
+	}
 }
 
 // pipes are a rank's stdio: the child's ends, and the daemon's.

@@ -100,7 +100,7 @@ const guardSocketFD = 3
 type Guard struct {
 	cmd *exec.Cmd
 
-	mu   sync.Mutex // sock, closed by Wait while sends may still come
+	mu   sync.Mutex // sock, closed by Wait while sends may still come; held only to read or change it
 	sock *socket    // the daemon's end; nil once closed
 	said firstLine  // the first line the guard wrote on its stderr
 	// waited is closed once Wait has reaped the guard, once; status is
@@ -210,19 +210,24 @@ func (g *Guard) End() {
 	}
 }
 
-// ErrEnded is a message to a guard that has ended, or closed its end of
-// the socket: Ended says how, once the guard is reaped.
-var ErrEnded = errors.New("the ranks' guard has ended")
+// ErrGone is a message to a guard that has ended, or is ending: its
+// socket is closed or broken. Next then fails too, and Ended says how it
+// ended once it is reaped.
+var ErrGone = errors.New("the ranks' guard has ended")
 
+// send sends outside the lock: a send blocked on a full socket (the
+// guard blocked in turn reporting ends to this daemon) held Next from
+// reading those reports, and neither side ever moved again.
 func (g *Guard) send(m message, files []*os.File) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.sock == nil {
-		return ErrEnded
+	sock := g.sock
+	g.mu.Unlock()
+	if sock == nil {
+		return ErrGone
 	}
-	err := g.sock.send(m, files)
-	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
-		return ErrEnded
+	err := sock.send(m, files)
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrGone, err)
 	}
 	return err
 }

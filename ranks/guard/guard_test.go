@@ -230,7 +230,7 @@ func TestGuardKill(t *testing.T) {
 }
 
 // TestStartAfterTheGuardEnded: a start sent to a guard that has died
-// fails as ErrEnded, not as a broken pipe, and Ended then says how the
+// fails as ErrGone, not as a broken pipe, and Ended then says how the
 // guard ended, once it is reaped: the rank is told the guard's end.
 func TestStartAfterTheGuardEnded(t *testing.T) {
 	g, err := Start(time.Minute, nil)
@@ -242,14 +242,14 @@ func TestStartAfterTheGuardEnded(t *testing.T) {
 		err = g.send(newMessage(kindKill), nil)
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !errors.Is(err, ErrEnded) {
-		t.Fatalf("a message to a dead guard: %v, want ErrEnded", err)
+	if !errors.Is(err, ErrGone) {
+		t.Fatalf("a message to a dead guard: %v, want ErrGone", err)
 	}
 	go g.Wait()
 	if ws := g.Ended(); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Errorf("the guard ended %v, want killed by SIGKILL", ws)
 	}
-	if err := g.send(newMessage(kindKill), nil); !errors.Is(err, ErrEnded) {
-		t.Errorf("a message to a reaped guard: %v, want ErrEnded", err)
+	if err := g.send(newMessage(kindKill), nil); !errors.Is(err, ErrGone) {
+		t.Errorf("a message to a reaped guard: %v, want ErrGone", err)
 	}
 }

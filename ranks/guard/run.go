@@ -30,6 +30,7 @@ type node struct {
 	// or that the guard is killing; exits that a child ended.
 	wake  chan struct{}
 	exits chan os.Signal
+	mem   memory // what the starts left, released once they stop
 }
 
 // RunGuard is the guard's main: args are the bound on its daemon's being
@@ -126,6 +127,7 @@ func (g *node) start(s RankStart, own *unix.CPUSet) {
 	pid := cmd.Process.Pid
 	cmd.Process.Release() // its pidfd: the reaper waits for the rank, by pid
 	g.ranks[pid] = s.Rank
+	g.mem.noteStart()
 	g.report(Report{Kind: Running, Rank: s.Rank, Pid: pid})
 	g.wakeReaper()
 }
@@ -177,11 +179,13 @@ func (g *node) wakeReaper() {
 // daemon first, as one that stopped answering. A daemon stopped by a
 // debugger is left alone, and so is one whose ranks are all stopped: the
 // job is suspended (Ctrl-Z stops the ranks, then mpirun, which may be
-// this daemon), not out of control.
+// this daemon), not out of control. Its ticks also release the memory a
+// burst of starts left (memory.look).
 func (g *node) watch(parent int, stoppedLimit time.Duration) {
 	tick := time.NewTicker(timeouts.GuardPollMS * time.Millisecond)
 	var stoppedSince time.Time
 	for now := range tick.C {
+		g.mem.look()
 		if !hung(parent) || g.ranksStopped() {
 			stoppedSince = time.Time{}
 		} else if stoppedSince.IsZero() {
