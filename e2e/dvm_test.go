@@ -374,22 +374,8 @@ func TestDVMClientSignals(t *testing.T) {
 	dvm, dvmErr, uri := dvmUp(t, c)
 	client, stderr, marks := started(t, c, 2, "--dvm", uri, "-np", "2", "sh", "-c",
 		`trap 'echo "got $PRSH_RANK"; exit 0' USR1; echo $$ > "$MARKS/$PRSH_RANK.tmp"; mv "$MARKS/$PRSH_RANK.tmp" "$MARKS/$PRSH_RANK"; while :; do sleep 0.1; done`)
-	var ranks []int
-	for r := range 2 {
-		b, err := os.ReadFile(filepath.Join(marks, itoa(r)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pid int
-		fmt.Sscan(string(b), &pid)
-		ranks = append(ranks, pid)
-	}
-	client.Process.Signal(syscall.SIGTSTP)
-	waitState(t, ranks, "T")
-	waitState(t, []int{client.Process.Pid}, "T")
-	client.Process.Signal(syscall.SIGCONT)
-	waitState(t, ranks, "SR")
-	waitState(t, []int{client.Process.Pid}, "SR")
+	ranks := markedPids(t, marks, 2)
+	stopAndContinue(t, client, ranks)
 	client.Process.Signal(syscall.SIGUSR1)
 	if st := waitExit(t, client); st != 0 {
 		t.Errorf("exit %d, want 0 (every rank trapped USR1 and exited 0); stderr:\n%s", st, stderr)

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -220,4 +221,33 @@ func wantSet(t *testing.T, text string, want ...string) {
 	for l := range got {
 		t.Errorf("unexpected line %q", l)
 	}
+}
+
+// markedPids reads the pids that ranks 0 to n-1 wrote to $MARKS/RANK
+// (scripts write RANK.tmp, then rename it, so a file read is whole).
+func markedPids(t *testing.T, marks string, n int) []int {
+	t.Helper()
+	var pids []int
+	for r := range n {
+		b, err := os.ReadFile(filepath.Join(marks, fmt.Sprint(r)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pid int
+		fmt.Sscan(string(b), &pid)
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// stopAndContinue: Ctrl-Z (SIGTSTP to cmd, an mpirun) stops the ranks,
+// then cmd; SIGCONT resumes them all.
+func stopAndContinue(t *testing.T, cmd *exec.Cmd, ranks []int) {
+	t.Helper()
+	cmd.Process.Signal(syscall.SIGTSTP)
+	waitState(t, ranks, "T")
+	waitState(t, []int{cmd.Process.Pid}, "T")
+	cmd.Process.Signal(syscall.SIGCONT)
+	waitState(t, ranks, "SR")
+	waitState(t, []int{cmd.Process.Pid}, "SR")
 }

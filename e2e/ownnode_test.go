@@ -114,16 +114,7 @@ func ownNodeStop(t *testing.T, c *testbed.Cluster) {
 	bounds := fmt.Sprintf("keep-alive=500ms,silence=1s,guard-stopped=%v", guardStopped)
 	cmd, stderr, marks := started(t, c, 4, append(ownNode, "--timeouts", bounds, "-np", "4", "--stdin", "none", "sh", "-c",
 		`echo $$ > "$MARKS/$PRSH_RANK.tmp"; mv "$MARKS/$PRSH_RANK.tmp" "$MARKS/$PRSH_RANK"; while :; do sleep 0.1; done`)...)
-	var ranks []int
-	for r := range 4 {
-		b, err := os.ReadFile(filepath.Join(marks, fmt.Sprint(r)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pid int
-		fmt.Sscan(string(b), &pid)
-		ranks = append(ranks, pid)
-	}
+	ranks := markedPids(t, marks, 4)
 	cmd.Process.Signal(syscall.SIGTSTP)
 	waitState(t, ranks, "T")
 	waitState(t, []int{cmd.Process.Pid}, "T")

@@ -103,22 +103,8 @@ func TestStopAndContinue(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 4})
 	cmd, stderr, marks := started(t, c, 4, "--stdin", "none", "sh", "-c",
 		`echo $$ > "$MARKS/$PRSH_RANK.tmp"; mv "$MARKS/$PRSH_RANK.tmp" "$MARKS/$PRSH_RANK"; while :; do sleep 0.1; done`)
-	var ranks []int
-	for r := 0; r < 4; r++ {
-		b, err := os.ReadFile(filepath.Join(marks, fmt.Sprint(r)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pid int
-		fmt.Sscan(string(b), &pid)
-		ranks = append(ranks, pid)
-	}
-	cmd.Process.Signal(syscall.SIGTSTP)
-	waitState(t, ranks, "T")
-	waitState(t, []int{cmd.Process.Pid}, "T")
-	cmd.Process.Signal(syscall.SIGCONT)
-	waitState(t, ranks, "SR")
-	waitState(t, []int{cmd.Process.Pid}, "SR")
+	ranks := markedPids(t, marks, 4)
+	stopAndContinue(t, cmd, ranks)
 	cmd.Process.Signal(syscall.SIGINT)
 	if status := waitExit(t, cmd); status != 130 {
 		t.Fatalf("exit %d, want 130; stderr:\n%s", status, stderr)
