@@ -5,7 +5,7 @@ package sim
 import "testing"
 
 // TestSimulate100k runs the figure: 100,000 nodes, δ = 32. Its
-// time and memory are measured by hand (README, Scale); this only checks
+// time and memory are measured by hand (lab/README.md, Scale); this only checks
 // that it completes and ends well. It is left out under the race
 // detector (make test), where it would cost minutes, and with -short.
 func TestSimulate100k(t *testing.T) {
