@@ -434,3 +434,28 @@ func TestDVMLostDaemon(t *testing.T) {
 		t.Errorf("the DVM left processes running: %+v", left)
 	}
 }
+
+// TestDVMOwnHost: a DVM whose hosts are mpirun's own runs its jobs' ranks
+// itself (no orted there, as a plain mpirun does), job after job, with a
+// plain mpirun's output, failure line and status.
+func TestDVMOwnHost(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	failing := append(slices.Clone(ownNode), "-np", "2", "sh", "-c", `[ "$PRSH_RANK" = 1 ] && exit 3; exec sleep 60`)
+	plain := mpirun(t, c, failing...)
+	dvm, dvmErr, uri := dvmUp(t, c, ownNode...)
+	for i := range 3 {
+		res := dvmRun(t, c, uri, "-np", "4", "sh", "-c", `echo "job `+itoa(i)+` rank $PRSH_RANK"`)
+		if res.status != 0 {
+			t.Fatalf("job %d: status %d; stderr:\n%s", i, res.status, res.stderr)
+		}
+		wantSet(t, res.stdout, "job "+itoa(i)+" rank 0", "job "+itoa(i)+" rank 1", "job "+itoa(i)+" rank 2", "job "+itoa(i)+" rank 3")
+	}
+	res := dvmRun(t, c, uri, failing[len(ownNode):]...)
+	if res.status != 3 || res.stderr != plain.stderr {
+		t.Errorf("a failing job: status %d, stderr %q; a plain mpirun's: status %d, stderr %q", res.status, res.stderr, plain.status, plain.stderr)
+	}
+	if res := dvmRun(t, c, uri, "-np", "4", "/bin/true"); res.status != 0 {
+		t.Errorf("a job after the failure: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
