@@ -56,18 +56,42 @@ func NewSender(w io.Writer) *Sender { return &Sender{w: w} }
 
 // Send writes one chunk. c.Data may be reused once Send returns.
 func (s *Sender) Send(c Chunk) error {
-	var head [5]byte
-	binary.BigEndian.PutUint32(head[:], uint32(c.Rank))
-	head[4] = byte(c.Stream)
 	kind := kindData
 	if c.EOF {
 		kind = kindEOF
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.buf = transport.AppendFrame(s.buf[:0], kind, head[:], c.Data)
+	s.buf = AppendChunk(s.buf[:0], kind, c)
 	_, err := s.w.Write(s.buf)
 	return err
+}
+
+// AppendChunk appends c as a frame of kind (a stream of chunks, or the
+// DVM's client wire): its payload is the rank, the stream, the bytes.
+func AppendChunk(dst []byte, kind byte, c Chunk) []byte {
+	var head [5]byte
+	binary.BigEndian.PutUint32(head[:], uint32(c.Rank))
+	head[4] = byte(c.Stream)
+	return transport.AppendFrame(dst, kind, head[:], c.Data)
+}
+
+// DecodeChunk reads a chunk's frame payload (AppendChunk's); eof says
+// the frame was a stream's end. Data points into payload.
+func DecodeChunk(payload []byte, eof bool) (Chunk, error) {
+	if len(payload) < 5 {
+		return Chunk{}, fmt.Errorf("iof: malformed chunk (%d bytes)", len(payload))
+	}
+	c := Chunk{
+		Rank:   int(binary.BigEndian.Uint32(payload)),
+		Stream: Stream(payload[4]),
+		Data:   payload[5:],
+		EOF:    eof,
+	}
+	if c.Stream != Stdout && c.Stream != Stderr && c.Stream != StdinStream {
+		return Chunk{}, fmt.Errorf("iof: unknown stream %d", c.Stream)
+	}
+	return c, nil
 }
 
 // Receiver reads chunks from a stream into a reused buffer: a chunk's
@@ -88,19 +112,10 @@ func (r *Receiver) Next() (Chunk, error) {
 	if err != nil {
 		return Chunk{}, err
 	}
-	if len(payload) < 5 || (kind != kindData && kind != kindEOF) {
+	if kind != kindData && kind != kindEOF {
 		return Chunk{}, fmt.Errorf("iof: malformed chunk (kind %d, %d bytes)", kind, len(payload))
 	}
-	c := Chunk{
-		Rank:   int(binary.BigEndian.Uint32(payload)),
-		Stream: Stream(payload[4]),
-		Data:   payload[5:],
-		EOF:    kind == kindEOF,
-	}
-	if c.Stream != Stdout && c.Stream != Stderr && c.Stream != StdinStream {
-		return Chunk{}, fmt.Errorf("iof: unknown stream %d", c.Stream)
-	}
-	return c, nil
+	return DecodeChunk(payload, kind == kindEOF)
 }
 
 // Sink is where chunks end up: the upward stream of an orted, mpirun's

@@ -6,9 +6,7 @@ package dvm
 
 import (
 	"bufio"
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +15,7 @@ import (
 
 	"prsh/daemon/protocol"
 	"prsh/iof"
+	"prsh/transport"
 )
 
 // Version numbers the client's wire; the DVM says its own in Hello, and
@@ -62,17 +61,20 @@ type Status struct{ Status int }
 // Signal is a signal the client got, for its job.
 type Signal struct{ Sig int }
 
-// Conn is one client's connection, at either end. Writes are safe for
-// concurrent use; reads belong to one goroutine.
+// Conn is one client's connection, at either end, carrying the
+// daemons' own frames (transport's). Writes are safe for concurrent use;
+// reads belong to one goroutine.
 type Conn struct {
-	c   net.Conn
-	r   *bufio.Reader
-	mu  sync.Mutex
-	buf []byte
+	c      net.Conn
+	frames *transport.FrameReader
+	mu     sync.Mutex
+	buf    []byte
 }
 
 // NewConn wraps a connection.
-func NewConn(c net.Conn) *Conn { return &Conn{c: c, r: bufio.NewReader(c)} }
+func NewConn(c net.Conn) *Conn {
+	return &Conn{c: c, frames: transport.NewFrameReader(bufio.NewReader(c), maxFrame)}
+}
 
 // SetWriteDeadline bounds the writes still to come.
 func (c *Conn) SetWriteDeadline(t time.Time) error { return c.c.SetWriteDeadline(t) }
@@ -84,8 +86,7 @@ func (c *Conn) Close() error { return c.c.Close() }
 func (c *Conn) Write(kind byte, payload []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.buf = append(append(c.buf[:0], kind, 0, 0, 0, 0), payload...)
-	binary.BigEndian.PutUint32(c.buf[1:5], uint32(len(payload)))
+	c.buf = transport.AppendFrame(c.buf[:0], kind, payload)
 	_, err := c.c.Write(c.buf)
 	return err
 }
@@ -99,33 +100,23 @@ func (c *Conn) WriteJSON(kind byte, v any) error {
 	return c.Write(kind, b)
 }
 
-// WriteOutput sends a rank's output chunk, or its stream's end.
+// WriteOutput sends a rank's output chunk, or its stream's end, as iof
+// frames it.
 func (c *Conn) WriteOutput(ch iof.Chunk) error {
 	kind := KindOutput
 	if ch.EOF {
 		kind = KindOutputEnd
 	}
-	payload := make([]byte, 5, 5+len(ch.Data))
-	binary.BigEndian.PutUint32(payload, uint32(ch.Rank))
-	payload[4] = byte(ch.Stream)
-	return c.Write(kind, append(payload, ch.Data...))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf = iof.AppendChunk(c.buf[:0], kind, ch)
+	_, err := c.c.Write(c.buf)
+	return err
 }
 
-// Read reads one frame.
+// Read reads one frame; its payload is valid until the next Read.
 func (c *Conn) Read() (kind byte, payload []byte, err error) {
-	var head [5]byte
-	if _, err := io.ReadFull(c.r, head[:]); err != nil {
-		return 0, nil, err
-	}
-	n := binary.BigEndian.Uint32(head[1:])
-	if n > maxFrame {
-		return 0, nil, fmt.Errorf("a frame of %d bytes exceeds the %d-byte limit", n, maxFrame)
-	}
-	payload = make([]byte, n)
-	if _, err := io.ReadFull(c.r, payload); err != nil {
-		return 0, nil, noEOF(err)
-	}
-	return head[0], payload, nil
+	return c.frames.Next()
 }
 
 // ReadJSON reads one frame, which must be of kind, into v.
@@ -142,16 +133,10 @@ func (c *Conn) ReadJSON(kind byte, v any) error {
 
 // OutputChunk decodes an Output or OutputEnd frame.
 func OutputChunk(kind byte, payload []byte) (iof.Chunk, error) {
-	if len(payload) < 5 {
-		return iof.Chunk{}, errors.New("a short output frame")
-	}
-	return iof.Chunk{
-		Rank: int(binary.BigEndian.Uint32(payload)), Stream: iof.Stream(payload[4]),
-		Data: payload[5:], EOF: kind == KindOutputEnd,
-	}, nil
+	return iof.DecodeChunk(payload, kind == KindOutputEnd)
 }
 
-// noEOF: a frame cut in the middle is not a clean end.
+// noEOF: the DVM's connection ended before the job's status.
 func noEOF(err error) error {
 	if err == io.EOF {
 		return io.ErrUnexpectedEOF
