@@ -2,11 +2,11 @@ package daemon
 
 import (
 	"os"
-	"runtime/debug"
 	"slices"
 	"time"
 
 	"prsh/daemon/protocol"
+	"prsh/internal/gcburst"
 	"prsh/iof"
 	"prsh/modex"
 	"prsh/ranks"
@@ -40,8 +40,8 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 		MergeStderr: app.MergeStderr, Output: d.sink, Input: d.stdinTree, Attach: d.attach,
 		GuardStopped: ms(d.cfg.Timeouts.GuardStoppedMS),
 	}
-	if len(mine) >= manyRanks {
-		defer releaseStartGarbage(debug.SetGCPercent(startGCPercent))
+	if len(mine) >= gcburst.Many {
+		defer gcburst.Begin()()
 	}
 	mapping := modex.ProcessMapping(app.RankNode)
 	for _, id := range mine {
@@ -169,23 +169,4 @@ func (d *Daemon) releaseJob() {
 	d.app = protocol.Launch{}
 	d.fenceWaiters, d.gatherWaiters = nil, nil
 	d.ringWaiters = map[int]*pmiService{}
-}
-
-// A daemon that starts manyRanks or more collects more often while they
-// start (startGCPercent, GOGC), and hands the free pages back at once
-// once they run: each start leaves its environment, copied on its way
-// to the guard, as garbage, and at GOGC 100 the heap of a daemon of 256
-// ranks doubled before a collection, then kept its high-water mark for
-// minutes (the scavenger). Fewer ranks leave too little garbage to pay
-// for the collections: a daemon of 16 often ends before its first, and
-// a first one leaves ~1 MB of the collector's own memory behind.
-const (
-	manyRanks      = 32
-	startGCPercent = 25
-)
-
-// releaseStartGarbage restores GOGC and hands the start's garbage back.
-func releaseStartGarbage(gcPercent int) {
-	debug.SetGCPercent(gcPercent)
-	debug.FreeOSMemory()
 }
