@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"prsh/internal/stall"
 	"prsh/internal/tcp"
 
 	"github.com/hashicorp/yamux"
@@ -68,10 +69,11 @@ func newConn(raw net.Conn, k keys, opt Options, dialer bool) (*Conn, error) {
 	if c.sess, err = start(heardConn{Conn: link, heard: &c.heard, sent: &c.sent}, opt.yamux()); err != nil {
 		return nil, err
 	}
+	lost := stall.Lost() // from the link's start: a watch that first runs late forgives that too
 	if dialer {
-		go c.ping(opt.keepAlive(), opt.silence(), epoch.Add(time.Duration(now)))
+		go c.ping(opt.keepAlive(), opt.silence(), lost)
 	} else {
-		go c.listen(opt.keepAlive(), opt.silence(), epoch.Add(time.Duration(now)))
+		go c.listen(opt.keepAlive(), opt.silence(), lost)
 	}
 	return c, nil
 }
@@ -100,15 +102,10 @@ func quiet(last *atomic.Int64, now time.Duration) time.Duration {
 // keep-alive interval in either direction, so that the listener hears
 // from a live dialer even while only the listener talks, and a live
 // listener answers; it ends the connection with a SilentError once the
-// listener has been quiet for silence.
-//
-// The watches count from start, when the peer was last heard: a watch
-// goroutine that first runs late (a stall right after the link came up)
-// wakes late too, and forgives it.
-func (c *Conn) ping(every, silence time.Duration, start time.Time) {
-	slack := max(every, silence/4)
-	due := start.Add(every)
-	tick := time.NewTimer(time.Until(due))
+// listener has been quiet for silence. lost is stall.Lost() when the
+// link came up.
+func (c *Conn) ping(every, silence, lost time.Duration) {
+	tick := time.NewTimer(every)
 	defer tick.Stop()
 	for {
 		select {
@@ -116,7 +113,7 @@ func (c *Conn) ping(every, silence time.Duration, start time.Time) {
 			return
 		case <-tick.C:
 		}
-		now := c.wake(due, slack)
+		now := c.forgive(&lost)
 		switch heard := quiet(&c.heard, now); {
 		case heard >= silence && c.silent():
 			c.end(SilentError{silence}) // the bound, which is what a user can act on
@@ -125,7 +122,6 @@ func (c *Conn) ping(every, silence time.Duration, start time.Time) {
 			c.pingOnce()
 		}
 		tick.Reset(every)
-		due = time.Now().Add(every)
 	}
 }
 
@@ -136,10 +132,9 @@ func (c *Conn) ping(every, silence time.Duration, start time.Time) {
 // ends the connection with a SilentError once the dialer has been quiet
 // for silence. It wakes when the quarter could first have passed, not at
 // every keep-alive interval.
-func (c *Conn) listen(every, silence time.Duration, start time.Time) {
+func (c *Conn) listen(every, silence, lost time.Duration) {
 	backup := max(every, silence/4)
-	due := start.Add(backup)
-	wait := time.NewTimer(time.Until(due))
+	wait := time.NewTimer(backup)
 	defer wait.Stop()
 	for {
 		select {
@@ -147,7 +142,7 @@ func (c *Conn) listen(every, silence time.Duration, start time.Time) {
 			return
 		case <-wait.C:
 		}
-		now := c.wake(due, backup)
+		now := c.forgive(&lost)
 		next := every
 		switch heard := quiet(&c.heard, now); {
 		case heard >= silence && c.silent():
@@ -159,24 +154,31 @@ func (c *Conn) listen(every, silence time.Duration, start time.Time) {
 			next = backup - heard
 		}
 		wait.Reset(next)
-		due = time.Now().Add(next)
 	}
 }
 
-// wake reads the clock for a watch's wake-up (as time.Since(epoch)) and
-// restarts the count of the peer's quiet time when the watch woke more
-// than slack (a quarter of the silence bound, at least a keep-alive
-// interval) after it was due: this side did not run meanwhile, and on a
-// machine so loaded that nothing ran for seconds (runs of 20 s were seen
-// at a load of 170 on 2 cores) the peer most likely did not either. Time
-// this side slept through is no evidence that the peer is silent; a peer
-// that stays quiet once this side runs again is found silent a whole
-// bound later.
-func (c *Conn) wake(due time.Time, slack time.Duration) time.Duration {
+// forgive reads the clock for a watch's wake-up (as time.Since(epoch)),
+// then moves the peer's last-heard time on by the time this process lost
+// to stalls since the watch last looked (internal/stall; *lost is
+// stall.Lost() then): on a machine so loaded that nothing ran for seconds
+// (runs of 20 s were seen at a load of 170 on 2 cores) the peer most
+// likely did not run either, so time this side slept through is no
+// evidence that the peer is silent. The silence bound thus counts only
+// time in which this side ran, as every other bound does. The clock is
+// read first: a stall after it is forgiven, never counted.
+func (c *Conn) forgive(lost *time.Duration) time.Duration {
 	now := time.Since(epoch)
-	if epoch.Add(now).Sub(due) > slack {
-		c.heard.Store(int64(now))
+	l := stall.Lost()
+	if grew := l - *lost; grew > 0 {
+		for {
+			h := c.heard.Load()
+			moved := min(h+int64(grew), int64(now))
+			if moved <= h || c.heard.CompareAndSwap(h, moved) {
+				break
+			}
+		}
 	}
+	*lost = l
 	return now
 }
 
