@@ -94,9 +94,9 @@ type handed struct {
 }
 
 // hand finds the rank's program, has the daemon attach it, and asks the
-// guard to start it, in its own process group (so that a signal reaches
-// what it started too), with its output on pipes read until EOF
-// whatever happens to the process.
+// guard to start it, in its own session and process group (so that a
+// signal reaches what it started too), with its output on pipes read
+// until EOF whatever happens to the process.
 func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Binding) (*handed, *NotStarted) {
 	id := req.Ranks[local].ID
 	notStarted := func(err error) *NotStarted {
