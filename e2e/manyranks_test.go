@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -51,4 +52,36 @@ func TestRankSessionOfItsOwn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOpenMPIYieldsWhereCrowded: where a node runs more ranks than it has
+// CPUs, its ranks are told so as ORTE tells them where a node has more
+// ranks than slots (OMPI_MCA_mpi_oversubscribe=1), and Open MPI then
+// yields the CPU while it waits rather than spinning against the rank it
+// waits for; not where each rank has a CPU, and not over the job's -x.
+func TestOpenMPIYieldsWhereCrowded(t *testing.T) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	crowd := set.Count() + 1
+	c := cluster(t, testbed.Config{Nodes: 1})
+	run := func(n int, extra ...string) []string {
+		t.Helper()
+		args := append([]string{"-H", fmt.Sprintf("localhost:%d", n), "--pmix", "off", "-np", itoa(n)}, extra...)
+		res := mpirun(t, c, append(args, "sh", "-c", `echo "${OMPI_MCA_mpi_oversubscribe-unset}"`)...)
+		if res.status != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+		}
+		return lines(res.stdout)
+	}
+	want := func(got []string, n int, value string) {
+		t.Helper()
+		if len(got) != n || slices.ContainsFunc(got, func(v string) bool { return v != value }) {
+			t.Errorf("the %d ranks saw %q, want each %q", n, got, value)
+		}
+	}
+	want(run(crowd), crowd, "1")
+	want(run(1), 1, "unset")
+	want(run(crowd, "-x", "OMPI_MCA_mpi_oversubscribe=0"), crowd, "0")
 }
