@@ -44,6 +44,26 @@ func nodeCPUs() ([]binding.CPU, error) {
 	return binding.Within(cpus, cpusetCPUs()), nil
 }
 
+// usableCPUs counts the CPUs this daemon's ranks may run on: nodeCPUs'
+// set, without its topology; 0 when the affinity cannot be read.
+func usableCPUs() int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return 0
+	}
+	within := cpusetCPUs()
+	if within == nil {
+		return set.Count()
+	}
+	n := 0
+	for _, id := range within {
+		if set.IsSet(id) {
+			n++
+		}
+	}
+	return n
+}
+
 // numaNodes maps each CPU to its NUMA node, from each node's cpulist.
 func numaNodes() map[int]int {
 	node := map[int]int{}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"prsh/errmgr/status"
 )
@@ -76,4 +77,26 @@ func (req Request) rankEnv(local int) []string {
 		set("MPI_LOCALRANKID", local), set("MPI_LOCALNRANKS", localSize),
 		set("OMPI_APPNUM", req.Ranks[local].AppNum),
 	}
+}
+
+// oversubscribedVar is Open MPI's word that the rank's node runs more
+// ranks than it can run at once: the MPI library then yields the CPU
+// while it waits instead of spinning against the ranks it waits for.
+// ORTE sets it where a node has more ranks than slots; here it is where
+// the node has more ranks than the CPUs they may use (64 ranks of an
+// Open MPI barrier on 2 CPUs: a third less CPU).
+const oversubscribedVar = "OMPI_MCA_mpi_oversubscribe"
+
+// crowdingEnv is oversubscribedVar=1 where the request's ranks outnumber
+// cpus, unless env, the rank's own, sets it already (-x wins).
+func (req Request) crowdingEnv(env []string, cpus int) []string {
+	if cpus <= 0 || len(req.Ranks) <= cpus {
+		return nil
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, oversubscribedVar+"=") {
+			return nil
+		}
+	}
+	return []string{oversubscribedVar + "=1"}
 }

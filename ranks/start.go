@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"prsh/errmgr"
@@ -34,9 +35,10 @@ func (n *Node) Start(req Request) []NotStarted {
 	}
 	failed := make([]*NotStarted, len(req.Ranks))
 	handed := make([]*handed, len(req.Ranks))
+	cpus := usableCPUs()
 	for local, r := range req.Ranks {
 		if err == nil {
-			handed[local], failed[local] = n.hand(g, req, local, bound[local])
+			handed[local], failed[local] = n.hand(g, req, local, bound[local], cpus)
 		} else {
 			failed[local] = &NotStarted{Rank: r.ID, Status: status.ExecStatus(err), Err: fdlimit.Explain(err, req.Daemon).Error()}
 		}
@@ -94,10 +96,11 @@ type handed struct {
 }
 
 // hand finds the rank's program, has the daemon attach it, and asks the
-// guard to start it, in its own process group (so that a signal reaches
-// what it started too), with its output on pipes read until EOF
-// whatever happens to the process.
-func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Binding) (*handed, *NotStarted) {
+// guard to start it, in its own session and process group (so that a
+// signal reaches what it started too), with its output on pipes read
+// until EOF whatever happens to the process. cpus is how many the
+// node's ranks may use.
+func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Binding, cpus int) (*handed, *NotStarted) {
 	id := req.Ranks[local].ID
 	notStarted := func(err error) *NotStarted {
 		return &NotStarted{Rank: id, Status: status.ExecStatus(err), Err: fdlimit.Explain(err, req.Daemon).Error()}
@@ -123,7 +126,7 @@ func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Bindin
 	if err == nil {
 		r = n.track(g, id, att)
 		err = g.StartRank(guard.RankStart{Rank: id, Path: cmd.Path, Args: cmd.Args, Dir: cmd.Dir, CPUs: bound.CPUs,
-			Env:   append(append(req.slurmTaskEnv(cmd.Env, local), req.rankEnv(local)...), att.Env...),
+			Env:   slices.Concat(req.slurmTaskEnv(cmd.Env, local), req.rankEnv(local), req.crowdingEnv(cmd.Env, cpus), att.Env),
 			Stdin: out.childIn, Stdout: out.childOut, Stderr: out.childStderr(), Files: att.Files})
 	}
 	out.closeChildEnds()

@@ -66,9 +66,9 @@ const GuardArg = GuardArgPrefix + "-v4"
 const GuardArgPrefix = "__rank-guard"
 
 // The ranks of a node run under its guard: a small process that starts
-// each rank in a process group of its own (numbered after the rank),
-// reports how each rank ended, and makes sure that nothing a rank
-// started outlives the job. The guard is the child subreaper of
+// each rank in a session and process group of its own (numbered after
+// the rank), reports how each rank ended, and makes sure that nothing a
+// rank started outlives the job. The guard is the child subreaper of
 // everything under it, so a process that leaves its rank's group or
 // session (setsid, a double fork, a daemon) still comes back to the
 // guard when its parent dies, and cannot reach init. The guard runs in
