@@ -48,9 +48,9 @@ type (
 		link *link
 		err  error
 	}
-	// rankReport is what became of a rank of starter gen.
+	// rankReport is what became of a rank of job.
 	rankReport struct {
-		gen int
+		job int
 		ev  ranks.Event
 	}
 	timerExpired struct {
@@ -88,8 +88,8 @@ func (d *Daemon) handle(ev any) {
 		}
 		d.step(protocol.OutputClosed{Link: e.link.id})
 	case rankReport:
-		if e.gen == d.starterGen {
-			d.rankEvent(e.ev)
+		if _, ok := d.jobs[e.job]; ok { // a released job's are stale
+			d.rankEvent(e.job, e.ev)
 		}
 	case clientSubmitted, clientSignalled, clientStopping, clientGone, outputEnded:
 		d.clientEvent(e)
@@ -184,7 +184,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 		case protocol.StartRanks:
 			d.startRanks(a.App, a.Ranks)
 		case protocol.SignalRanks:
-			d.starter.Signal(syscall.Signal(a.Sig))
+			d.signalRanks(syscall.Signal(a.Sig), a.Job)
 		case protocol.SetTimer:
 			d.setTimer(a.Timer, time.Duration(a.MS)*time.Millisecond)
 		case protocol.CancelTimer:
@@ -203,7 +203,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 				d.dvmAction(a)
 			}
 		case protocol.ReleaseJob:
-			d.releaseJob()
+			d.releaseJob(a.Job)
 		case protocol.Warn:
 			d.log.Warn(a.Line)
 		case protocol.Waiting:
@@ -215,12 +215,12 @@ func (d *Daemon) carry(acts []protocol.Action) {
 		case protocol.StopSelf:
 			d.cfg.StopSelf()
 		case protocol.FenceDone:
-			d.fenceDone(a.View)
+			d.fenceDone(a.Job, a.View)
 			d.pmixFenceDone(a.View)
 		case protocol.RingDone:
-			d.ringDone(a.Answers)
+			d.ringDone(a.Job, a.Answers)
 		case protocol.AllgatherDone:
-			d.allgatherDone(a.Values)
+			d.allgatherDone(a.Job, a.Values)
 		case protocol.ServeModex:
 			d.serveModex(a)
 		case protocol.ModexAnswered:
