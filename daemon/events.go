@@ -91,7 +91,7 @@ func (d *Daemon) handle(ev any) {
 		if _, ok := d.jobs[e.job]; ok { // a released job's are stale
 			d.rankEvent(e.job, e.ev)
 		}
-	case clientSubmitted, clientSignalled, clientStopping, clientGone, outputEnded:
+	case clientSubmitted, clientSignalled, clientStopping, clientGone, outputEnded, outputBacklog:
 		d.clientEvent(e)
 	case fenceWait:
 		d.fenceEntered(e)

@@ -16,8 +16,9 @@ import (
 )
 
 // The DVM (mpirun --dvm-start, --dvm, --dvm-stop; daemon/protocol/DVM.md):
-// daemons started once, jobs submitted one after another, each as a plain
-// mpirun shows it, and nothing left running once the DVM is stopped.
+// daemons started once, jobs submitted one after another or at once, each
+// as a plain mpirun shows it, and nothing left running once the DVM is
+// stopped. The jobs at once are in dvmjobs_test.go.
 
 // dvmUp starts a DVM on c's nodes and returns its process and the file
 // that holds its URI, once written (the DVM is up).
@@ -338,32 +339,6 @@ func TestDVMStoppedUnderAJob(t *testing.T) {
 		t.Errorf("the client exited %d, want 255; stderr:\n%s", st, stderr)
 	}
 	checkOneLine(t, stderr.String(), `^mpirun: the DVM is stopping \(mpirun --dvm-stop\), terminating the job$`)
-}
-
-// TestDVMJobsQueue: a job submitted while another runs waits its turn,
-// then runs; each client gets its own job's output and status. The
-// first job's ranks end once the second client runs (and a moment
-// more, for it to submit).
-func TestDVMJobsQueue(t *testing.T) {
-	c := cluster(t, testbed.Config{Nodes: 2})
-	dvm, dvmErr, uri := dvmUp(t, c)
-	out, err := os.Create(filepath.Join(t.TempDir(), "first"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, _, _ := startedTo(t, c, out, 2, "--dvm", uri, "-np", "2", "sh", "-c",
-		`touch "$MARKS/$PRSH_RANK"; until pgrep -f "second[-]7f3a" >/dev/null; do sleep 0.01; done; sleep 0.2; echo "first $PRSH_RANK"`)
-	res := dvmRun(t, c, uri, "-np", "2", "sh", "-c", `echo "second-7f3a $PRSH_RANK"`)
-	if st := waitExit(t, first); st != 0 {
-		t.Errorf("the first job exited %d", st)
-	}
-	if res.status != 0 {
-		t.Errorf("the second job: status %d; stderr:\n%s", res.status, res.stderr)
-	}
-	wantSet(t, res.stdout, "second-7f3a 0", "second-7f3a 1")
-	firstOut, _ := os.ReadFile(out.Name())
-	wantSet(t, string(firstOut), "first 0", "first 1")
-	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
 // TestDVMClientSignals: a client's Ctrl-Z stops its job's ranks and then
