@@ -165,10 +165,11 @@ func TestDVMMPICH(t *testing.T) {
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
-// TestDVMNoLeak: jobs in a row leave the daemons as they were: mpirun's
-// and each orted's open descriptors and the processes on the nodes (no
-// guard or rank left from a job) after the 50th job are those after the
-// 10th, with clients that went away without a job between.
+// TestDVMNoLeak: jobs in a row, and jobs three at once, leave the
+// daemons as they were: mpirun's and each orted's open descriptors and
+// the processes on the nodes (no guard or rank left from a job) after
+// the 80th job are those after the 10th, with clients that went away
+// without a job between.
 func TestDVMNoLeak(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
 	dvm, dvmErr, uri := dvmUp(t, c)
@@ -187,9 +188,21 @@ func TestDVMNoLeak(t *testing.T) {
 			t.Fatalf("a host outside the DVM: status %d", res.status)
 		}
 	}
+	for range 10 {
+		var clients []*exec.Cmd
+		for range 3 {
+			cmd, _, _ := startMpirun(t, c, "--dvm", uri, "-np", "4", "sh", "-c", "echo $PRSH_RANK")
+			clients = append(clients, cmd)
+		}
+		for _, cmd := range clients {
+			if st := waitExit(t, cmd); st != 0 {
+				t.Fatalf("jobs at once: status %d", st)
+			}
+		}
+	}
 	jobs(10)
 	if fds2, procs2 := dvmFootprint(t, c, dvm.Process.Pid); fds2 != fds || !slices.Equal(procs2, procs) {
-		t.Errorf("after 10 jobs: %s, processes %v; after 50: %s, processes %v", fds, procs, fds2, procs2)
+		t.Errorf("after 10 jobs: %s, processes %v; after 80: %s, processes %v", fds, procs, fds2, procs2)
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
