@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	"prsh/daemon/protocol"
 	"prsh/errmgr"
 	"prsh/errmgr/status"
+	"prsh/iof"
 )
 
 // mpirun's side of a DVM (mpirun --dvm-start): the clients' socket, and
@@ -44,6 +46,9 @@ type dvmClient struct {
 	status      *int // the job's, once JobDone said it
 	outputEnded bool
 	gone        bool
+	// input holds the client's next stdin chunk: it sends one only when
+	// asked (KindInputWanted), so one is never more than one.
+	input chan iof.Chunk
 }
 
 // The loop's events from the clients' goroutines and the job outputs.
@@ -121,6 +126,8 @@ func (d *Daemon) serveClient(c *dvmClient, hello dvm.Hello) {
 		return
 	}
 	submitted := false
+	c.input = make(chan iof.Chunk, 1)
+	defer close(c.input)
 	for {
 		kind, payload, err := c.conn.Read()
 		if err != nil {
@@ -128,6 +135,11 @@ func (d *Daemon) serveClient(c *dvmClient, hello dvm.Hello) {
 			return
 		}
 		switch kind {
+		case dvm.KindInput, dvm.KindInputEnd:
+			select { // a client that sends unasked loses it
+			case c.input <- iof.Chunk{Data: bytes.Clone(payload), EOF: kind == dvm.KindInputEnd}:
+			default:
+			}
 		case dvm.KindSubmit:
 			if !submitted && json.Unmarshal(payload, &c.submit) == nil {
 				submitted = true
@@ -173,6 +185,31 @@ func (d *Daemon) clientEvent(ev any) {
 	case outputBacklog:
 		d.outputBacklog(e)
 	}
+}
+
+// jobInput starts passing the client's stdin to its job's ranks, once
+// they all started: a chunk at a time, each asked of the client once the
+// last one went into the stdin tree, where a rank that does not read
+// holds up this job's input alone.
+func (d *Daemon) jobInput(job int) {
+	c, ok := d.dvm.clients[job]
+	if !ok || c.gone || c.submit.App.StdinRank == protocol.StdinNone {
+		return
+	}
+	target := c.submit.App.StdinRank
+	if target == protocol.StdinAll {
+		target = iof.AllRanks
+	}
+	go func() {
+		c.conn.Write(dvm.KindInputWanted, nil)
+		for in := range c.input {
+			in.Job, in.Rank, in.Stream = job, target, iof.StdinStream
+			if err := d.stdinTree.Send(in); err != nil || in.EOF {
+				return
+			}
+			c.conn.Write(dvm.KindInputWanted, nil)
+		}
+	}()
 }
 
 // jobSignal passes a client's signal to its job: an interrupt ends it,

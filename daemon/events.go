@@ -210,6 +210,9 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			d.showWaiting(a.Line)
 		case protocol.Reached:
 			d.reached[a.Kind], d.reachedAt[a.Kind] = true, d.clock.Now().Sub(d.cfg.Start)
+			if a.Kind == protocol.Started && a.Job != 0 && d.dvm != nil {
+				d.jobInput(a.Job)
+			}
 		case protocol.ForwardStdin:
 			d.forwardStdin()
 		case protocol.StopSelf:

@@ -26,9 +26,7 @@ type rank struct {
 // PMI service; a rank that could not start is the machine's next event.
 func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	jr := d.newJobRanks(app.Job, app)
-	if app.Job == 0 { // a DVM's jobs take no stdin (yet)
-		d.stdinTree.SetRanks(app.RankNode)
-	}
+	d.stdinTree.SetJobRanks(app.Job, app.RankNode)
 	d.startPMIx(app, mine)
 	d.openPMIPort(len(mine))
 	// Nodes are numbered from 1 as daemons are, unless mpirun (daemon 0)
@@ -39,7 +37,7 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	}
 	req := ranks.Request{
 		Node: d.cfg.Node, Daemon: d.name(), NodeID: d.cfg.ID + 1 - skip, Size: len(app.RankNode), Nodes: d.machine.Job().Daemons - skip, Bind: app.Bind,
-		MergeStderr: app.MergeStderr, Output: d.outputOf(app.Job), Input: d.stdinTree,
+		MergeStderr: app.MergeStderr, Output: d.outputOf(app.Job), Input: d.stdinTree.Job(app.Job),
 		Attach:       func(id int) (ranks.Attachment, error) { return d.attach(jr, id) },
 		GuardStopped: ms(d.cfg.Timeouts.GuardStoppedMS),
 	}
@@ -163,10 +161,12 @@ func (d *Daemon) outputNeverStarted(job, rank int) {
 }
 
 // releaseJob lets go of a DVM job's ranks: their starter (the node's
-// guard, the job cgroup), the PMI bridge's records and waiters.
+// guard, the job cgroup), the PMI bridge's records and waiters, their
+// stdin pipes.
 func (d *Daemon) releaseJob(job int) {
 	if jr, ok := d.jobs[job]; ok {
 		jr.starter.Close()
 		delete(d.jobs, job)
 	}
+	d.stdinTree.ForgetJob(job)
 }

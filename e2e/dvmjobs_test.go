@@ -236,3 +236,58 @@ func awaitStopped(t *testing.T, c *testbed.Cluster, cmdline string) {
 		}
 	}
 }
+
+// TestDVMStdin: a client's stdin reaches its own job's ranks, as a plain
+// mpirun's does (rank 0 by default, every rank with --stdin all, none
+// with --stdin none), with two jobs at once on the same nodes whose
+// ranks of the same numbers each read their own client's input to its
+// end; 5 MB of input come whole.
+func TestDVMStdin(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	marks := marksDir(t)
+	read := `cat | sed "s/^/$PRSH_RANK /"`
+	type client struct {
+		cmd         *exec.Cmd
+		out, stderr *lockedBuffer
+	}
+	jobs := map[string]client{}
+	for job, flags := range map[string][]string{"a": nil, "b": {"--stdin", "all"}, "n": {"--stdin", "none"}} {
+		stdin := strings.NewReader("hello " + job + "\nagain " + job + "\n")
+		args := append([]string{"--dvm", uri, "-np", "2"}, flags...)
+		cmd := exec.Command(filepath.Join(bin, "mpirun"), append(append([]string{"-x", "MARKS"}, args...), "sh", "-c",
+			meet(job, []string{"a0", "a1", "b0", "b1", "n0", "n1"}, read))...)
+		cmd.Env = append(os.Environ(), append(c.Env(), "MARKS="+marks)...)
+		out, stderr := &lockedBuffer{}, &lockedBuffer{}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, out, stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		jobs[job] = client{cmd, out, stderr}
+	}
+	want := map[string][]string{"a": {"0 hello a", "0 again a"}, "b": {"0 hello b", "0 again b", "1 hello b", "1 again b"}, "n": nil}
+	for job, cl := range jobs {
+		if st := waitExit(t, cl.cmd); st != 0 || cl.stderr.String() != "" {
+			t.Errorf("job %s: status %d, stderr %q", job, st, cl.stderr)
+		}
+		wantSet(t, cl.out.String(), want[job]...)
+	}
+	const size = 5_000_000
+	cmd := exec.Command(filepath.Join(bin, "mpirun"), "--dvm", uri, "-np", "1", "-H", "node002", "wc", "-c")
+	cmd.Env = append(os.Environ(), c.Env()...)
+	cmd.Stdin = io.LimitReader(zeros{}, size)
+	out, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(out)) != itoa(size) {
+		t.Errorf("5 MB of stdin: %q (%v), want %d bytes counted", out, err, size)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// zeros reads as endless zero bytes.
+type zeros struct{}
+
+func (zeros) Read(b []byte) (int, error) {
+	clear(b)
+	return len(b), nil
+}

@@ -303,8 +303,9 @@ type Waiting struct{ Line string }
 // Warn logs a line at this daemon (not for the user's terminal).
 type Warn struct{ Line string }
 
-// Reached: mpirun saw the whole job reach a milestone.
-type Reached struct{ Kind int }
+// Reached: mpirun saw the whole job (Started, Exited: DVM job Job) reach
+// a milestone.
+type Reached struct{ Kind, Job int }
 
 // ForwardStdin: mpirun starts passing its stdin to the ranks.
 type ForwardStdin struct{}

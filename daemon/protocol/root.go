@@ -130,7 +130,7 @@ func (r *rootState) report(s Skipped) {
 // milestone moves the job on.
 func (r *rootState) milestone(kind, job int) {
 	m := r.m
-	m.emit(Reached{kind})
+	m.emit(Reached{kind, job})
 	if kind == Spawned {
 		m.checkSubtreeUp()
 	}
