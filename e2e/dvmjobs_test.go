@@ -291,3 +291,29 @@ func (zeros) Read(b []byte) (int, error) {
 	clear(b)
 	return len(b), nil
 }
+
+// TestDVMOpenMPITripwire: an Open MPI program in a DVM (which has no
+// PMIx server yet) fails its own job with a plain mpirun's line naming
+// the rank, found through the PMIx namespace of its job, while a job
+// beside it runs on to its end; the DVM goes on.
+func TestDVMOpenMPITripwire(t *testing.T) {
+	hello := testProgram(t, openMPIPrograms, "Open MPI is not installed (apt-get install openmpi-bin libopenmpi-dev)", "hello")
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	marks := marksDir(t)
+	long, longOut, _ := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", "2", "sh", "-c", meet("long", []string{"go"}, `echo "long $PRSH_RANK"`))
+	awaitMarks(t, marks, "long0", "long1")
+	res := dvmRun(t, c, uri, "-np", "2", hello)
+	if res.status != 255 {
+		t.Errorf("an Open MPI program: exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLine(t, res.stderr, `^mpirun: node00[12]: rank [01] cannot start: it speaks PMIx \(Open MPI\), but mpirun started no PMIx server`)
+	if err := os.WriteFile(filepath.Join(marks, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitExit(t, long); st != 0 {
+		t.Errorf("the job beside it: status %d", st)
+	}
+	wantSet(t, longOut.String(), "long 0", "long 1")
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
