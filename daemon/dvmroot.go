@@ -87,9 +87,7 @@ func (d *Daemon) dvmAction(a protocol.Action) {
 	case protocol.JobDone:
 		d.jobDone(a)
 	case protocol.JobStopped:
-		if c, ok := d.dvm.clients[a.Job]; ok && !c.gone {
-			c.conn.Write(dvm.KindStopped, nil)
-		}
+		d.dvm.sink.frame(a.Job, dvm.KindStopped, nil)
 	}
 }
 
@@ -251,13 +249,14 @@ func (d *Daemon) jobDone(a protocol.JobDone) {
 	}
 }
 
+// maybeJobOver gives the client its status once the job's output has
+// all gone to it, and lets it go.
 func (d *Daemon) maybeJobOver(c *dvmClient) {
 	if c.status == nil || !c.outputEnded {
 		return
 	}
-	d.dvm.sink.end(c.job)
 	delete(d.dvm.clients, c.job)
-	d.answer(c, *c.status)
+	d.dvm.sink.finish(c.job, *c.status)
 }
 
 // outputBacklog holds a job's ranks (SIGSTOP) while its client lags
@@ -275,7 +274,8 @@ func (d *Daemon) outputBacklog(e outputBacklog) {
 	d.step(protocol.JobSignal{Job: e.job, Sig: int(sig)})
 }
 
-// answer gives a client its status and lets it go.
+// answer gives a client that has no job running its status and lets it
+// go.
 func (d *Daemon) answer(c *dvmClient, st int) {
 	if !c.gone {
 		c.conn.WriteJSON(dvm.KindStatus, dvm.Status{Status: st})
@@ -285,9 +285,7 @@ func (d *Daemon) answer(c *dvmClient, st int) {
 
 // jobLine passes a line of the machine's to the job's client.
 func (d *Daemon) jobLine(a protocol.Print) {
-	if c, ok := d.dvm.clients[a.Job]; ok && !c.gone {
-		c.conn.Write(dvm.KindLine, []byte(a.Line))
-	}
+	d.dvm.sink.frame(a.Job, dvm.KindLine, []byte(a.Line))
 }
 
 // endDVM answers every client as the DVM ends: each job gets its status
@@ -300,12 +298,13 @@ func (d *Daemon) endDVM(st int) {
 	if f := d.cfg.DVM.URIFile; f != "" {
 		removeIfOurs(f, r.ln.URI())
 	}
+	deadline := time.Now().Add(abandonWait)
 	for _, job := range slices.Sorted(maps.Keys(r.clients)) {
 		c := r.clients[job]
-		c.conn.SetWriteDeadline(time.Now().Add(abandonWait))
-		r.sink.end(job)
-		d.answer(c, jobStatusAtEnd(c, st))
+		c.conn.SetWriteDeadline(deadline)
+		r.sink.finish(job, jobStatusAtEnd(c, st))
 	}
+	r.sink.wait()
 	if r.stopper != nil {
 		d.answer(r.stopper, st)
 	}

@@ -1,39 +1,50 @@
 package daemon
 
 import (
+	"encoding/json"
 	"sync"
 
 	"prsh/daemon/dvm"
 	"prsh/iof"
 )
 
-// dvmSink passes each job's output to its client. The tree's relays
-// carry every job's chunks on one stream per child, so a Send must never
-// wait for one client: each job has a queue that a goroutine of its own
-// writes to its client. A client that lags behind its ranks by more than
-// backlogBytes has its job's ranks held (outputBacklog) until it has
-// taken half of it: the backlog stays bounded, and the other jobs and the
-// DVM never wait for that client.
+// dvmSink passes each job's output, lines and status to its client. The
+// tree's relays carry every job's chunks on one stream per child, and the
+// loop serves every job: neither may wait for one client. So each job
+// has a queue that a goroutine of its own writes to its client, in order.
+// A client that lags behind its ranks by more than backlogBytes has its
+// job's ranks held (outputBacklog) until it has taken half of it: the
+// backlog stays bounded, and the other jobs and the DVM never wait for
+// that client.
 type dvmSink struct {
-	post func(any) bool
-	mu   sync.Mutex
-	jobs map[int]*jobOutbox
+	post    func(any) bool
+	mu      sync.Mutex
+	jobs    map[int]*jobOutbox
+	writers sync.WaitGroup
 }
 
 // backlogBytes bounds the output a job's client lags behind by (about:
 // what is already in the pipes and on the links still comes).
 const backlogBytes = 8 << 20
 
-// jobOutbox is one job's output on its way to its client.
+// jobOutbox is one job's frames on their way to its client.
 type jobOutbox struct {
 	job   int
 	conn  *dvm.Conn
-	open  int         // the job's streams not yet ended
-	queue []iof.Chunk // each with a copy of its bytes
-	bytes int         // what the queue holds
-	held  bool        // the job's ranks are held for its client
-	ended bool        // end: write nothing more
+	open  int        // the job's streams not yet ended
+	queue []outFrame // in order
+	bytes int        // the output the queue holds
+	held  bool       // the job's ranks are held for its client
+	said  bool       // outputEnded went to the loop
 	wake  chan struct{}
+}
+
+// outFrame is an output chunk (with a copy of its bytes), or a frame of
+// kind with payload; Status is the last, after which the client is let go.
+type outFrame struct {
+	chunk   iof.Chunk
+	kind    byte // 0: the chunk
+	payload []byte
 }
 
 func newDVMSink(post func(any) bool) *dvmSink {
@@ -47,18 +58,8 @@ func (s *dvmSink) begin(job int, conn *dvm.Conn, ranks int) {
 	s.mu.Lock()
 	s.jobs[job] = o
 	s.mu.Unlock()
+	s.writers.Add(1)
 	go s.write(o)
-}
-
-// end stops job's output: its client is answered, or gone.
-func (s *dvmSink) end(job int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if o, ok := s.jobs[job]; ok {
-		o.ended = true
-		delete(s.jobs, job)
-		poke(o.wake)
-	}
 }
 
 // Send queues a chunk for its job's client; it never waits for the
@@ -72,7 +73,7 @@ func (s *dvmSink) Send(c iof.Chunk) error {
 		return nil
 	}
 	c.Data = append([]byte(nil), c.Data...)
-	o.queue = append(o.queue, c)
+	o.queue = append(o.queue, outFrame{chunk: c})
 	o.bytes += len(c.Data)
 	if c.EOF {
 		o.open--
@@ -85,40 +86,79 @@ func (s *dvmSink) Send(c iof.Chunk) error {
 	return nil
 }
 
-// write is job o's writer: it takes the queue and writes it to the
-// client until every stream has ended, then tells the loop.
-func (s *dvmSink) write(o *jobOutbox) {
-	for {
-		s.mu.Lock()
-		batch, over := o.queue, o.ended
-		o.queue = nil
-		done := o.open <= 0 && len(batch) == 0
-		s.mu.Unlock()
-		switch {
-		case over:
-			return
-		case done:
-			s.post(outputEnded{o.job})
-			return
-		case len(batch) == 0:
-			<-o.wake
-			continue
-		}
-		for _, c := range batch {
-			o.conn.WriteOutput(c) // fails at once for a client gone
-		}
-		s.written(o, batch)
+// frame queues a frame for job's client, after the output before it.
+func (s *dvmSink) frame(job int, kind byte, payload []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, ok := s.jobs[job]; ok {
+		o.queue = append(o.queue, outFrame{kind: kind, payload: payload})
+		poke(o.wake)
 	}
 }
 
-// written counts a batch out of the backlog, and lets the job's ranks go
+// finish gives job's client its status after everything queued, then
+// lets it go.
+func (s *dvmSink) finish(job, status int) {
+	b, _ := json.Marshal(dvm.Status{Status: status})
+	s.frame(job, dvm.KindStatus, b)
+	s.mu.Lock()
+	delete(s.jobs, job) // nothing more for it
+	s.mu.Unlock()
+}
+
+// wait waits for every job's writer to end.
+func (s *dvmSink) wait() { s.writers.Wait() }
+
+// write is job o's writer: it writes the queue to the client in order,
+// tells the loop once every stream has ended and been written, and ends
+// with the Status frame.
+func (s *dvmSink) write(o *jobOutbox) {
+	defer s.writers.Done()
+	defer o.conn.Close()
+	for {
+		s.mu.Lock()
+		batch := o.queue
+		o.queue = nil
+		if o.open <= 0 && len(batch) == 0 && !o.said {
+			o.said = true
+			go s.post(outputEnded{o.job})
+		}
+		s.mu.Unlock()
+		if len(batch) == 0 {
+			<-o.wake
+			continue
+		}
+		if last := s.writeBatch(o, batch); last {
+			return
+		}
+	}
+}
+
+// writeBatch writes frames to o's client (a write to a client gone fails
+// at once) and says whether the last, the Status, went.
+func (s *dvmSink) writeBatch(o *jobOutbox, batch []outFrame) bool {
+	written := 0
+	for _, f := range batch {
+		if f.kind == 0 {
+			o.conn.WriteOutput(f.chunk)
+			written += len(f.chunk.Data)
+			continue
+		}
+		o.conn.Write(f.kind, f.payload)
+		if f.kind == dvm.KindStatus {
+			return true
+		}
+	}
+	s.written(o, written)
+	return false
+}
+
+// written counts bytes out of the backlog, and lets the job's ranks go
 // on once its client has caught up.
-func (s *dvmSink) written(o *jobOutbox, batch []iof.Chunk) {
+func (s *dvmSink) written(o *jobOutbox, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range batch {
-		o.bytes -= len(c.Data)
-	}
+	o.bytes -= n
 	if o.held && o.bytes < backlogBytes/2 {
 		o.held = false
 		go s.post(outputBacklog{job: o.job, full: false})

@@ -44,11 +44,17 @@ func (d *Daemon) newStarter(job int) ranks.Starter {
 	return ranks.NewNode(log, report)
 }
 
-// signalRanks signals job's ranks, or every job's (protocol.AllJobs).
+// signalRanks signals job's ranks, or every job's (protocol.AllJobs). A
+// DVM job's ranks may be held (its client's Ctrl-Z, or a client behind on
+// their output): its SIGTERM is followed by a SIGCONT, so that they end
+// within their kill grace rather than at its SIGKILL.
 func (d *Daemon) signalRanks(sig syscall.Signal, job int) {
 	for _, num := range slices.Sorted(maps.Keys(d.jobs)) {
 		if job == protocol.AllJobs || job == num {
 			d.jobs[num].starter.Signal(sig)
+			if sig == syscall.SIGTERM && num != 0 {
+				d.jobs[num].starter.Signal(syscall.SIGCONT)
+			}
 		}
 	}
 }

@@ -190,10 +190,12 @@ func TestDVMMPICHAtOnce(t *testing.T) {
 // TestDVMSlowClient: a client that does not read its output holds up its
 // own job only: its ranks wait (the DVM keeps a bounded backlog for it),
 // while another job on the same nodes runs to its end; once read, the
-// slow job's output is whole, and its status 0.
+// slow job's output is whole, and its status 0. A held job's Ctrl-C ends
+// it at once, not after the DVM's kill grace (10 minutes here): its
+// ranks get SIGCONT after their SIGTERM.
 func TestDVMSlowClient(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 2})
-	dvm, dvmErr, uri := dvmUp(t, c)
+	dvm, dvmErr, uri := dvmUp(t, c, "--kill-grace", "10m")
 	marks := marksDir(t)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -217,6 +219,23 @@ func TestDVMSlowClient(t *testing.T) {
 	if st := waitExit(t, slow); st != 0 {
 		t.Errorf("the slow client: status %d; stderr:\n%s", st, slowErr)
 	}
+
+	pr, pw, err = os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, _, heldErr := dvmClient(t, c, marks, pw, "--dvm", uri, "-np", "1", "-H", "node002", "sh", "-c",
+		meet("held", nil, "for i in $(seq 25); do head -c 1048576 /dev/zero; sleep 0.02; done"))
+	pw.Close()
+	awaitMarks(t, marks, "held0")
+	awaitStopped(t, c, "seq 25")
+	held.Process.Signal(syscall.SIGINT)
+	awaitGone(t, c, "seq 25") // its client still reads nothing
+	go io.Copy(io.Discard, pr)
+	if st := waitExit(t, held); st != 130 {
+		t.Errorf("Ctrl-C of a held job's client: status %d, want 130; stderr:\n%s", st, heldErr)
+	}
+	checkOneLine(t, heldErr.String(), `^mpirun: caught SIGINT, terminating the job$`)
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
@@ -316,4 +335,22 @@ func TestDVMOpenMPITripwire(t *testing.T) {
 	}
 	wantSet(t, longOut.String(), "long 0", "long 1")
 	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// awaitGone waits until no process on the nodes has cmdline in its
+// command line.
+func awaitGone(t *testing.T, c *testbed.Cluster, cmdline string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		left := false
+		for _, p := range c.Leftovers() {
+			left = left || p.Node != "" && strings.Contains(p.Cmdline, cmdline)
+		}
+		if !left {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%q still runs on the nodes: %+v", cmdline, c.Leftovers())
+		}
+	}
 }
