@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -293,9 +294,9 @@ func TestDVMClientGone(t *testing.T) {
 }
 
 // BenchmarkDVMJob: a small job (/bin/true, one rank on each of 16
-// nodes, or one rank on one) through a DVM, beside a fresh mpirun of the
-// same job on the same nodes (issue 31's first ratios; binaries without
-// the race detector).
+// nodes, or one rank on one) through a DVM, one after another and eight
+// at once, beside a fresh mpirun of the same job on the same nodes
+// (issue 31's first ratios; binaries without the race detector).
 func BenchmarkDVMJob(b *testing.B) {
 	dir, err := plainBin()
 	if err != nil {
@@ -306,11 +307,17 @@ func BenchmarkDVMJob(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	run := func(b *testing.B, args ...string) {
+	mpirun := func(args ...string) error {
 		cmd := exec.Command(filepath.Join(dir, "mpirun"), args...)
 		cmd.Env = append(os.Environ(), c.Env()...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("mpirun %v: %v: %s", args, err, out)
+			return fmt.Errorf("mpirun %v: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	run := func(b *testing.B, args ...string) {
+		if err := mpirun(args...); err != nil {
+			b.Fatal(err)
 		}
 	}
 	jobs := map[string][]string{"16 ranks": {"/bin/true"}, "1 rank": {"-np", "1", "/bin/true"}}
@@ -337,6 +344,19 @@ func BenchmarkDVMJob(b *testing.B) {
 			for range b.N {
 				run(b, append([]string{"--dvm", uri}, jobs[name]...)...)
 			}
+		})
+	}
+	for _, name := range []string{"16 ranks", "1 rank"} {
+		b.Run("dvm-8-at-once/"+name, func(b *testing.B) { // ns/op: the time a job takes of the whole
+			b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := mpirun(append([]string{"--dvm", uri}, jobs[name]...)...); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
 		})
 	}
 }

@@ -173,6 +173,9 @@ func (m *Machine) endJob(job int) {
 		m.emit(CancelTimer{Timer{Kind: GraceTimer, ID: job}})
 	}
 	m.emit(ReleaseJob{Job: job})
+	if m.root != nil {
+		m.root.forgetStop(job)
+	}
 	delete(m.jobs, job)
 	m.released.add(job)
 }

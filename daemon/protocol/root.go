@@ -243,6 +243,20 @@ func (r *rootState) stopSelf(job int) {
 	if r.m.ending() || !r.stops[job] {
 		return
 	}
+	r.forgetStop(job)
+	if job != 0 {
+		r.m.emit(JobStopped{Job: job})
+		return
+	}
+	r.waitOver() // the shell's prompt follows; the timer shows it again after fg
+	r.m.emit(StopSelf{})
+}
+
+// forgetStop lets go of job's Ctrl-Z: it is done, or the job is over.
+func (r *rootState) forgetStop(job int) {
+	if !r.stops[job] {
+		return
+	}
 	delete(r.stops, job)
 	for seq, j := range r.stopSeq { // acks that will not come now
 		if j == job {
@@ -250,12 +264,6 @@ func (r *rootState) stopSelf(job int) {
 		}
 	}
 	r.m.emit(CancelTimer{Timer{Kind: StopTimer, ID: job}})
-	if job != 0 {
-		r.m.emit(JobStopped{Job: job})
-		return
-	}
-	r.waitOver() // the shell's prompt follows; the timer shows it again after fg
-	r.m.emit(StopSelf{})
 }
 
 // timerFired handles the timers only mpirun sets.
