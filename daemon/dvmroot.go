@@ -228,7 +228,8 @@ func (d *Daemon) submitJob(c *dvmClient) {
 	if c.gone {
 		return
 	}
-	if d.machine.Ending() {
+	if d.machine.Ending() { // a client that does not read holds the ending DVM abandonWait at most
+		c.conn.SetWriteDeadline(time.Now().Add(abandonWait))
 		c.conn.Write(dvm.KindLine, []byte("mpirun: the DVM ended before the job started"))
 		d.answer(c, errmgr.StatusFailed)
 		return
