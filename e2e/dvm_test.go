@@ -421,18 +421,24 @@ func TestDVMUsage(t *testing.T) {
 	}
 }
 
-// TestDVMLostDaemon: an orted killed under a job ends the DVM (slice 1's
-// policy, DVM.md): the job's client and the DVM say which node, both
+// TestDVMLostDaemon: an orted killed under two jobs ends the DVM (slice
+// 1's policy, DVM.md): each job's client and the DVM say which node, all
 // exit 255, and nothing is left running.
 func TestDVMLostDaemon(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3})
 	dvm, dvmErr, uri := dvmUp(t, c)
 	client, stderr, _ := started(t, c, 3, "--dvm", uri, "-np", "3", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
+	other, otherErr, _ := started(t, c, 1, "--dvm", uri, "-np", "1", "-H", "node001", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
 	syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGKILL)
-	if st := waitExit(t, client); st != 255 {
-		t.Errorf("the client exited %d, want 255; stderr:\n%s", st, stderr)
+	for _, cl := range []struct {
+		cmd    *exec.Cmd
+		stderr *lockedBuffer
+	}{{client, stderr}, {other, otherErr}} {
+		if st := waitExit(t, cl.cmd); st != 255 {
+			t.Errorf("a client exited %d, want 255; stderr:\n%s", st, cl.stderr)
+		}
+		checkOneLine(t, cl.stderr.String(), `^mpirun: node002: orted exited unexpectedly: `)
 	}
-	checkOneLine(t, stderr.String(), `^mpirun: node002: orted exited unexpectedly: `)
 	if st := waitExit(t, dvm); st != 255 {
 		t.Errorf("the DVM exited %d, want 255", st)
 	}
