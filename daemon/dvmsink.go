@@ -35,8 +35,11 @@ type jobOutbox struct {
 	queue []outFrame // in order
 	bytes int        // the output the queue holds
 	held  bool       // the job's ranks are held for its client
-	said  bool       // outputEnded went to the loop
-	wake  chan struct{}
+	// heldAt is the backlog when the hold last went out: a hold undone
+	// meanwhile (the client's own SIGCONT, fg) is sent again a bound on.
+	heldAt int
+	said   bool // outputEnded went to the loop
+	wake   chan struct{}
 }
 
 // outFrame is an output chunk (with a copy of its bytes), or a frame of
@@ -78,8 +81,8 @@ func (s *dvmSink) Send(c iof.Chunk) error {
 	if c.EOF {
 		o.open--
 	}
-	if o.bytes > backlogBytes && !o.held {
-		o.held = true
+	if o.bytes > backlogBytes && (!o.held || o.bytes > o.heldAt+backlogBytes) {
+		o.held, o.heldAt = true, o.bytes
 		go s.post(outputBacklog{job: o.job, full: true})
 	}
 	poke(o.wake)
