@@ -147,16 +147,17 @@ func TestDVMJobEndsAlone(t *testing.T) {
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
-// TestDVMMPICHAtOnce: MPICH programs of three jobs at once on the same
+// TestDVMMPICHAtOnce: MPICH programs of four jobs at once on the same
 // nodes, each rank starting MPI only once every rank of every job runs:
 // each job's fences are its own (its PMI key-value space, its own
-// collectives through the tree), and each sums its own world.
+// collectives through the tree), and each sums its own world; the fourth
+// calls MPI_Abort, which ends it alone with its status and line.
 func TestDVMMPICHAtOnce(t *testing.T) {
-	hello := mpich(t, "hello")
+	hello, abort := mpich(t, "hello"), mpich(t, "abort")
 	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2})
 	dvm, dvmErr, uri := dvmUp(t, c)
 	marks := marksDir(t)
-	sizes := map[string]int{"x": 8, "y": 3, "z": 5}
+	sizes := map[string]int{"x": 8, "y": 3, "z": 5, "abort": 4}
 	var all []string
 	for job, np := range sizes {
 		for r := range np {
@@ -169,11 +170,22 @@ func TestDVMMPICHAtOnce(t *testing.T) {
 	}
 	clients := map[string]client{}
 	for job, np := range sizes {
-		cmd, out, stderr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", itoa(np), "--map-by", "node", "sh", "-c", meet(job, all, "exec "+hello))
+		program := hello
+		if job == "abort" {
+			program = abort
+		}
+		cmd, out, stderr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", itoa(np), "--map-by", "node", "sh", "-c", meet(job, all, "exec "+program))
 		clients[job] = client{cmd, out, stderr}
 	}
 	for job, cl := range clients {
 		np := sizes[job]
+		if job == "abort" {
+			if st := waitExit(t, cl.cmd); st != 7 {
+				t.Errorf("MPI_Abort(7) beside the others: exit %d, want 7", st)
+			}
+			checkMpirunLine(t, cl.stder.String(), `^mpirun: node003: rank 2 called MPI_Abort with status 7`)
+			continue
+		}
 		if st := waitExit(t, cl.cmd); st != 0 || cl.stder.String() != "" {
 			t.Errorf("job %s (-np %d): status %d, stderr:\n%s", job, np, st, cl.stder)
 			continue
