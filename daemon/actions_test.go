@@ -13,6 +13,7 @@ import (
 
 	"prsh/daemon/protocol"
 	"prsh/internal/timeouts"
+	"prsh/ranks"
 	"prsh/spawn"
 	"prsh/spawn/agent"
 )
@@ -43,12 +44,14 @@ func bareMpirun(t *testing.T, log hclog.Logger) *Daemon {
 		cfg: Config{Node: "mpirun", Log: log, Job: job, Timeouts: job.Timeouts, Stdout: io.Discard, Stderr: io.Discard,
 			Nodes: []spawn.Node{{ID: 1, Host: "node001"}}, App: protocol.Launch{Argv: []string{"app"}, RankNode: []int{1}},
 			Agent:    &fakeAgent{c: &cluster{sc: scenario{refuse: map[int]string{0: "refused", 1: "refused"}}}},
-			StopSelf: func() {}},
+			StopSelf: func() {},
+			Ranks: func(hclog.Logger, func(ranks.Event)) ranks.Starter {
+				return &fakeRanks{live: map[int]chan syscall.Signal{}}
+			}},
 		log: log, events: make(chan any, 256), ctx: ctx, stop: stop,
 		links: map[protocol.LinkID]*link{}, procs: map[int]agent.Process{}, timers: map[protocol.Timer]*timer{},
-		ranks: map[int]*rank{}, exit: make(chan int, 1), ringWaiters: map[int]*pmiService{},
+		jobs: map[int]*jobRanks{}, exit: make(chan int, 1),
 		network: NewMemNetwork().Host(), clock: NewManualClock(time.Unix(0, 0)),
-		starter: &fakeRanks{live: map[int]chan syscall.Signal{}},
 	}
 	if err := d.listen(); err != nil {
 		t.Fatal(err)

@@ -107,24 +107,18 @@ type Daemon struct {
 	lastLink  protocol.LinkID
 	procs     map[int]agent.Process // children's launch agent processes
 	timers    map[protocol.Timer]*timer
-	ranks     map[int]*rank // the local ranks, by id, as the PMI bridge knows them
-	starter   ranks.Starter
-	// starterGen counts the starters made (one per DVM job): a rank's
-	// event from an earlier one is stale.
-	starterGen int
-	dvm        *dvmRoot // mpirun of a DVM: its clients
-	app        protocol.Launch
+	// jobs are the local ranks of each job, by job (jobranks.go): a plain
+	// mpirun's job 0, a DVM's jobs from their start here to their release.
+	jobs map[int]*jobRanks
+	dvm  *dvmRoot // mpirun of a DVM: its clients
 
-	fenceWaiters  []*pmiService       // local ranks in the current fence
-	ringWaiters   map[int]*pmiService // local ranks in the current ring, by rank
-	gatherWaiters []*pmiService       // local ranks in the current allgather
-	nodeAttrs     nodeAttrs
-	pmix          *pmixHost       // the PMIx server of the local ranks, once started
-	pmixBoot      <-chan pmixBoot // the PMIx server booting, until startPMIx takes it
-	pmixWhy       error           // why there is no PMIx server, when there is none
-	tripwire      string          // the address of the ranks' PMIx tripwire, once open
-	pmiPort       *pmi.Port       // PMI_PORT of the local ranks, once open
-	staged        *stage.Copy     // orted: this node's copy of the staged files
+	nodeAttrs nodeAttrs
+	pmix      *pmixHost       // the PMIx server of the local ranks, once started
+	pmixBoot  <-chan pmixBoot // the PMIx server booting, until startPMIx takes it
+	pmixWhy   error           // why there is no PMIx server, when there is none
+	tripwire  string          // the address of the ranks' PMIx tripwire, once open
+	pmiPort   *pmi.Port       // PMI_PORT of the local ranks, once open
+	staged    *stage.Copy     // orted: this node's copy of the staged files
 
 	sink      iof.Sink
 	terminal  *iof.Terminal
@@ -145,8 +139,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, events: make(chan any, 256),
 		links: map[protocol.LinkID]*link{}, procs: map[int]agent.Process{},
-		timers: map[protocol.Timer]*timer{}, ranks: map[int]*rank{}, exit: make(chan int, 1),
-		ringWaiters: map[int]*pmiService{},
+		timers: map[protocol.Timer]*timer{}, jobs: map[int]*jobRanks{}, exit: make(chan int, 1),
 	}
 	if d.log == nil {
 		d.log = hclog.NewNullLogger()
@@ -166,10 +159,9 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if d.cfg.StopSelf == nil {
 		d.cfg.StopSelf = func() { syscall.Kill(os.Getpid(), syscall.SIGSTOP) }
 	}
-	d.starter = d.newStarter()
 	defer d.stop()
 	defer d.stopPMIx()
-	defer func() { d.starter.Close() }() // a DVM makes one per job
+	defer d.closeStarters()
 	defer d.removeStage()
 	if cfg.Lifeline != nil {
 		d.orphaned = make(chan struct{})
@@ -213,7 +205,7 @@ func (d *Daemon) loop() int {
 			orphaned = nil // handled once
 			d.step(protocol.Orphaned{Why: "its parent's session ended"})
 		case <-d.ctx.Done():
-			d.starter.Signal(syscall.SIGKILL)
+			d.signalRanks(syscall.SIGKILL, protocol.AllJobs)
 			return errmgr.StatusFailed
 		}
 	}
@@ -241,17 +233,6 @@ func (d *Daemon) act(acts []protocol.Action) {
 		d.next = d.next[1:]
 		d.carry(d.machine.Step(ev))
 	}
-}
-
-// newStarter makes what starts the node's ranks, and reports to the loop
-// what becomes of them.
-func (d *Daemon) newStarter() ranks.Starter {
-	gen := d.starterGen
-	log, report := d.log.Named("ranks"), func(ev ranks.Event) { d.post(rankReport{gen, ev}) }
-	if d.cfg.Ranks != nil {
-		return d.cfg.Ranks(log, report)
-	}
-	return ranks.NewNode(log, report)
 }
 
 func (d *Daemon) listen() error {

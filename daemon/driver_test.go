@@ -192,7 +192,7 @@ func (sc *scenario) directive(f []string, line string) error {
 		n, _ := strconv.Atoi(f[1])
 		sc.timed = append(sc.timed, timedEvent{at: num("at"), kill: n})
 	case "submit":
-		s := dvmSubmit{job: num("job"), status: map[int]int{}}
+		s := dvmSubmit{job: num("job"), at: num("at"), rankMS: num("rank-ms"), status: map[int]int{}}
 		if _, ok := kv["rank"]; ok {
 			s.status[num("rank")] = num("status")
 		}

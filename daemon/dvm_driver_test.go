@@ -16,11 +16,12 @@ import (
 	"prsh/daemon/protocol"
 )
 
-// dvmSubmit is a job a DVM scenario submits: its number, and its ranks'
-// exit statuses (by rank; absent: 0).
+// dvmSubmit is a job a DVM scenario submits: its number, when, how long
+// its ranks run (0: the scenario's rank-ms), and their exit statuses (by
+// rank; absent: 0).
 type dvmSubmit struct {
-	job    int
-	status map[int]int
+	job, at, rankMS int
+	status          map[int]int
 }
 
 // playDVMThroughDriver runs a DVM scenario through the driver: mpirun
@@ -62,34 +63,59 @@ func playDVMThroughDriver(t *testing.T, sc scenario) {
 	c.checkDVMEnd(t, exit, append(nonEmptyLines(stderr.String()), lines...))
 }
 
-// playSubmits submits the scenario's jobs in turn and checks each one's
+// playSubmits submits the scenario's jobs in turn, a job that the
+// scenario submits while the one before runs once that one's ranks all
+// started (so that the two run at once here too), and checks each one's
 // status and output; it returns the lines the clients printed, each
 // marked with its job as the golden trace marks them.
 func (c *cluster) playSubmits(t *testing.T, uri string, app protocol.Launch) []string {
+	c.mu.Lock()
+	c.dvmJobs = map[int]dvmSubmit{}
+	for _, s := range c.sc.submits {
+		c.dvmJobs[s.job] = s
+	}
+	c.mu.Unlock()
 	var lines []string
+	var running []dvmSubmit
+	results := map[int]chan dvmJobResult{}
 	for i, s := range c.sc.submits {
-		c.mu.Lock()
-		c.jobStatus = s.status
-		c.mu.Unlock()
 		for len(c.ranksUp) > 0 { // the tokens of the jobs before
 			<-c.ranksUp
 		}
 		done := make(chan dvmJobResult, 1)
+		results[s.job] = done
 		go func() { done <- submitJob(t, uri, app) }()
-		if i == len(c.sc.submits)-1 && len(c.sc.timed) > 0 {
+		running = append(running, s)
+		last := i == len(c.sc.submits)-1
+		switch {
+		case last && len(c.sc.timed) > 0:
 			c.awaitRanks(t, c.sc.ranks)
 			c.playTimed(nil)
+		case !last && c.sc.submits[i+1].at < s.at+c.rankMSOf(s.job):
+			c.awaitRanks(t, c.sc.ranks)
+			continue // the next runs beside it
 		}
-		var res dvmJobResult
-		select {
-		case res = <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("job %d did not end", s.job)
+		for _, r := range running {
+			lines = append(lines, c.jobResult(t, r.job, results[r.job])...)
 		}
-		c.checkJob(t, s.job, res)
-		for _, l := range nonEmptyLines(res.stderr) {
-			lines = append(lines, "(job "+strconv.Itoa(s.job)+") "+l)
-		}
+		running = nil
+	}
+	return lines
+}
+
+// jobResult waits for job's client, checks what it got, and returns the
+// lines it printed, marked with the job.
+func (c *cluster) jobResult(t *testing.T, job int, done chan dvmJobResult) []string {
+	var res dvmJobResult
+	select {
+	case res = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("job %d did not end", job)
+	}
+	c.checkJob(t, job, res)
+	var lines []string
+	for _, l := range nonEmptyLines(res.stderr) {
+		lines = append(lines, "(job "+strconv.Itoa(job)+") "+l)
 	}
 	return lines
 }

@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
-	"sync"
+	"slices"
 	"syscall"
 	"time"
 
@@ -16,8 +18,9 @@ import (
 )
 
 // mpirun's side of a DVM (mpirun --dvm-start): the clients' socket, and
-// their jobs, one at a time: the next is submitted once the previous
-// one's status and all its output went to its client.
+// their jobs, which run at once: each is submitted as its client sends
+// it, and its client is answered once its status and all its output went
+// to it.
 
 // DVMConfig makes mpirun a DVM.
 type DVMConfig struct {
@@ -30,9 +33,8 @@ type DVMConfig struct {
 type dvmRoot struct {
 	ln      *dvm.Listener
 	sink    *dvmSink
-	queue   []*dvmClient // waiting for their job's turn
-	current *dvmClient   // whose job runs
-	stopper *dvmClient   // who asked the DVM to stop
+	clients map[int]*dvmClient // by job, from its submission to its answer
+	stopper *dvmClient         // who asked the DVM to stop
 	lastJob int
 }
 
@@ -40,13 +42,16 @@ type dvmRoot struct {
 type dvmClient struct {
 	conn        *dvm.Conn
 	submit      dvm.Submit
-	job         int
+	job         int  // its number once submitted; 0 before
 	status      *int // the job's, once JobDone said it
 	outputEnded bool
 	gone        bool
+	// input holds the client's next stdin chunk: it sends one only when
+	// asked (KindInputWanted), so one is never more than one.
+	input chan iof.Chunk
 }
 
-// The loop's events from the clients' goroutines.
+// The loop's events from the clients' goroutines and the job outputs.
 type (
 	clientSubmitted struct{ c *dvmClient }
 	clientSignalled struct {
@@ -56,6 +61,12 @@ type (
 	clientStopping struct{ c *dvmClient }
 	clientGone     struct{ c *dvmClient }
 	outputEnded    struct{ job int }
+	// outputBacklog: a job's client takes its output more slowly than
+	// the ranks write it (full), or has caught up again.
+	outputBacklog struct {
+		job  int
+		full bool
+	}
 )
 
 // listenDVM opens the clients' socket before the daemons are spawned.
@@ -64,7 +75,7 @@ func (d *Daemon) listenDVM() error {
 	if err != nil {
 		return err
 	}
-	d.dvm = &dvmRoot{ln: ln, sink: &dvmSink{post: d.post}}
+	d.dvm = &dvmRoot{ln: ln, sink: newDVMSink(d.post), clients: map[int]*dvmClient{}}
 	return nil
 }
 
@@ -76,9 +87,7 @@ func (d *Daemon) dvmAction(a protocol.Action) {
 	case protocol.JobDone:
 		d.jobDone(a)
 	case protocol.JobStopped:
-		if c := d.dvm.current; c != nil && c.job == a.Job && !c.gone {
-			c.conn.Write(dvm.KindStopped, nil)
-		}
+		d.dvm.sink.frame(a.Job, dvm.KindStopped, nil)
 	}
 }
 
@@ -115,6 +124,8 @@ func (d *Daemon) serveClient(c *dvmClient, hello dvm.Hello) {
 		return
 	}
 	submitted := false
+	c.input = make(chan iof.Chunk, 1)
+	defer close(c.input)
 	for {
 		kind, payload, err := c.conn.Read()
 		if err != nil {
@@ -122,6 +133,11 @@ func (d *Daemon) serveClient(c *dvmClient, hello dvm.Hello) {
 			return
 		}
 		switch kind {
+		case dvm.KindInput, dvm.KindInputEnd:
+			select { // a client that sends unasked loses it
+			case c.input <- iof.Chunk{Data: bytes.Clone(payload), EOF: kind == dvm.KindInputEnd}:
+			default:
+			}
 		case dvm.KindSubmit:
 			if !submitted && json.Unmarshal(payload, &c.submit) == nil {
 				submitted = true
@@ -143,10 +159,9 @@ func (d *Daemon) clientEvent(ev any) {
 	r := d.dvm
 	switch e := ev.(type) {
 	case clientSubmitted:
-		r.queue = append(r.queue, e.c)
-		d.submitNext()
+		d.submitJob(e.c)
 	case clientSignalled:
-		if e.c == r.current {
+		if e.c.job != 0 && e.c.status == nil {
 			d.jobSignal(e.c, syscall.Signal(e.sig))
 		}
 	case clientStopping:
@@ -155,17 +170,44 @@ func (d *Daemon) clientEvent(ev any) {
 	case clientGone:
 		e.c.gone = true
 		switch {
-		case e.c != r.current:
-			e.c.conn.Close() // queued, or it never submitted
+		case e.c.job == 0:
+			e.c.conn.Close() // it never submitted
 		case e.c.status == nil:
 			d.step(protocol.JobInterrupt{Job: e.c.job, Sig: protocol.SIGHUP, Name: "HUP"})
 		}
 	case outputEnded:
-		if r.current != nil && r.current.job == e.job {
-			r.current.outputEnded = true
-			d.maybeJobOver()
+		if c, ok := r.clients[e.job]; ok {
+			c.outputEnded = true
+			d.maybeJobOver(c)
 		}
+	case outputBacklog:
+		d.outputBacklog(e)
 	}
+}
+
+// jobInput starts passing the client's stdin to its job's ranks, once
+// they all started: a chunk at a time, each asked of the client once the
+// last one went into the stdin tree, where a rank that does not read
+// holds up this job's input alone.
+func (d *Daemon) jobInput(job int) {
+	c, ok := d.dvm.clients[job]
+	if !ok || c.gone || c.submit.App.StdinRank == protocol.StdinNone {
+		return
+	}
+	target := c.submit.App.StdinRank
+	if target == protocol.StdinAll {
+		target = iof.AllRanks
+	}
+	go func() {
+		c.conn.Write(dvm.KindInputWanted, nil)
+		for in := range c.input {
+			in.Job, in.Rank, in.Stream = job, target, iof.StdinStream
+			if err := d.stdinTree.Send(in); err != nil || in.EOF {
+				return
+			}
+			c.conn.Write(dvm.KindInputWanted, nil)
+		}
+	}()
 }
 
 // jobSignal passes a client's signal to its job: an interrupt ends it,
@@ -179,44 +221,62 @@ func (d *Daemon) jobSignal(c *dvmClient, sig syscall.Signal) {
 	}
 }
 
-// submitNext starts the next client's job once the DVM is free.
-func (d *Daemon) submitNext() {
+// submitJob numbers a client's job and submits it: it runs beside the
+// others.
+func (d *Daemon) submitJob(c *dvmClient) {
 	r := d.dvm
-	for r.current == nil && len(r.queue) > 0 && !d.machine.Ending() {
-		c := r.queue[0]
-		r.queue = r.queue[1:]
-		if c.gone {
-			continue
-		}
-		r.lastJob++
-		c.job, r.current = r.lastJob, c
-		r.sink.begin(c, len(c.submit.App.RankNode))
-		d.step(protocol.Submit{Job: c.job, App: c.submit.App, TimeoutMS: c.submit.TimeoutMS})
+	if c.gone {
+		return
 	}
+	if d.machine.Ending() { // a client that does not read holds the ending DVM abandonWait at most
+		c.conn.SetWriteDeadline(time.Now().Add(abandonWait))
+		c.conn.Write(dvm.KindLine, []byte("mpirun: the DVM ended before the job started"))
+		d.answer(c, errmgr.StatusFailed)
+		return
+	}
+	r.lastJob++
+	c.job = r.lastJob
+	r.clients[c.job] = c
+	r.sink.begin(c.job, c.conn, len(c.submit.App.RankNode))
+	d.step(protocol.Submit{Job: c.job, App: c.submit.App, TimeoutMS: c.submit.TimeoutMS})
 }
 
 // jobDone: the job's status is final; it goes to the client once the
 // job's output has too.
 func (d *Daemon) jobDone(a protocol.JobDone) {
-	if c := d.dvm.current; c != nil && c.job == a.Job {
+	if c, ok := d.dvm.clients[a.Job]; ok {
 		c.status = &a.Status
-		d.maybeJobOver()
+		d.maybeJobOver(c)
 	}
 }
 
-func (d *Daemon) maybeJobOver() {
-	r := d.dvm
-	c := r.current
-	if c == nil || c.status == nil || !c.outputEnded {
+// maybeJobOver gives the client its status once the job's output has
+// all gone to it, and lets it go.
+func (d *Daemon) maybeJobOver(c *dvmClient) {
+	if c.status == nil || !c.outputEnded {
 		return
 	}
-	r.sink.end()
-	r.current = nil
-	d.answer(c, *c.status)
-	d.submitNext()
+	delete(d.dvm.clients, c.job)
+	d.dvm.sink.finish(c.job, *c.status)
 }
 
-// answer gives a client its status and lets it go.
+// outputBacklog holds a job's ranks (SIGSTOP) while its client lags
+// behind their output by more than the job's backlog bound, and lets
+// them go on (SIGCONT) once it has caught up: a client that reads slowly
+// slows its own job, and the DVM holds a bounded backlog for it.
+func (d *Daemon) outputBacklog(e outputBacklog) {
+	if c, ok := d.dvm.clients[e.job]; !ok || c.status != nil {
+		return
+	}
+	sig := syscall.SIGCONT
+	if e.full {
+		sig = syscall.SIGSTOP
+	}
+	d.step(protocol.JobSignal{Job: e.job, Sig: int(sig)})
+}
+
+// answer gives a client that has no job running its status and lets it
+// go.
 func (d *Daemon) answer(c *dvmClient, st int) {
 	if !c.gone {
 		c.conn.WriteJSON(dvm.KindStatus, dvm.Status{Status: st})
@@ -226,30 +286,26 @@ func (d *Daemon) answer(c *dvmClient, st int) {
 
 // jobLine passes a line of the machine's to the job's client.
 func (d *Daemon) jobLine(a protocol.Print) {
-	if c := d.dvm.current; c != nil && c.job == a.Job && !c.gone {
-		c.conn.Write(dvm.KindLine, []byte(a.Line))
-	}
+	d.dvm.sink.frame(a.Job, dvm.KindLine, []byte(a.Line))
 }
 
-// endDVM answers every client as the DVM ends: the running job gets its
-// status if it had one, else the DVM's (never 0: the job was cut short),
-// the stopper the DVM's, jobs still queued a line and 255. A client
-// that does not read is given up on after abandonWait.
+// endDVM answers every client as the DVM ends: each job gets its status
+// if it had one, else the DVM's (never 0: the job was cut short), the
+// stopper the DVM's. A client that does not read is given up on after
+// abandonWait.
 func (d *Daemon) endDVM(st int) {
 	r := d.dvm
 	r.ln.Close()
 	if f := d.cfg.DVM.URIFile; f != "" {
 		removeIfOurs(f, r.ln.URI())
 	}
-	if c := r.current; c != nil {
-		c.conn.SetWriteDeadline(time.Now().Add(abandonWait))
-		d.answer(c, jobStatusAtEnd(c, st))
-		r.sink.end()
+	deadline := time.Now().Add(abandonWait)
+	for _, job := range slices.Sorted(maps.Keys(r.clients)) {
+		c := r.clients[job]
+		c.conn.SetWriteDeadline(deadline)
+		r.sink.finish(job, jobStatusAtEnd(c, st))
 	}
-	for _, c := range r.queue {
-		c.conn.Write(dvm.KindLine, []byte("mpirun: the DVM ended before the job started"))
-		d.answer(c, 255)
-	}
+	r.sink.wait()
 	if r.stopper != nil {
 		d.answer(r.stopper, st)
 	}
@@ -270,45 +326,4 @@ func removeIfOurs(path, uri string) {
 	if got, err := dvm.Resolve(path); err == nil && got == uri {
 		os.Remove(path)
 	}
-}
-
-// dvmSink passes the ranks' output to the running job's client, and
-// tells the loop once every stream of the job has ended.
-type dvmSink struct {
-	post func(any) bool
-	mu   sync.Mutex
-	to   *dvmClient
-	open int // the job's streams not yet ended
-}
-
-func (s *dvmSink) begin(c *dvmClient, ranks int) {
-	s.mu.Lock()
-	s.to, s.open = c, 2*ranks
-	s.mu.Unlock()
-	if ranks == 0 {
-		go s.post(outputEnded{c.job})
-	}
-}
-
-func (s *dvmSink) end() {
-	s.mu.Lock()
-	s.to = nil
-	s.mu.Unlock()
-}
-
-// Send never fails: a client gone takes nothing, and the tree's relays
-// must go on.
-func (s *dvmSink) Send(c iof.Chunk) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.to == nil {
-		return nil
-	}
-	s.to.conn.WriteOutput(c) // fails at once for a client gone
-	if c.EOF {
-		if s.open--; s.open == 0 {
-			go s.post(outputEnded{s.to.job})
-		}
-	}
-	return nil
 }

@@ -48,9 +48,9 @@ type (
 		link *link
 		err  error
 	}
-	// rankReport is what became of a rank of starter gen.
+	// rankReport is what became of a rank of job.
 	rankReport struct {
-		gen int
+		job int
 		ev  ranks.Event
 	}
 	timerExpired struct {
@@ -88,10 +88,10 @@ func (d *Daemon) handle(ev any) {
 		}
 		d.step(protocol.OutputClosed{Link: e.link.id})
 	case rankReport:
-		if e.gen == d.starterGen {
-			d.rankEvent(e.ev)
+		if _, ok := d.jobs[e.job]; ok { // a released job's are stale
+			d.rankEvent(e.job, e.ev)
 		}
-	case clientSubmitted, clientSignalled, clientStopping, clientGone, outputEnded:
+	case clientSubmitted, clientSignalled, clientStopping, clientGone, outputEnded, outputBacklog:
 		d.clientEvent(e)
 	case fenceWait:
 		d.fenceEntered(e)
@@ -184,7 +184,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 		case protocol.StartRanks:
 			d.startRanks(a.App, a.Ranks)
 		case protocol.SignalRanks:
-			d.starter.Signal(syscall.Signal(a.Sig))
+			d.signalRanks(syscall.Signal(a.Sig), a.Job)
 		case protocol.SetTimer:
 			d.setTimer(a.Timer, time.Duration(a.MS)*time.Millisecond)
 		case protocol.CancelTimer:
@@ -203,24 +203,27 @@ func (d *Daemon) carry(acts []protocol.Action) {
 				d.dvmAction(a)
 			}
 		case protocol.ReleaseJob:
-			d.releaseJob()
+			d.releaseJob(a.Job)
 		case protocol.Warn:
 			d.log.Warn(a.Line)
 		case protocol.Waiting:
 			d.showWaiting(a.Line)
 		case protocol.Reached:
 			d.reached[a.Kind], d.reachedAt[a.Kind] = true, d.clock.Now().Sub(d.cfg.Start)
+			if a.Kind == protocol.Started && a.Job != 0 && d.dvm != nil {
+				d.jobInput(a.Job)
+			}
 		case protocol.ForwardStdin:
 			d.forwardStdin()
 		case protocol.StopSelf:
 			d.cfg.StopSelf()
 		case protocol.FenceDone:
-			d.fenceDone(a.View)
+			d.fenceDone(a.Job, a.View)
 			d.pmixFenceDone(a.View)
 		case protocol.RingDone:
-			d.ringDone(a.Answers)
+			d.ringDone(a.Job, a.Answers)
 		case protocol.AllgatherDone:
-			d.allgatherDone(a.Values)
+			d.allgatherDone(a.Job, a.Values)
 		case protocol.ServeModex:
 			d.serveModex(a)
 		case protocol.ModexAnswered:

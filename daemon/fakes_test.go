@@ -40,19 +40,45 @@ type cluster struct {
 	stopped chan struct{}  // one token per time mpirun stopped itself
 	stops   int            // the times playTimed saw it stop
 	groups  atomic.Int32   // the job steps started (fakeGroup)
-	// jobStatus, when set, replaces the scenario's rank statuses: a DVM
-	// job's own.
-	jobStatus map[int]int
+	// dvmJobs, by number, replace the scenario's rank statuses and time
+	// with each DVM job's own.
+	dvmJobs map[int]dvmSubmit
 }
 
-// statusOf is the exit status rank is to end with.
-func (c *cluster) statusOf(rank int) int {
+// statusOf is the exit status rank of job (0: a plain mpirun's) is to
+// end with.
+func (c *cluster) statusOf(job, rank int) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.jobStatus != nil {
-		return c.jobStatus[rank]
+	if s, ok := c.dvmJobs[job]; ok {
+		return s.status[rank]
 	}
 	return c.sc.rankStatus[rank]
+}
+
+// rankMSOf is how long the ranks of job run (-1: until signalled).
+func (c *cluster) rankMSOf(job int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.dvmJobs[job]; ok && s.rankMS > 0 {
+		return s.rankMS
+	}
+	return c.sc.rankMS
+}
+
+// jobOf reads a DVM rank's job from its PMI_JOBID (the job's ID, "_",
+// the job's number); 0 outside a DVM.
+func (c *cluster) jobOf(env []string) int {
+	if !c.sc.dvm {
+		return 0
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PMI_JOBID="); ok {
+			n, _ := strconv.Atoi(v[strings.LastIndex(v, "_")+1:])
+			return n
+		}
+	}
+	return 0
 }
 
 // fakeOrted is one in-process orted, seen as its parent's agent sees it.
@@ -100,15 +126,15 @@ func (f *fakeRanks) Start(req ranks.Request) []ranks.NotStarted {
 		f.mu.Unlock()
 		f.c.rankStarted(r.ID, f.node)
 		att.Started()
-		go f.run(r.ID, att, sig, req.Output)
+		go f.run(f.c.jobOf(att.Env), r.ID, att, sig, req.Output)
 	}
 	return failed
 }
 
-// run is one rank's life: its fences, then its end.
-func (f *fakeRanks) run(rank int, att ranks.Attachment, sig chan syscall.Signal, output iof.Sink) {
+// run is one rank's life (of job): its fences, then its end.
+func (f *fakeRanks) run(job, rank int, att ranks.Attachment, sig chan syscall.Signal, output iof.Sink) {
 	pmi := att.Files[0]
-	ws := f.life(rank, pmi, sig)
+	ws := f.life(job, rank, pmi, sig)
 	pmi.Close()
 	iof.Pump(output, rank, iof.Stdout, strings.NewReader(rankLine(rank)))
 	iof.Pump(output, rank, iof.Stderr, strings.NewReader(""))
@@ -127,7 +153,7 @@ func (f *fakeRanks) run(rank int, att ranks.Attachment, sig chan syscall.Signal,
 func rankLine(rank int) string { return fmt.Sprintf("rank %d ran\n", rank) }
 
 // life runs the rank until it exits or a signal ends it.
-func (f *fakeRanks) life(rank int, pmi *os.File, sig chan syscall.Signal) syscall.WaitStatus {
+func (f *fakeRanks) life(job, rank int, pmi *os.File, sig chan syscall.Signal) syscall.WaitStatus {
 	sc := f.c.sc
 	if sc.fences > 0 {
 		fenced := make(chan error, 1)
@@ -143,12 +169,12 @@ func (f *fakeRanks) life(rank int, pmi *os.File, sig chan syscall.Signal) syscal
 		}
 	}
 	var exit <-chan time.Time
-	if sc.rankMS >= 0 {
-		exit = time.After(time.Duration(sc.rankMS) * time.Millisecond)
+	if ms := f.c.rankMSOf(job); ms >= 0 {
+		exit = time.After(time.Duration(ms) * time.Millisecond)
 	}
 	select {
 	case <-exit:
-		return syscall.WaitStatus(f.c.statusOf(rank) << 8)
+		return syscall.WaitStatus(f.c.statusOf(job, rank) << 8)
 	case s := <-sig:
 		return syscall.WaitStatus(s)
 	}

@@ -53,10 +53,11 @@ func (d *Daemon) finish(e protocol.Exit) {
 // whole, and if not names the first rank that lost some: a job whose
 // output was cut short must not end as a success.
 func (d *Daemon) outputComplete() bool {
-	r, cut := d.terminal.CutShort(len(d.app.RankNode))
+	app := d.plainApp()
+	r, cut := d.terminal.CutShort(len(app.RankNode))
 	if cut {
 		fmt.Fprintf(d.cfg.Stderr, "mpirun: %s: the output of rank %d was cut short on its way to mpirun\n",
-			d.machine.Job().Hosts[d.app.RankNode[r]], r)
+			d.machine.Job().Hosts[app.RankNode[r]], r)
 	}
 	return !cut
 }

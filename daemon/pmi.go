@@ -58,17 +58,18 @@ func kvsName(job protocol.JobSpec, app protocol.Launch) string {
 	return job.ID + "_" + strconv.Itoa(app.Job)
 }
 
-// newPMIService makes the PMI service of local rank id; mapping is the
-// job's PMI_process_mapping, worked out once for all of them.
-func (d *Daemon) newPMIService(id int, mapping string) *pmiService {
+// newPMIService makes the PMI service of local rank id of job jr;
+// mapping is the job's PMI_process_mapping, worked out once for all of
+// them.
+func (d *Daemon) newPMIService(jr *jobRanks, id int, mapping string) *pmiService {
 	ctx, stop := context.WithCancel(d.ctx)
 	s := &pmiService{
-		d: d, rank: id, ctx: ctx, stop: stop,
+		d: d, job: jr, rank: id, ctx: ctx, stop: stop,
 		done: make(chan modex.View, 1), ring: make(chan pmi.Ring, 1), gathered: make(chan []string, 1),
 	}
 	s.info = pmi.JobInfo{
-		Rank: id, Size: len(d.app.RankNode), KVSName: kvsName(d.machine.Job(), d.app),
-		UniverseSize: len(d.app.RankNode), ProcessMapping: mapping,
+		Rank: id, Size: len(jr.app.RankNode), KVSName: kvsName(d.machine.Job(), jr.app),
+		UniverseSize: len(jr.app.RankNode), ProcessMapping: mapping,
 	}
 	return s
 }
@@ -139,6 +140,7 @@ func (d *Daemon) runPMI(conn net.Conn, r *rank, via speaker) {
 	}
 	r.pmi.stop()
 	if ended, ok := pmiEnded(r.id, err); ok {
+		ended.Job = r.pmi.job.num
 		d.post(ended)
 	}
 }
@@ -163,6 +165,7 @@ func pmiEnded(rank int, err error) (protocol.PMIEnded, bool) {
 // last fence gave, without the loop.
 type pmiService struct {
 	d       *Daemon
+	job     *jobRanks // whose rank it serves
 	rank    int
 	speaks  atomic.Int32       // the speaker: which connection speaks for the rank
 	ctx     context.Context    // its server's lifetime
@@ -242,7 +245,7 @@ func (s *pmiService) Allgather(ctx context.Context, value string) ([]string, err
 }
 
 func (s *pmiService) Ring(ctx context.Context, count int, left, right string) (pmi.Ring, error) {
-	if !s.d.post(ringWait{s, protocol.RingEntered{Rank: s.rank, Count: count, Left: left, Right: right}}) {
+	if !s.d.post(ringWait{s, protocol.RingEntered{Job: s.job.num, Rank: s.rank, Count: count, Left: left, Right: right}}) {
 		return pmi.Ring{}, errors.New("the daemon is ending")
 	}
 	s.waiting.Store(true)
@@ -256,52 +259,71 @@ func (s *pmiService) Ring(ctx context.Context, count int, left, right string) (p
 }
 
 func (s *pmiService) Abort(status int, msg string) {
-	s.d.post(protocol.Aborted{Rank: s.rank, Status: status, Msg: msg})
+	s.d.post(protocol.Aborted{Job: s.job.num, Rank: s.rank, Status: status, Msg: msg})
 }
 
-func (s *pmiService) Finalize() { s.d.post(protocol.PMIFinalize{Rank: s.rank}) }
+func (s *pmiService) Finalize() { s.d.post(protocol.PMIFinalize{Job: s.job.num, Rank: s.rank}) }
+
+// waiting says whether a rank's job still runs here: a released job's
+// rank waits for nothing.
+func (d *Daemon) waiting(s *pmiService) bool { return d.jobs[s.job.num] == s.job }
 
 // fenceEntered notes who waits for the fence, then tells the machine.
 func (d *Daemon) fenceEntered(w fenceWait) {
-	d.fenceWaiters = append(d.fenceWaiters, w.service)
-	d.step(protocol.FenceEntered{Rank: w.service.rank, Puts: w.puts})
+	if jr := w.service.job; d.waiting(w.service) {
+		jr.fenceWaiters = append(jr.fenceWaiters, w.service)
+		d.step(protocol.FenceEntered{Job: jr.num, Rank: w.service.rank, Puts: w.puts})
+	}
 }
 
-// fenceDone releases every local rank waiting in the fence: a rank is in
-// one fence at a time, and enters the next only once released.
-func (d *Daemon) fenceDone(view modex.View) {
-	for _, s := range d.fenceWaiters {
-		answer(s.done, view)
+// fenceDone releases every local rank of job waiting in the fence: a
+// rank is in one fence at a time, and enters the next only once released.
+func (d *Daemon) fenceDone(job int, view modex.View) {
+	if jr, ok := d.jobs[job]; ok {
+		for _, s := range jr.fenceWaiters {
+			answer(s.done, view)
+		}
+		jr.fenceWaiters = nil
 	}
-	d.fenceWaiters = nil
 }
 
 // allgatherEntered notes who waits for the allgather, then tells the
 // machine.
 func (d *Daemon) allgatherEntered(w allgatherWait) {
-	d.gatherWaiters = append(d.gatherWaiters, w.service)
-	d.step(protocol.AllgatherEntered{Rank: w.service.rank, Value: w.value})
+	if jr := w.service.job; d.waiting(w.service) {
+		jr.gatherWaiters = append(jr.gatherWaiters, w.service)
+		d.step(protocol.AllgatherEntered{Job: jr.num, Rank: w.service.rank, Value: w.value})
+	}
 }
 
-// allgatherDone gives every local rank in the allgather the values.
-func (d *Daemon) allgatherDone(values []string) {
-	for _, s := range d.gatherWaiters {
-		answer(s.gathered, values)
+// allgatherDone gives every local rank of job in the allgather the
+// values.
+func (d *Daemon) allgatherDone(job int, values []string) {
+	if jr, ok := d.jobs[job]; ok {
+		for _, s := range jr.gatherWaiters {
+			answer(s.gathered, values)
+		}
+		jr.gatherWaiters = nil
 	}
-	d.gatherWaiters = nil
 }
 
 // ringEntered notes who waits for the ring, then tells the machine.
 func (d *Daemon) ringEntered(w ringWait) {
-	d.ringWaiters[w.service.rank] = w.service
-	d.step(w.entry)
+	if d.waiting(w.service) {
+		w.service.job.ringWaiters[w.service.rank] = w.service
+		d.step(w.entry)
+	}
 }
 
-// ringDone gives each local rank of a finished ring its answer.
-func (d *Daemon) ringDone(answers []protocol.RingEntry) {
+// ringDone gives each local rank of job in a finished ring its answer.
+func (d *Daemon) ringDone(job int, answers []protocol.RingEntry) {
+	jr, ok := d.jobs[job]
+	if !ok {
+		return
+	}
 	for _, a := range answers {
-		if s, ok := d.ringWaiters[a.Rank]; ok {
-			delete(d.ringWaiters, a.Rank)
+		if s, ok := jr.ringWaiters[a.Rank]; ok {
+			delete(jr.ringWaiters, a.Rank)
 			answer(s.ring, pmi.Ring{Count: a.Count, Left: a.Left, Right: a.Right})
 		}
 	}

@@ -300,7 +300,8 @@ func asyncModex(env []string) bool {
 // data rides on the first entry, under a key of the node's own, so that
 // each fence replaces the node's last data.
 func (d *Daemon) pmixFenceEntered(f pmix.Fence) {
-	if d.pmix == nil {
+	jr, ok := d.jobs[0] // PMIx serves a plain mpirun's job only (DVM.md)
+	if d.pmix == nil || !ok {
 		f.Reply.Send(nil, pmix.ErrFailed)
 		return
 	}
@@ -309,8 +310,8 @@ func (d *Daemon) pmixFenceEntered(f pmix.Fence) {
 		time.AfterFunc(f.Timeout, func() { f.Reply.Send(nil, pmix.ErrTimeout) })
 	}
 	data := []modex.KV{{Key: pmixKey(d.cfg.ID), Value: base64.StdEncoding.EncodeToString(f.Data)}}
-	for _, id := range slices.Sorted(maps.Keys(d.ranks)) {
-		if !d.starter.Live(id) {
+	for _, id := range slices.Sorted(maps.Keys(jr.ranks)) {
+		if !jr.starter.Live(id) {
 			continue
 		}
 		d.step(protocol.FenceEntered{Rank: id, Puts: data})

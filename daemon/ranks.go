@@ -22,11 +22,11 @@ type rank struct {
 	portID   string        // its PMI_ID, a secret; "" without a PMI_PORT
 }
 
-// startRanks starts this daemon's share of the ranks, each with its PMI
-// service; a rank that could not start is the machine's next event.
+// startRanks starts this daemon's share of a job's ranks, each with its
+// PMI service; a rank that could not start is the machine's next event.
 func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
-	d.app = app
-	d.stdinTree.SetRanks(app.RankNode)
+	jr := d.newJobRanks(app.Job, app)
+	d.stdinTree.SetJobRanks(app.Job, app.RankNode)
 	d.startPMIx(app, mine)
 	d.openPMIPort(len(mine))
 	// Nodes are numbered from 1 as daemons are, unless mpirun (daemon 0)
@@ -37,7 +37,8 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	}
 	req := ranks.Request{
 		Node: d.cfg.Node, Daemon: d.name(), NodeID: d.cfg.ID + 1 - skip, Size: len(app.RankNode), Nodes: d.machine.Job().Daemons - skip, Bind: app.Bind,
-		MergeStderr: app.MergeStderr, Output: d.sink, Input: d.stdinTree, Attach: d.attach,
+		MergeStderr: app.MergeStderr, Output: d.outputOf(app.Job), Input: d.stdinTree.Job(app.Job),
+		Attach:       func(id int) (ranks.Attachment, error) { return d.attach(jr, id) },
 		GuardStopped: ms(d.cfg.Timeouts.GuardStoppedMS),
 	}
 	if len(mine) >= gcburst.Many {
@@ -45,13 +46,13 @@ func (d *Daemon) startRanks(app protocol.Launch, mine []int) {
 	}
 	mapping := modex.ProcessMapping(app.RankNode)
 	for _, id := range mine {
-		d.ranks[id] = &rank{id: id, pmi: d.newPMIService(id, mapping), pmiDone: make(chan struct{}), portDone: make(chan struct{})}
+		jr.ranks[id] = &rank{id: id, pmi: d.newPMIService(jr, id, mapping), pmiDone: make(chan struct{}), portDone: make(chan struct{})}
 		req.Ranks = append(req.Ranks, d.rankToStart(app, id))
 	}
-	for _, failed := range d.starter.Start(req) {
-		d.pmiNeverStarted(d.ranks[failed.Rank])
-		d.outputNeverStarted(failed.Rank)
-		d.next = append(d.next, protocol.RankNotStarted{Rank: failed.Rank, Status: failed.Status, Err: failed.Err})
+	for _, failed := range jr.starter.Start(req) {
+		d.pmiNeverStarted(jr.ranks[failed.Rank])
+		d.outputNeverStarted(app.Job, failed.Rank)
+		d.next = append(d.next, protocol.RankNotStarted{Job: app.Job, Rank: failed.Rank, Status: failed.Status, Err: failed.Err})
 	}
 }
 
@@ -69,17 +70,17 @@ func (d *Daemon) rankToStart(launch protocol.Launch, id int) ranks.Rank {
 	return ranks.Rank{ID: id, AppNum: appNum, Stdin: stdin, Program: prog}
 }
 
-// attach gives rank id its PMI socket and the variables of its PMI,
-// PMI_PORT and PMIx clients; the rank's end of it is served once the rank
-// runs, and read to its end before its exit is reported.
-func (d *Daemon) attach(id int) (ranks.Attachment, error) {
-	r := d.ranks[id]
+// attach gives rank id of job jr its PMI socket and the variables of its
+// PMI, PMI_PORT and PMIx clients; the rank's end of it is served once the
+// rank runs, and read to its end before its exit is reported.
+func (d *Daemon) attach(jr *jobRanks, id int) (ranks.Attachment, error) {
+	r := jr.ranks[id]
 	conn, pmiEnd, err := pmiSocket()
 	if err != nil {
 		return ranks.Attachment{}, err
 	}
-	env := append(pmiEnv(d.machine.Job(), d.app, id), d.pmiPortEnv(r)...)
-	pmixEnv, err := d.pmixEnv(id)
+	env := append(pmiEnv(d.machine.Job(), jr.app, id), d.pmiPortEnv(r)...)
+	pmixEnv, err := d.pmixEnvOf(jr, id)
 	if err != nil {
 		conn.Close()
 		pmiEnd.Close()
@@ -94,13 +95,13 @@ func (d *Daemon) attach(id int) (ranks.Attachment, error) {
 	}, nil
 }
 
-// rankEvent tells the machine what became of a started rank.
-func (d *Daemon) rankEvent(ev ranks.Event) {
+// rankEvent tells the machine what became of a started rank of job.
+func (d *Daemon) rankEvent(job int, ev ranks.Event) {
 	switch e := ev.(type) {
 	case ranks.Exited:
-		d.step(protocol.RankExited{Rank: e.Rank, Status: e.Status, How: e.How})
+		d.step(protocol.RankExited{Job: job, Rank: e.Rank, Status: e.Status, How: e.How})
 	case ranks.Drained:
-		d.step(protocol.RankDrained{Rank: e.Rank})
+		d.step(protocol.RankDrained{Job: job, Rank: e.Rank})
 	}
 }
 
@@ -148,25 +149,24 @@ func (d *Daemon) drainPMI(r *rank, done <-chan struct{}) {
 // outputNeverStarted ends, in a DVM, the output streams of a rank that
 // could not start: mpirun answers a job's client once every stream of
 // the job has ended.
-func (d *Daemon) outputNeverStarted(rank int) {
+func (d *Daemon) outputNeverStarted(job, rank int) {
 	if !d.machine.Job().DVM {
 		return
 	}
+	out := d.outputOf(job)
 	go func() {
-		d.sink.Send(iof.Chunk{Rank: rank, Stream: iof.Stdout, EOF: true})
-		d.sink.Send(iof.Chunk{Rank: rank, Stream: iof.Stderr, EOF: true})
+		out.Send(iof.Chunk{Rank: rank, Stream: iof.Stdout, EOF: true})
+		out.Send(iof.Chunk{Rank: rank, Stream: iof.Stderr, EOF: true})
 	}()
 }
 
 // releaseJob lets go of a DVM job's ranks: their starter (the node's
-// guard, the job cgroup) and the PMI bridge's records; the next job
-// gets a fresh starter.
-func (d *Daemon) releaseJob() {
-	d.starter.Close()
-	d.starterGen++
-	d.starter = d.newStarter()
-	d.ranks = map[int]*rank{}
-	d.app = protocol.Launch{}
-	d.fenceWaiters, d.gatherWaiters = nil, nil
-	d.ringWaiters = map[int]*pmiService{}
+// guard, the job cgroup), the PMI bridge's records and waiters, their
+// stdin pipes.
+func (d *Daemon) releaseJob(job int) {
+	if jr, ok := d.jobs[job]; ok {
+		jr.starter.Close()
+		delete(d.jobs, job)
+	}
+	d.stdinTree.ForgetJob(job)
 }

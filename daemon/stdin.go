@@ -13,14 +13,15 @@ import (
 // mpirun reads nothing (it runs in the background of a terminal), the
 // ranks' input still ends: they get EOF, not a pipe that never closes.
 func (d *Daemon) forwardStdin() {
-	if d.app.StdinRank == protocol.StdinNone {
+	app := d.plainApp()
+	if app.StdinRank == protocol.StdinNone {
 		return
 	}
 	var input io.Reader = strings.NewReader("")
 	if d.cfg.Stdin != nil {
 		input = d.cfg.Stdin
 	}
-	target := d.app.StdinRank
+	target := app.StdinRank
 	if target == protocol.StdinAll {
 		target = iof.AllRanks
 	}

@@ -23,6 +23,21 @@ import (
 // The daemon's ranks share one listener, opened at the first: a rank
 // that needs no PMIx costs no descriptor and no goroutine for it.
 func (d *Daemon) pmixTripwire(rank int, why error) ([]string, error) {
+	return d.tripwireOf(d.machine.Job().ID, rank, why)
+}
+
+// pmixEnvOf is the PMIx client's variables of rank id of job jr. A DVM's
+// jobs have no PMIx server (DVM.md): theirs is the tripwire, under the
+// job's own namespace, which names the job when a client trips it.
+func (d *Daemon) pmixEnvOf(jr *jobRanks, id int) ([]string, error) {
+	if jr.num == 0 {
+		return d.pmixEnv(id)
+	}
+	return d.tripwireOf(kvsName(d.machine.Job(), jr.app), id, d.pmixWhy)
+}
+
+// tripwireOf is the tripwire's variables for rank of namespace ns.
+func (d *Daemon) tripwireOf(ns string, rank int, why error) ([]string, error) {
 	if d.tripwire == "" {
 		addr, err := d.openTripwire(why)
 		if err != nil {
@@ -31,7 +46,7 @@ func (d *Daemon) pmixTripwire(rank int, why error) ([]string, error) {
 		d.tripwire = addr
 	}
 	uri := "prsh-no-pmix.0;tcp4://" + d.tripwire
-	env := []string{"PMIX_NAMESPACE=" + d.machine.Job().ID, "PMIX_RANK=" + strconv.Itoa(rank)}
+	env := []string{"PMIX_NAMESPACE=" + ns, "PMIX_RANK=" + strconv.Itoa(rank)}
 	for _, v := range []string{"41", "4", "3", "21", "2"} {
 		env = append(env, "PMIX_SERVER_URI"+v+"="+uri)
 	}
@@ -72,62 +87,87 @@ func (d *Daemon) openTripwire(why error) (string, error) {
 // the two for long).
 func (d *Daemon) tripped(conn net.Conn, job string, why error) {
 	defer conn.Close()
-	rank, err := tripwireRank(conn, job)
+	num, rank, err := tripwireRank(conn, job)
 	if err != nil {
 		d.log.Warn("a PMIx client connected where there is no PMIx server, but is not known as a rank", "error", err)
 		return
 	}
-	d.post(protocol.PMIUnserved{Rank: rank, Why: why.Error()})
+	d.post(protocol.PMIUnserved{Job: num, Rank: rank, Why: why.Error()})
 }
 
-// tripwireRank finds the rank whose client made conn: from its first
-// message, which names the client's namespace (job) and then its rank,
-// a big-endian uint32 (PMIx 3 and 4 alike); else from the process that
-// holds the other end (its socket's inode in /proc/net/tcp, then the
-// process with that socket among its descriptors) and its PMIX_RANK,
-// which every process a rank starts inherits.
-func tripwireRank(conn net.Conn, job string) (int, error) {
-	if rank, ok := handshakeRank(conn, job); ok {
-		return rank, nil
+// tripwireRank finds the DVM job (0: a plain mpirun's) and the rank
+// whose client made conn: from its first message, which names the
+// client's namespace (the job's ID, and "_N" for DVM job N) and then its
+// rank, a big-endian uint32 (PMIx 3 and 4 alike); else from the process
+// that holds the other end (its socket's inode in /proc/net/tcp, then the
+// process with that socket among its descriptors) and its PMIX_NAMESPACE
+// and PMIX_RANK, which every process a rank starts inherits.
+func tripwireRank(conn net.Conn, job string) (num, rank int, err error) {
+	if num, rank, ok := handshakeRank(conn, job); ok {
+		return num, rank, nil
 	}
 	inode, err := peerInode(conn.RemoteAddr().(*net.TCPAddr).Port, conn.LocalAddr().(*net.TCPAddr).Port)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	pid, err := socketHolder(inode)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	environ, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	rank = -1
 	for _, kv := range bytes.Split(environ, []byte{0}) {
 		if v, ok := bytes.CutPrefix(kv, []byte("PMIX_RANK=")); ok {
-			return strconv.Atoi(string(v))
+			rank, _ = strconv.Atoi(string(v))
+		}
+		if v, ok := bytes.CutPrefix(kv, []byte("PMIX_NAMESPACE="+job)); ok {
+			num, _ = jobSuffix(v)
 		}
 	}
-	return 0, fmt.Errorf("process %s has no PMIX_RANK", pid)
+	if rank < 0 {
+		return 0, 0, fmt.Errorf("process %s has no PMIX_RANK", pid)
+	}
+	return num, rank, nil
 }
 
 // handshakeRank reads the client's first message, for a moment, until
-// it holds the job's namespace and the four bytes after it.
-func handshakeRank(conn net.Conn, job string) (int, bool) {
+// it holds a namespace of the job's and the four bytes after it.
+func handshakeRank(conn net.Conn, job string) (num, rank int, ok bool) {
 	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
-	name := append([]byte(job), 0)
 	var msg []byte
 	buf := make([]byte, 512)
 	for len(msg) < 4096 {
 		n, err := conn.Read(buf)
 		msg = append(msg, buf[:n]...)
-		if i := bytes.Index(msg, name); i >= 0 && len(msg) >= i+len(name)+4 {
-			return int(binary.BigEndian.Uint32(msg[i+len(name):])), true
+		if i := bytes.Index(msg, []byte(job)); i >= 0 {
+			rest := msg[i+len(job):]
+			end := bytes.IndexByte(rest, 0)
+			if num, ok := jobSuffix(rest[:max(end, 0)]); ok && end >= 0 && len(rest) >= end+5 {
+				return num, int(binary.BigEndian.Uint32(rest[end+1:])), true
+			}
 		}
 		if err != nil {
 			break
 		}
 	}
-	return 0, false
+	return 0, 0, false
+}
+
+// jobSuffix reads what follows the job's ID in a namespace: nothing for
+// a plain mpirun's job, "_N" for DVM job N.
+func jobSuffix(s []byte) (int, bool) {
+	if len(s) == 0 {
+		return 0, true
+	}
+	digits, ok := bytes.CutPrefix(s, []byte("_"))
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(digits))
+	return n, err == nil && n > 0
 }
 
 // peerInode is the inode of the loopback TCP socket from port from to

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,8 +17,9 @@ import (
 )
 
 // The DVM (mpirun --dvm-start, --dvm, --dvm-stop; daemon/protocol/DVM.md):
-// daemons started once, jobs submitted one after another, each as a plain
-// mpirun shows it, and nothing left running once the DVM is stopped.
+// daemons started once, jobs submitted one after another or at once, each
+// as a plain mpirun shows it, and nothing left running once the DVM is
+// stopped. The jobs at once are in dvmjobs_test.go.
 
 // dvmUp starts a DVM on c's nodes and returns its process and the file
 // that holds its URI, once written (the DVM is up).
@@ -164,10 +166,11 @@ func TestDVMMPICH(t *testing.T) {
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
-// TestDVMNoLeak: jobs in a row leave the daemons as they were: mpirun's
-// and each orted's open descriptors and the processes on the nodes (no
-// guard or rank left from a job) after the 50th job are those after the
-// 10th, with clients that went away without a job between.
+// TestDVMNoLeak: jobs in a row, and jobs three at once, leave the
+// daemons as they were: mpirun's and each orted's open descriptors and
+// the processes on the nodes (no guard or rank left from a job) after
+// the 80th job are those after the 10th, with clients that went away
+// without a job between.
 func TestDVMNoLeak(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
 	dvm, dvmErr, uri := dvmUp(t, c)
@@ -186,9 +189,21 @@ func TestDVMNoLeak(t *testing.T) {
 			t.Fatalf("a host outside the DVM: status %d", res.status)
 		}
 	}
+	for range 10 {
+		var clients []*exec.Cmd
+		for range 3 {
+			cmd, _, _ := startMpirun(t, c, "--dvm", uri, "-np", "4", "sh", "-c", "echo $PRSH_RANK")
+			clients = append(clients, cmd)
+		}
+		for _, cmd := range clients {
+			if st := waitExit(t, cmd); st != 0 {
+				t.Fatalf("jobs at once: status %d", st)
+			}
+		}
+	}
 	jobs(10)
 	if fds2, procs2 := dvmFootprint(t, c, dvm.Process.Pid); fds2 != fds || !slices.Equal(procs2, procs) {
-		t.Errorf("after 10 jobs: %s, processes %v; after 50: %s, processes %v", fds, procs, fds2, procs2)
+		t.Errorf("after 10 jobs: %s, processes %v; after 80: %s, processes %v", fds, procs, fds2, procs2)
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
@@ -279,9 +294,9 @@ func TestDVMClientGone(t *testing.T) {
 }
 
 // BenchmarkDVMJob: a small job (/bin/true, one rank on each of 16
-// nodes, or one rank on one) through a DVM, beside a fresh mpirun of the
-// same job on the same nodes (issue 31's first ratios; binaries without
-// the race detector).
+// nodes, or one rank on one) through a DVM, one after another and eight
+// at once, beside a fresh mpirun of the same job on the same nodes
+// (issue 31's first ratios; binaries without the race detector).
 func BenchmarkDVMJob(b *testing.B) {
 	dir, err := plainBin()
 	if err != nil {
@@ -292,11 +307,17 @@ func BenchmarkDVMJob(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	run := func(b *testing.B, args ...string) {
+	mpirun := func(args ...string) error {
 		cmd := exec.Command(filepath.Join(dir, "mpirun"), args...)
 		cmd.Env = append(os.Environ(), c.Env()...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("mpirun %v: %v: %s", args, err, out)
+			return fmt.Errorf("mpirun %v: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	run := func(b *testing.B, args ...string) {
+		if err := mpirun(args...); err != nil {
+			b.Fatal(err)
 		}
 	}
 	jobs := map[string][]string{"16 ranks": {"/bin/true"}, "1 rank": {"-np", "1", "/bin/true"}}
@@ -325,6 +346,19 @@ func BenchmarkDVMJob(b *testing.B) {
 			}
 		})
 	}
+	for _, name := range []string{"16 ranks", "1 rank"} {
+		b.Run("dvm-8-at-once/"+name, func(b *testing.B) { // ns/op: the time a job takes of the whole
+			b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := mpirun(append([]string{"--dvm", uri}, jobs[name]...)...); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
 
 // TestDVMStoppedUnderAJob: --dvm-stop while a job runs ends the job,
@@ -338,32 +372,6 @@ func TestDVMStoppedUnderAJob(t *testing.T) {
 		t.Errorf("the client exited %d, want 255; stderr:\n%s", st, stderr)
 	}
 	checkOneLine(t, stderr.String(), `^mpirun: the DVM is stopping \(mpirun --dvm-stop\), terminating the job$`)
-}
-
-// TestDVMJobsQueue: a job submitted while another runs waits its turn,
-// then runs; each client gets its own job's output and status. The
-// first job's ranks end once the second client runs (and a moment
-// more, for it to submit).
-func TestDVMJobsQueue(t *testing.T) {
-	c := cluster(t, testbed.Config{Nodes: 2})
-	dvm, dvmErr, uri := dvmUp(t, c)
-	out, err := os.Create(filepath.Join(t.TempDir(), "first"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, _, _ := startedTo(t, c, out, 2, "--dvm", uri, "-np", "2", "sh", "-c",
-		`touch "$MARKS/$PRSH_RANK"; until pgrep -f "second[-]7f3a" >/dev/null; do sleep 0.01; done; sleep 0.2; echo "first $PRSH_RANK"`)
-	res := dvmRun(t, c, uri, "-np", "2", "sh", "-c", `echo "second-7f3a $PRSH_RANK"`)
-	if st := waitExit(t, first); st != 0 {
-		t.Errorf("the first job exited %d", st)
-	}
-	if res.status != 0 {
-		t.Errorf("the second job: status %d; stderr:\n%s", res.status, res.stderr)
-	}
-	wantSet(t, res.stdout, "second-7f3a 0", "second-7f3a 1")
-	firstOut, _ := os.ReadFile(out.Name())
-	wantSet(t, string(firstOut), "first 0", "first 1")
-	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
 // TestDVMClientSignals: a client's Ctrl-Z stops its job's ranks and then
@@ -413,18 +421,24 @@ func TestDVMUsage(t *testing.T) {
 	}
 }
 
-// TestDVMLostDaemon: an orted killed under a job ends the DVM (slice 1's
-// policy, DVM.md): the job's client and the DVM say which node, both
+// TestDVMLostDaemon: an orted killed under two jobs ends the DVM (slice
+// 1's policy, DVM.md): each job's client and the DVM say which node, all
 // exit 255, and nothing is left running.
 func TestDVMLostDaemon(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3})
 	dvm, dvmErr, uri := dvmUp(t, c)
 	client, stderr, _ := started(t, c, 3, "--dvm", uri, "-np", "3", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
+	other, otherErr, _ := started(t, c, 1, "--dvm", uri, "-np", "1", "-H", "node001", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
 	syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGKILL)
-	if st := waitExit(t, client); st != 255 {
-		t.Errorf("the client exited %d, want 255; stderr:\n%s", st, stderr)
+	for _, cl := range []struct {
+		cmd    *exec.Cmd
+		stderr *lockedBuffer
+	}{{client, stderr}, {other, otherErr}} {
+		if st := waitExit(t, cl.cmd); st != 255 {
+			t.Errorf("a client exited %d, want 255; stderr:\n%s", st, cl.stderr)
+		}
+		checkOneLine(t, cl.stderr.String(), `^mpirun: node002: orted exited unexpectedly: `)
 	}
-	checkOneLine(t, stderr.String(), `^mpirun: node002: orted exited unexpectedly: `)
 	if st := waitExit(t, dvm); st != 255 {
 		t.Errorf("the DVM exited %d, want 255", st)
 	}

@@ -25,6 +25,10 @@ const (
 const (
 	kindData byte = 1 // rank, stream, bytes
 	kindEOF  byte = 2 // rank, stream: no more bytes will come
+	// A DVM job's chunks (Chunk.Job > 0): the job's number, 4 bytes, then
+	// as kindData and kindEOF. A plain mpirun's stream never holds one.
+	kindJobData byte = 3
+	kindJobEOF  byte = 4
 )
 
 // ChunkSize is how much a reader takes from a rank's pipe at once.
@@ -37,6 +41,7 @@ const firstBuffer = 4 << 10
 
 // Chunk is a piece of one rank's output, or its end when EOF is set.
 type Chunk struct {
+	Job    int // the rank's DVM job; 0 in a plain mpirun
 	Rank   int
 	Stream Stream
 	Data   []byte
@@ -62,9 +67,22 @@ func (s *Sender) Send(c Chunk) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.buf = AppendChunk(s.buf[:0], kind, c)
+	if c.Job != 0 {
+		s.buf = appendJobChunk(s.buf[:0], kind+kindJobData-kindData, c)
+	} else {
+		s.buf = AppendChunk(s.buf[:0], kind, c)
+	}
 	_, err := s.w.Write(s.buf)
 	return err
+}
+
+// appendJobChunk appends c as a frame of kind with its job first.
+func appendJobChunk(dst []byte, kind byte, c Chunk) []byte {
+	var head [9]byte
+	binary.BigEndian.PutUint32(head[:], uint32(c.Job))
+	binary.BigEndian.PutUint32(head[4:], uint32(c.Rank))
+	head[8] = byte(c.Stream)
+	return transport.AppendFrame(dst, kind, head[:], c.Data)
 }
 
 // AppendChunk appends c as a frame of kind (a stream of chunks, or the
@@ -112,10 +130,18 @@ func (r *Receiver) Next() (Chunk, error) {
 	if err != nil {
 		return Chunk{}, err
 	}
-	if kind != kindData && kind != kindEOF {
-		return Chunk{}, fmt.Errorf("iof: malformed chunk (kind %d, %d bytes)", kind, len(payload))
+	switch kind {
+	case kindData, kindEOF:
+		return DecodeChunk(payload, kind == kindEOF)
+	case kindJobData, kindJobEOF:
+		if len(payload) < 4 {
+			break
+		}
+		c, err := DecodeChunk(payload[4:], kind == kindJobEOF)
+		c.Job = int(binary.BigEndian.Uint32(payload))
+		return c, err
 	}
-	return DecodeChunk(payload, kind == kindEOF)
+	return Chunk{}, fmt.Errorf("iof: malformed chunk (kind %d, %d bytes)", kind, len(payload))
 }
 
 // Sink is where chunks end up: the upward stream of an orted, mpirun's

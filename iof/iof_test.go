@@ -704,7 +704,7 @@ func TestStdinTreeClosedReader(t *testing.T) {
 	b := newStdinBed(t)
 	b.pipes[1].Close()
 	send(t, b.f, stdin(AllRanks, "first"))
-	if _, ok := b.f.pipes[1]; ok {
+	if _, ok := b.f.pipes[jobRank{0, 1}]; ok {
 		t.Error("rank 1's pipe is still there after its reader closed")
 	}
 	send(t, b.f, stdin(AllRanks, "second"), stdin(1, "lost"), stdin(0, "third"))
@@ -904,5 +904,64 @@ func BenchmarkLastNewline(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		lastNewline(data)
+	}
+}
+
+// TestStdinTreeJobs: two DVM jobs' ranks of the same number on one
+// daemon each get their own job's input; one job's EOF closes its rank's
+// pipe only, and a job forgotten has its pipes closed and takes no more.
+func TestStdinTreeJobs(t *testing.T) {
+	f := NewStdinTree(0, treeParent(map[int]int{}))
+	reads := map[int]*os.File{}
+	for job := 1; job <= 2; job++ {
+		f.SetJobRanks(job, []int{0})
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Job(job).AddRank(0, pw)
+		reads[job] = pr
+	}
+	send(t, f, Chunk{Job: 1, Stream: StdinStream, Data: []byte("one")}, Chunk{Job: 2, Stream: StdinStream, Data: []byte("two")},
+		Chunk{Job: 1, Stream: StdinStream, EOF: true})
+	if got, err := io.ReadAll(reads[1]); string(got) != "one" || err != nil {
+		t.Errorf("job 1's rank 0 read %q (%v), want one and its end", got, err)
+	}
+	two := make([]byte, 3)
+	if _, err := io.ReadFull(reads[2], two); string(two) != "two" || err != nil {
+		t.Errorf("job 2's rank 0 read %q (%v)", two, err)
+	}
+	f.ForgetJob(2)
+	send(t, f, Chunk{Job: 2, Stream: StdinStream, Data: []byte("late")})
+	if got, err := io.ReadAll(reads[2]); len(got) != 0 || err != nil {
+		t.Errorf("job 2's rank 0 read %q (%v) after its job was forgotten, want its end", got, err)
+	}
+}
+
+// TestJobChunks: a DVM job's chunks keep their job through a stream
+// (frame kinds 3 and 4), beside a plain mpirun's (kinds 1 and 2, as
+// before: job 0).
+func TestJobChunks(t *testing.T) {
+	var wire bytes.Buffer
+	s := NewSender(&wire)
+	sent := []Chunk{
+		{Job: 7, Rank: 3, Stream: Stdout, Data: []byte("seven")},
+		{Rank: 1, Stream: Stderr, Data: []byte("plain")},
+		{Job: 70000, Rank: 2, Stream: StdinStream, EOF: true},
+	}
+	for _, c := range sent {
+		if err := s.Send(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kind := wire.Bytes()[4]; kind != kindJobData {
+		t.Errorf("a job's chunk has kind %d, want %d", kind, kindJobData)
+	}
+	r := NewReceiver(&wire)
+	for _, want := range sent {
+		got, err := r.Next()
+		if err != nil || got.Job != want.Job || got.Rank != want.Rank || got.Stream != want.Stream || string(got.Data) != string(want.Data) || got.EOF != want.EOF {
+			t.Errorf("received %+v (%v), want %+v", got, err, want)
+		}
 	}
 }

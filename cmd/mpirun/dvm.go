@@ -56,7 +56,7 @@ func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
 	if len(req.Hosts) == 0 && req.Hostfile == "" {
 		req.Hosts, req.Hostfile = hello.HostArgs, hello.Hostfile
 	}
-	req.PMIx, req.Stdin = "off", "none" // not yet in a DVM (DVM.md)
+	req.PMIx = "off" // not yet in a DVM (DVM.md)
 	cfg, err := plan.Make(req, here(logger(c, os.Stderr)))
 	var wrong plan.UsageError
 	if errors.As(err, &wrong) {
@@ -71,7 +71,7 @@ func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
 	}
 	return dvm.Job{
 		Submit: dvm.Submit{App: app, TimeoutMS: cfg.Timeout.Milliseconds()},
-		Stdout: os.Stdout, Stderr: os.Stderr, Output: outputOptions(c),
+		Stdout: os.Stdout, Stderr: os.Stderr, Output: outputOptions(c), Stdin: stdinSource(app.StdinRank),
 	}, nil
 }
 

@@ -123,7 +123,7 @@ Persistent daemons (a DVM: Open MPI's prte, prun, pterm):
   --dvm-start [--dvm-uri FILE]  spawn the daemons on the hosts and keep them
                                 up; prints the DVM's URI once they are
   --dvm URI|FILE                run the job in that DVM: its daemons are
-                                already up (one job at a time; no stdin, PMIx)
+                                already up; jobs run at once (no PMIx yet)
   --dvm-stop URI|FILE           stop the DVM, leaving nothing on the nodes
 
 Accepted from Open MPI's command line:

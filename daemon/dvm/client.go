@@ -43,6 +43,9 @@ type Job struct {
 	// Signals: SIGINT, SIGTERM and SIGHUP end the job; SIGTSTP stops its
 	// ranks, then the client; any other goes to its ranks.
 	Signals <-chan os.Signal
+	// Stdin goes to the job's stdin rank (or all of them), as the DVM
+	// asks for it; nil: their input ends at once.
+	Stdin io.Reader
 }
 
 // Run submits the job on conn and shows its output, failure line and
@@ -54,8 +57,11 @@ func (j Job) Run(conn *Conn) int {
 		return errmgr.StatusFailed
 	}
 	go j.forwardSignals(conn)
+	wanted := make(chan struct{}, 1)
+	defer close(wanted)
+	go j.forwardInput(conn, wanted)
 	term := iof.NewTerminal(j.Stdout, j.Stderr, j.Output)
-	status, err := j.follow(conn, term)
+	status, err := j.follow(conn, term, wanted)
 	term.Flush()
 	if err != nil {
 		fmt.Fprintf(j.Stderr, "mpirun: lost the DVM before the job ended: %v\n", err)
@@ -69,7 +75,7 @@ func (j Job) Run(conn *Conn) int {
 }
 
 // follow reads the DVM's frames until the job's status.
-func (j Job) follow(conn *Conn, term *iof.Terminal) (int, error) {
+func (j Job) follow(conn *Conn, term *iof.Terminal, wanted chan<- struct{}) (int, error) {
 	for {
 		kind, payload, err := conn.Read()
 		if err != nil {
@@ -84,12 +90,39 @@ func (j Job) follow(conn *Conn, term *iof.Terminal) (int, error) {
 			term.Send(c)
 		case KindLine:
 			fmt.Fprintln(j.Stderr, string(payload))
+		case KindInputWanted:
+			select {
+			case wanted <- struct{}{}:
+			default:
+			}
 		case KindStopped: // its ranks are stopped: now the client
 			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		case KindStatus:
 			var s Status
 			return s.Status, json.Unmarshal(payload, &s)
 		}
+	}
+}
+
+// forwardInput sends the client's stdin to the DVM, a chunk each time
+// the DVM asks, then its end.
+func (j Job) forwardInput(conn *Conn, wanted <-chan struct{}) {
+	buf := make([]byte, iof.ChunkSize)
+	var ended error
+	for range wanted {
+		if j.Stdin == nil || ended != nil {
+			conn.Write(KindInputEnd, nil)
+			return
+		}
+		var n int
+		for n == 0 && ended == nil {
+			n, ended = j.Stdin.Read(buf)
+		}
+		if n == 0 {
+			conn.Write(KindInputEnd, nil)
+			return
+		}
+		conn.Write(KindInput, buf[:n])
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 
 // Version numbers the client's wire; the DVM says its own in Hello, and
 // a client of another version refuses to go on.
-const Version = 1
+const Version = 2
 
 // The frames' kinds (DVM.md, "The client's wire").
 const (
@@ -33,6 +33,12 @@ const (
 	KindSignal    byte = 7
 	KindStop      byte = 8
 	KindStopped   byte = 9
+	// The job's stdin, a chunk at a time: the DVM asks for each
+	// (InputWanted) once it passed the last one on to the ranks; the
+	// client answers with Input, or InputEnd at its stdin's end.
+	KindInputWanted byte = 10
+	KindInput       byte = 11
+	KindInputEnd    byte = 12
 )
 
 // maxFrame bounds one frame: an output chunk is at most iof.ChunkSize,

@@ -56,6 +56,6 @@ func (m *Machine) sendAddrs(sends []routed.Send) {
 
 func (m *Machine) checkAddressed() {
 	if m.flood.Complete() && !m.milestones[Addressed].local {
-		m.reach(Addressed)
+		m.reach(Addressed, nil)
 	}
 }

@@ -13,35 +13,38 @@ import (
 // modex.View), so that every get after a fence is answered on the node:
 // no get crosses the network.
 
-// jobGroup is the collective group of every rank of the job.
+// jobGroup is the collective group of every rank of a job (each job has
+// a collective machine of its own).
 const jobGroup = ""
 
 // RingEntry is one rank's entry in a PMIX_Ring, given or answered.
 type RingEntry = collective.RingEntry
 
-// enter: local rank entered its next collective of op with part. A rank
-// that took part in one uses PMI: it must finalise it before it exits.
-func (m *Machine) enter(rank int, op collective.Op, part collective.Part) {
-	if r, ok := m.ranks[rank]; ok && !r.reaped {
+// enter: local rank of job entered its next collective of op with part.
+// A rank that took part in one uses PMI: it must finalise it before it
+// exits.
+func (m *Machine) enter(job, rank int, op collective.Op, part collective.Part) {
+	if j, r, ok := m.rankOf(job, rank); ok && !r.reaped {
 		r.pmi = true
-		m.collectives(m.coll.Enter(jobGroup, op, rank, part))
+		m.collectives(j, j.coll.Enter(jobGroup, op, rank, part))
 	}
 }
 
-// joinCollectives: the local ranks started; the job's collectives can
-// tell who takes part here.
-func (m *Machine) joinCollectives() {
-	m.collectives(m.coll.Join(jobGroup, m.jobMembers))
+// joinCollectives: job j's local ranks started; its collectives can tell
+// who takes part here.
+func (m *Machine) joinCollectives(j *jobState) {
+	m.collectives(j, j.coll.Join(jobGroup, func() collective.Members { return m.jobMembers(j.app) }))
 }
 
-// jobMembers is who takes part in the job's collectives here: every local
+// jobMembers is who takes part in app's collectives here: every local
 // rank, and the live children whose subtree holds ranks.
-func (m *Machine) jobMembers() collective.Members {
+func (m *Machine) jobMembers(app Launch) collective.Members {
 	ranksOn := map[int]int{}
-	for _, d := range m.app.RankNode {
+	for _, d := range app.RankNode {
 		ranksOn[d]++
 	}
-	mem := collective.Members{Ranks: m.localRanks(), Toward: m.towardRank}
+	toward := func(rank int) int { return m.towardRank(app, rank) }
+	mem := collective.Members{Ranks: localRanks(app, m.self), Toward: toward}
 	for _, c := range m.sortedChildren() {
 		if c.failed {
 			continue
@@ -58,11 +61,11 @@ func (m *Machine) jobMembers() collective.Members {
 
 // towardRank says where rank lives from here: here, below a live child
 // (collective.Members.Toward), or nowhere.
-func (m *Machine) towardRank(rank int) int {
-	if rank < 0 || rank >= len(m.app.RankNode) {
+func (m *Machine) towardRank(app Launch, rank int) int {
+	if rank < 0 || rank >= len(app.RankNode) {
 		return collective.Nowhere
 	}
-	d := m.app.RankNode[rank]
+	d := app.RankNode[rank]
 	if d == m.self {
 		return collective.Here
 	}
@@ -87,32 +90,33 @@ func (m *Machine) childToward(id int) int {
 	return -1
 }
 
-// collectives carries out the collective machine's actions.
-func (m *Machine) collectives(acts []collective.Action) {
+// collectives carries out job j's collective machine's actions.
+func (m *Machine) collectives(j *jobState, acts []collective.Action) {
 	for _, a := range acts {
 		switch a := a.(type) {
 		case collective.SendUp:
-			m.sendUp(CollectiveUp{ID: a.ID, Part: a.Part})
+			m.sendUp(CollectiveUp{ID: a.ID, Part: a.Part, Job: j.num})
 		case collective.SendDown:
 			if c := m.children[a.Child]; c != nil && c.linked() {
-				m.emit(Send{c.link, CollectiveDown{ID: a.ID, Part: a.Part}})
+				m.emit(Send{c.link, CollectiveDown{ID: a.ID, Part: a.Part, Job: j.num}})
 			}
 		case collective.Done:
-			m.collectiveDone(a.ID, a.Part)
+			m.collectiveDone(j, a.ID, a.Part)
 		}
 	}
 }
 
-// collectiveDone releases the local ranks from a completed collective.
-func (m *Machine) collectiveDone(id collective.ID, result collective.Part) {
+// collectiveDone releases job j's local ranks from a completed
+// collective.
+func (m *Machine) collectiveDone(j *jobState, id collective.ID, result collective.Part) {
 	switch id.Op {
 	case collective.Fence:
-		m.view = m.view.With(result.KVs)
-		m.emit(FenceDone{Seq: id.Seq, View: m.view})
+		j.view = j.view.With(result.KVs)
+		m.emit(FenceDone{Job: j.num, Seq: id.Seq, View: j.view})
 	case collective.Allgather:
-		m.emit(AllgatherDone{Seq: id.Seq, Values: result.Ordered})
+		m.emit(AllgatherDone{Job: j.num, Seq: id.Seq, Values: result.Ordered})
 	case collective.Ring:
-		m.emit(RingDone{Seq: id.Seq, Answers: result.Ring})
+		m.emit(RingDone{Job: j.num, Seq: id.Seq, Answers: result.Ring})
 	}
 }
 

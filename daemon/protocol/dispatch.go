@@ -16,9 +16,8 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 			m.fail(msg)
 		}
 	case Milestone:
-		if m.isChild(peer) && msg.Kind >= 0 && msg.Kind < NumMilestones && !m.releasedJob(msg.Job) {
-			m.milestones[msg.Kind].add(peer)
-			m.checkMilestone(msg.Kind)
+		if m.isChild(peer) {
+			m.childMilestone(peer, msg)
 		}
 	case Teardown:
 		if fromParent {
@@ -41,12 +40,12 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 			m.role.report(msg)
 		}
 	case CollectiveUp:
-		if m.isChild(peer) {
-			m.collectives(m.coll.FromChild(peer, msg.ID, msg.Part))
+		if j := m.jobOf(msg.Job); j != nil && m.isChild(peer) {
+			m.collectives(j, j.coll.FromChild(peer, msg.ID, msg.Part))
 		}
 	case CollectiveDown:
-		if fromParent {
-			m.collectives(m.coll.FromParent(msg.ID, msg.Part))
+		if j := m.jobOf(msg.Job); j != nil && fromParent {
+			m.collectives(j, j.coll.FromParent(msg.ID, msg.Part))
 		}
 	case ModexRequest:
 		m.modexRequest(msg)
@@ -64,7 +63,7 @@ func (m *Machine) timerFired(t Timer) {
 	case CallbackTimer:
 		m.callbackExpired(t.ID)
 	case GraceTimer:
-		m.graceOver()
+		m.graceOver(t.ID)
 	case ProgressTimer:
 		m.progressDue()
 	case GuardsTimer:

@@ -8,17 +8,18 @@ package protocol
 // is cached here: the requesting server keeps what it got.
 
 func (m *Machine) directModexWanted(e DirectModexWanted) {
-	if e.Rank < 0 || e.Rank >= len(m.app.RankNode) {
+	j, ok := m.jobs[e.Job]
+	if !ok || e.Rank < 0 || e.Rank >= len(j.app.RankNode) {
 		m.emit(ModexAnswered{ID: e.ID, Err: "no such rank"})
 		return
 	}
-	m.modexRequest(ModexRequest{ID: e.ID, From: m.self, To: m.app.RankNode[e.Rank], Rank: e.Rank})
+	m.modexRequest(ModexRequest{ID: e.ID, From: m.self, To: j.app.RankNode[e.Rank], Rank: e.Rank, Job: e.Job})
 }
 
-// replayEarlyModex serves the requests that came before the launch.
-func (m *Machine) replayEarlyModex() {
-	early := m.earlyModex
-	m.earlyModex = nil
+// replayEarlyModex serves job j's requests that came before its launch.
+func (m *Machine) replayEarlyModex(j *jobState) {
+	early := j.earlyModex
+	j.earlyModex = nil
 	for _, r := range early {
 		m.modexRequest(r)
 	}
@@ -27,19 +28,24 @@ func (m *Machine) replayEarlyModex() {
 // modexRequest serves a request for one of this daemon's ranks, or
 // passes it on toward the rank's daemon.
 func (m *Machine) modexRequest(r ModexRequest) {
-	switch {
-	case r.To != m.self:
+	if r.To != m.self {
 		m.deliver(m.router.Route(r.To, r))
 		return
-	case m.launch != ranksStarted: // the requester's launch came first
-		m.earlyModex = append(m.earlyModex, r)
+	}
+	j := m.jobOf(r.Job)
+	switch {
+	case j == nil:
+		m.modexReply(ModexReply{ID: r.ID, To: r.From, Err: "no such job here"})
+		return
+	case j.launch != ranksStarted: // the requester's launch came first
+		j.earlyModex = append(j.earlyModex, r)
 		return
 	}
-	if _, ok := m.ranks[r.Rank]; !ok {
+	if _, ok := j.ranks[r.Rank]; !ok {
 		m.modexReply(ModexReply{ID: r.ID, To: r.From, Err: "no such rank here"})
 		return
 	}
-	m.emit(ServeModex{ID: r.ID, From: r.From, Rank: r.Rank})
+	m.emit(ServeModex{ID: r.ID, From: r.From, Job: r.Job, Rank: r.Rank})
 }
 
 // modexReply hands an answer to the driver, or passes it on toward the

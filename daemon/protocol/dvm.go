@@ -3,15 +3,13 @@ package protocol
 import (
 	"prsh/errmgr"
 	"prsh/internal/timeouts"
-	"prsh/modex"
-	"prsh/modex/collective"
 )
 
 // The DVM (mpirun --dvm-start, DVM.md): the daemons stay up, and each job
 // a client submits is a Launch of its own number. A job's failure ends
 // that job alone (JobKill); its Exited at mpirun ends it everywhere
-// (JobEnd), and each daemon lets go of its state. One job runs at a time:
-// the per-job state is the machine's own fields, reset at JobEnd.
+// (JobEnd), and each daemon lets go of its state. Jobs run at once, each
+// with its own state (jobs.go).
 
 // Submit: a client submitted a job to the DVM (mpirun only).
 type Submit struct {
@@ -60,24 +58,15 @@ func (JobDone) action()    {}
 func (ReleaseJob) action() {}
 func (JobStopped) action() {}
 
-// dvmState is what a daemon of a DVM knows of its jobs.
-type dvmState struct {
-	now      int     // the job whose Launch came here, not yet released
-	released int     // the last job released here
-	killed   int     // the last job a JobKill named
-	next     *Launch // the next job's Launch, held until the current one's JobEnd
-}
-
 // submitted launches a client's job from mpirun.
 func (r *rootState) submitted(e Submit) {
 	m := r.m
-	if !m.job.DVM || m.ending() || m.dvm.now != 0 || e.Job <= m.dvm.released {
+	if !m.job.DVM || m.ending() || m.released.has(e.Job) || m.jobs[e.Job] != nil {
 		m.warn("job %d submitted while the DVM cannot take it", e.Job)
 		return
 	}
-	r.jobPolicy = errmgr.Policy{}
-	r.jobTimeoutMS = e.TimeoutMS
-	r.stopPending, r.stopFor = false, 0
+	j := m.jobOf(e.Job)
+	j.timeoutMS = e.TimeoutMS
 	if e.TimeoutMS > 0 {
 		m.emit(SetTimer{Timer{Kind: JobTimer, ID: e.Job}, e.TimeoutMS})
 	}
@@ -85,10 +74,12 @@ func (r *rootState) submitted(e Submit) {
 	r.launch(e.App)
 }
 
-// jobFailed ends the current job on its first failure; the DVM goes on.
+// jobFailed ends a job on its first failure; the DVM and its other jobs
+// go on.
 func (r *rootState) jobFailed(f Failure) {
 	m := r.m
-	if f.Job == 0 || f.Job != m.dvm.now || !r.jobPolicy.Fail(f.Status) {
+	j, ok := m.jobs[f.Job]
+	if !ok || !j.policy.Fail(f.Status) {
 		return
 	}
 	m.emit(Print{Line: "mpirun: " + f.Msg, Job: f.Job})
@@ -97,8 +88,12 @@ func (r *rootState) jobFailed(f Failure) {
 
 // jobTimedOut fails a job that ran past its --timeout.
 func (r *rootState) jobTimedOut(job int) {
+	j, ok := r.m.jobs[job]
+	if !ok {
+		return
+	}
 	r.jobFailed(Failure{
-		Msg:    "the job ran past --timeout " + timeouts.Format(r.jobTimeoutMS) + ", terminating it",
+		Msg:    "the job ran past --timeout " + timeouts.Format(j.timeoutMS) + ", terminating it",
 		Status: errmgr.StatusTimeout, Job: job,
 	})
 }
@@ -108,13 +103,16 @@ func (r *rootState) jobInterrupted(e JobInterrupt) {
 	r.jobFailed(Failure{Msg: "caught SIG" + e.Name + ", terminating the job", Status: 128 + e.Sig, Job: e.Job})
 }
 
-// jobExited: the current job's ranks all ended: its status is final, and
-// the job ends everywhere.
-func (r *rootState) jobExited() {
+// jobExited: a job's ranks all ended: its status is final, and the job
+// ends everywhere.
+func (r *rootState) jobExited(job int) {
 	m := r.m
-	job := m.dvm.now
+	j, ok := m.jobs[job]
+	if !ok {
+		return
+	}
 	m.emit(CancelTimer{Timer{Kind: JobTimer, ID: job}})
-	m.emit(JobDone{Job: job, Status: r.jobPolicy.Status()})
+	m.emit(JobDone{Job: job, Status: j.policy.Status()})
 	m.endJob(job)
 }
 
@@ -126,40 +124,43 @@ func (r *rootState) dvmUp() {
 	}
 }
 
-// stopDVM ends the DVM: a job still running is killed, and its client
-// hears why.
+// stopDVM ends the DVM: the jobs still running are killed, and their
+// clients hear why.
 func (r *rootState) stopDVM() {
 	m := r.m
-	if job := m.dvm.now; job != 0 && !m.ending() && r.jobPolicy.Fail(errmgr.StatusFailed) {
-		m.emit(Print{Line: "mpirun: the DVM is stopping (mpirun --dvm-stop), terminating the job", Job: job})
+	for _, j := range m.sortedJobs() {
+		if !m.ending() && j.policy.Fail(errmgr.StatusFailed) {
+			m.emit(Print{Line: "mpirun: the DVM is stopping (mpirun --dvm-stop), terminating the job", Job: j.num})
+		}
 	}
-	m.teardown(m.dvm.now != 0)
+	m.teardown(len(m.jobs) > 0)
 }
 
 // killJob stops a job in this subtree: its ranks get SIGTERM, then
 // SIGKILL after the kill grace. A job not launched here yet starts no
 // rank when its Launch comes.
 func (m *Machine) killJob(job int) {
-	if job <= m.dvm.released || job <= m.dvm.killed || m.ending() {
+	j := m.jobOf(job)
+	if j == nil || j.killed || m.ending() {
 		return
 	}
-	m.dvm.killed = job
+	j.killed = true
 	for _, c := range m.sortedChildren() {
 		if c.linked() {
 			m.emit(Send{c.link, JobKill{Job: job}})
 		}
 	}
-	if job == m.dvm.now && m.launch == ranksStarted {
-		m.emit(SignalRanks{SIGTERM})
-		m.emit(SetTimer{Timer{Kind: GraceTimer}, m.job.KillGraceMS})
+	if j.launch == ranksStarted {
+		m.emit(SignalRanks{SIGTERM, job})
+		m.emit(SetTimer{Timer{Kind: GraceTimer, ID: job}, m.job.KillGraceMS})
 	}
 }
 
 // endJob ends a job in this subtree once it exited everywhere: what its
-// ranks left behind is killed, its state let go of, and the next job's
-// Launch, if it came first, taken.
+// ranks left behind is killed and its state let go of.
 func (m *Machine) endJob(job int) {
-	if job != m.dvm.now || m.ending() {
+	j, ok := m.jobs[job]
+	if !ok || job == 0 || m.ending() {
 		return
 	}
 	for _, c := range m.sortedChildren() {
@@ -167,66 +168,26 @@ func (m *Machine) endJob(job int) {
 			m.emit(Send{c.link, JobEnd{Job: job}})
 		}
 	}
-	m.emit(SignalRanks{SIGKILL})
-	if m.dvm.killed == job {
-		m.emit(CancelTimer{Timer{Kind: GraceTimer}})
+	m.emit(SignalRanks{SIGKILL, job})
+	if j.killed {
+		m.emit(CancelTimer{Timer{Kind: GraceTimer, ID: job}})
 	}
 	m.emit(ReleaseJob{Job: job})
-	m.resetJob(job)
-	if next := m.dvm.next; next != nil {
-		m.dvm.next = nil
-		m.receiveLaunch(*next)
+	if m.root != nil {
+		m.root.forgetStop(job)
 	}
+	delete(m.jobs, job)
+	m.released.add(job)
 }
 
-// resetJob lets go of the per-job state: the next job starts as the
-// first did.
-func (m *Machine) resetJob(job int) {
-	m.dvm.released, m.dvm.now = job, 0
-	m.launch = launchAwaited
-	m.app = Launch{}
-	m.ranks = map[int]*rank{}
-	m.earlyModex = nil
-	m.view = modex.View{}
-	m.coll = collective.New(m.root != nil)
-	live := []int{}
-	for _, c := range m.sortedChildren() {
-		if !c.failed {
-			live = append(live, c.id)
-		}
+// acceptLaunch is the job a Launch starts here, or nil when it is not
+// this daemon's to take: a repeat, or a job over here.
+func (m *Machine) acceptLaunch(app Launch) *jobState {
+	j := m.jobOf(app.Job)
+	if j == nil || j.launch != launchAwaited {
+		return nil
 	}
-	m.milestones[Started] = newReduction(live)
-	m.milestones[Exited] = newReduction(live)
-}
-
-// acceptLaunch says whether a Launch is this daemon's to take now; in a
-// DVM, one for the next job while the current one has not ended here is
-// held until it has.
-func (m *Machine) acceptLaunch(app Launch) bool {
-	if !m.job.DVM {
-		return m.launch == launchAwaited
-	}
-	switch {
-	case app.Job <= m.dvm.released || app.Job == m.dvm.now:
-		return false // a repeat
-	case m.dvm.now != 0:
-		m.dvm.next = &app
-		return false
-	}
-	m.dvm.now = app.Job
-	return true
-}
-
-// jobKilledHere says the current job was killed before its ranks started.
-func (m *Machine) jobKilledHere() bool {
-	return m.job.DVM && m.dvm.killed == m.dvm.now
-}
-
-// jobFailure words a failure of a rank of the current job.
-func (m *Machine) jobFailure(status int, format string, args ...any) Failure {
-	f := m.failure(status, format, args...)
-	f.Job = m.dvm.now
-	return f
+	return j
 }
 
 // dvmMessage handles JobKill and JobEnd from the parent.
@@ -249,25 +210,19 @@ func (r *rootState) dvmEvent(ev Event) {
 	case StopDVM:
 		r.stopDVM()
 	case JobSignal:
-		if e.Job == r.m.dvm.now && !r.m.ending() {
-			r.stopFor = e.Job
-			r.passSignal(e.Sig)
+		if _, ok := r.m.jobs[e.Job]; ok && !r.m.ending() {
+			r.passSignal(e.Sig, e.Job)
 		}
 	}
 }
 
 // dvmMilestone moves the DVM on: up once spawned and addressed, a job
 // over once its ranks all exited.
-func (r *rootState) dvmMilestone(kind int) {
+func (r *rootState) dvmMilestone(kind, job int) {
 	switch kind {
 	case Spawned, Addressed:
 		r.dvmUp()
 	case Exited:
-		r.jobExited()
+		r.jobExited(job)
 	}
-}
-
-// releasedJob says a message of job is stale: the job ended here.
-func (m *Machine) releasedJob(job int) bool {
-	return job != 0 && job <= m.dvm.released
 }

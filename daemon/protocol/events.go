@@ -73,6 +73,7 @@ type OutputClosed struct{ Link LinkID }
 // RankNotStarted: a rank of a StartRanks could not start; Status is what
 // a shell would say (127 not found, 126 not executable).
 type RankNotStarted struct {
+	Job    int // the DVM job of the rank; 0 in a plain mpirun
 	Rank   int
 	Status int
 	Err    string
@@ -81,6 +82,7 @@ type RankNotStarted struct {
 // RankExited: a local rank was reaped. Status is the shell's view (128+N
 // for signal N); How words it for the user ("exited with status 3").
 type RankExited struct {
+	Job    int
 	Rank   int
 	Status int
 	How    string
@@ -91,21 +93,22 @@ type RankExited struct {
 type Staged struct{ Err string }
 
 // RankDrained: everything a rank wrote has been read and passed on.
-type RankDrained struct{ Rank int }
+type RankDrained struct{ Job, Rank int }
 
 // PMIFinalize: a local rank finalised PMI.
-type PMIFinalize struct{ Rank int }
+type PMIFinalize struct{ Job, Rank int }
 
 // PMIUnserved: a local rank's client speaks a PMI this daemon cannot
 // serve (Why says which, and what to do): the job cannot go on.
 type PMIUnserved struct {
+	Job  int
 	Rank int
 	Why  string
 }
 
 // DirectModexWanted: a local rank wants what Rank (of another daemon)
 // put and no fence brought here; ID names the request for the driver.
-type DirectModexWanted struct{ ID, Rank int }
+type DirectModexWanted struct{ ID, Job, Rank int }
 
 // ModexServed: this daemon's PMIx server answered daemon From's request
 // ID for one of the local ranks' data.
@@ -117,12 +120,13 @@ type ModexServed struct {
 
 // PMIConnected: a local rank's PMI client connected (PMIx says so before
 // any collective): from now on the rank must finalise before it exits.
-type PMIConnected struct{ Rank int }
+type PMIConnected struct{ Job, Rank int }
 
 // PMIEnded: a local rank's PMI connection ended before it finalised:
 // Used, it had spoken PMI; Err, what was wrong with its input. The driver
 // reports it before the rank's RankExited.
 type PMIEnded struct {
+	Job  int
 	Rank int
 	Used bool
 	Err  string
@@ -132,6 +136,7 @@ type PMIEnded struct {
 // since its last one. A rank that fenced uses PMI: it must finalise it
 // before it exits.
 type FenceEntered struct {
+	Job  int
 	Rank int
 	Puts []modex.KV
 }
@@ -139,6 +144,7 @@ type FenceEntered struct {
 // AllgatherEntered: a local rank entered its next allgather with its
 // value.
 type AllgatherEntered struct {
+	Job   int
 	Rank  int
 	Value string
 }
@@ -146,6 +152,7 @@ type AllgatherEntered struct {
 // RingEntered: a local rank entered its next PMIX_Ring with its count and
 // its two values.
 type RingEntered struct {
+	Job         int
 	Rank        int
 	Count       int
 	Left, Right string
@@ -153,6 +160,7 @@ type RingEntered struct {
 
 // Aborted: a local rank asked to abort the job (MPI_Abort).
 type Aborted struct {
+	Job    int
 	Rank   int
 	Status int
 	Msg    string
@@ -262,9 +270,13 @@ type StartRanks struct {
 	Ranks []int
 }
 
-// SignalRanks sends Sig to the process group of every local rank, reaped
-// or not: what a rank left behind in its group gets it too.
-type SignalRanks struct{ Sig int }
+// SignalRanks sends Sig to the process group of every local rank of Job
+// (AllJobs: of every job), reaped or not: what a rank left behind in its
+// group gets it too.
+type SignalRanks struct{ Sig, Job int }
+
+// AllJobs in SignalRanks names the ranks of every job: the daemon ends.
+const AllJobs = -1
 
 // SetTimer starts (or restarts) Timer, to fire after MS milliseconds.
 type SetTimer struct {
@@ -291,8 +303,9 @@ type Waiting struct{ Line string }
 // Warn logs a line at this daemon (not for the user's terminal).
 type Warn struct{ Line string }
 
-// Reached: mpirun saw the whole job reach a milestone.
-type Reached struct{ Kind int }
+// Reached: mpirun saw the whole job (Started, Exited: DVM job Job) reach
+// a milestone.
+type Reached struct{ Kind, Job int }
 
 // ForwardStdin: mpirun starts passing its stdin to the ranks.
 type ForwardStdin struct{}
@@ -303,13 +316,14 @@ type StopSelf struct{}
 // FenceDone: fence Seq is complete; the local ranks in it go on, and
 // answer their gets from View.
 type FenceDone struct {
+	Job  int
 	Seq  int
 	View modex.View
 }
 
 // ServeModex: ask this daemon's PMIx server for local rank Rank's data,
 // for daemon From's request ID; answer with ModexServed.
-type ServeModex struct{ ID, From, Rank int }
+type ServeModex struct{ ID, From, Job, Rank int }
 
 // ModexAnswered: the answer to this daemon's direct-modex request ID.
 type ModexAnswered struct {
@@ -321,12 +335,14 @@ type ModexAnswered struct {
 // AllgatherDone: allgather Seq is complete: every rank's value, in rank
 // order, for each local rank in it.
 type AllgatherDone struct {
+	Job    int
 	Seq    int
 	Values []string
 }
 
 // RingDone: ring Seq is complete; each local rank in it gets its answer.
 type RingDone struct {
+	Job     int
 	Seq     int
 	Answers []RingEntry
 }

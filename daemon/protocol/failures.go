@@ -14,12 +14,12 @@ func (m *Machine) fail(f Failure) { m.role.fail(f) }
 
 // dropChild stops every reduction from waiting for a child that failed.
 func (m *Machine) dropChild(id int) {
-	for _, r := range m.milestones {
-		r.drop(id)
-	}
+	m.eachReduction(func(r *reduction) { r.drop(id) })
 	for _, seq := range slices.Sorted(maps.Keys(m.acks)) {
 		m.acks[seq].drop(id)
 		m.checkAck(seq)
 	}
-	m.collectives(m.coll.ChildFailed(id))
+	for _, j := range m.sortedJobs() {
+		m.collectives(j, j.coll.ChildFailed(id))
+	}
 }

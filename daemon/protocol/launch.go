@@ -10,28 +10,29 @@ import "prsh/errmgr"
 // topology, then start the local ranks once this node's staged files
 // are in.
 func (m *Machine) receiveLaunch(app Launch) {
-	if !m.acceptLaunch(app) {
+	j := m.acceptLaunch(app)
+	if j == nil {
 		return
 	}
-	m.moveLaunch(launchHeld)
-	m.app = app
+	m.moveLaunch(j, launchHeld)
+	j.app = app
 	for _, c := range m.routing.Fanout(m.self) {
 		m.deliver(m.router.Neighbour(c, app))
 	}
-	m.maybeStartRanks()
+	m.maybeStartRanks(j)
 }
 
 // maybeStartRanks starts the local ranks once both the Launch and the
 // staged files are here. Until then the daemon counts as not launched,
 // so that the children's collectives wait as they do for the Launch.
-func (m *Machine) maybeStartRanks() {
-	if m.launch != launchHeld || !m.staged {
+func (m *Machine) maybeStartRanks(j *jobState) {
+	if j.launch != launchHeld || !m.staged {
 		return
 	}
-	m.moveLaunch(ranksStarted)
-	m.startRanks()
-	m.joinCollectives()
-	m.replayEarlyModex()
+	m.moveLaunch(j, ranksStarted)
+	m.startRanks(j)
+	m.joinCollectives(j)
+	m.replayEarlyModex(j)
 }
 
 // stagedHere: this node's copy of the staged files is complete, or
@@ -46,6 +47,8 @@ func (m *Machine) stagedHere(err string) {
 	}
 	m.staged = true
 	if !m.ending() { // a job that ends starts nothing more
-		m.maybeStartRanks()
+		for _, j := range m.sortedJobs() {
+			m.maybeStartRanks(j)
+		}
 	}
 }

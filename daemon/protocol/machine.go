@@ -19,8 +19,6 @@ import (
 	"slices"
 
 	"prsh/errmgr"
-	"prsh/modex"
-	"prsh/modex/collective"
 	"prsh/routed"
 	"prsh/spawn"
 	"prsh/topo"
@@ -69,25 +67,21 @@ type Machine struct {
 	// children: a callback timer that fires after some is set again.
 	lifeSigns int
 
-	launch launchState
 	// staged: this node's copy of the staged files is here (or none are
 	// needed); it may come before the Launch or after it.
 	staged bool
-	// earlyModex holds direct-modex requests for this daemon's ranks that
-	// came before the launch did.
-	earlyModex []ModexRequest
-	app        Launch
-	ranks      map[int]*rank
+	// jobs are the jobs here (jobs.go): job 0 of a plain mpirun, or a
+	// DVM's from their first message here to their JobEnd; released, the
+	// DVM's jobs over here.
+	jobs     map[int]*jobState
+	released jobSet
 
-	milestones [NumMilestones]*reduction
+	// milestones are the daemons' own (Spawned, Addressed); Started and
+	// Exited are each job's.
+	milestones [Addressed + 1]*reduction
 	acks       map[int]*reduction // by Signal.Seq
 
-	coll *collective.Machine // the PMI collectives (collectives.go)
-	view modex.View          // what the fences committed so far
-
 	progressOver bool // the subtree is up: no more launch progress reports
-
-	dvm dvmState // the DVM's jobs (dvm.go)
 
 	end endState
 	// termGrace: this orted got SIGTERM (Slurm's time limit) and its
@@ -166,16 +160,15 @@ func New(cfg Config) (*Machine, error) {
 	m := &Machine{
 		cfg: cfg, self: cfg.ID, job: job, routing: rt, spawnTree: rt.Tree(),
 		links: map[int]LinkID{}, linkPeer: map[LinkID]int{}, dialing: map[int][]Message{},
-		children: map[int]*child{}, ranks: map[int]*rank{},
+		children: map[int]*child{}, jobs: map[int]*jobState{},
 		acks: map[int]*reduction{},
 	}
 	if m.self == 0 {
-		m.root = &rootState{m: m, skipped: map[int]bool{}}
+		m.root = &rootState{m: m, skipped: map[int]bool{}, stops: map[int]bool{}, stopSeq: map[int]int{}}
 		m.role = m.root
 	} else {
 		m.role = &orted{m: m}
 	}
-	m.coll = collective.New(m.root != nil)
 	switch {
 	case job.OneStep:
 		// A star: mpirun spawns every node in one step. Phase 2 floods
@@ -200,6 +193,9 @@ func New(cfg Config) (*Machine, error) {
 	m.router = routed.NewRouter[Message](m.self, rt, m.reachable)
 	for k := range m.milestones {
 		m.milestones[k] = newReduction(m.spawnTree.Children(m.self))
+	}
+	if !job.DVM {
+		m.jobs[0] = m.newJob(0, m.spawnTree.Children(m.self))
 	}
 	if cfg.Parent >= 0 {
 		m.links[cfg.Parent] = cfg.ParentLink
@@ -267,40 +263,17 @@ func (m *Machine) Step(ev Event) []Action {
 	case Staged:
 		m.stagedHere(e.Err)
 	case RankDrained:
-		if r, ok := m.ranks[e.Rank]; ok {
+		if _, r, ok := m.rankOf(e.Job, e.Rank); ok {
 			r.drained = true
 		}
 	case TimerFired:
 		m.timerFired(e.Timer)
-	case PMIFinalize:
-		if r, ok := m.ranks[e.Rank]; ok {
-			r.finalized = true
-			m.collectives(m.coll.Finalized(jobGroup, e.Rank))
-		}
 	case DirectModexWanted:
 		m.directModexWanted(e)
 	case ModexServed:
 		m.modexReply(ModexReply{ID: e.ID, To: e.From, Data: e.Data, Err: e.Err})
-	case PMIConnected:
-		if r, ok := m.ranks[e.Rank]; ok {
-			r.pmi = true
-		}
-	case PMIUnserved:
-		if _, ok := m.ranks[e.Rank]; ok {
-			m.fail(m.jobFailure(errmgr.StatusFailed, "rank %d cannot start: %s", e.Rank, e.Why))
-		}
-	case PMIEnded:
-		if r, ok := m.ranks[e.Rank]; ok {
-			r.pmi, r.pmiErr = r.pmi || e.Used, e.Err
-		}
-	case FenceEntered:
-		m.enter(e.Rank, collective.Fence, fencePart(e.Puts))
-	case AllgatherEntered:
-		m.enter(e.Rank, collective.Allgather, allgatherPart(e.Rank, e.Value))
-	case RingEntered:
-		m.enter(e.Rank, collective.Ring, ringPart(e))
-	case Aborted:
-		m.aborted(e)
+	case PMIFinalize, PMIConnected, PMIUnserved, PMIEnded, FenceEntered, AllgatherEntered, RingEntered, Aborted:
+		m.pmiEvent(ev)
 	case Interrupt:
 		m.interrupted(e)
 	case Orphaned:
@@ -351,8 +324,16 @@ func (m *Machine) Lookup(id int) (string, bool) { return m.flood.Lookup(id) }
 // Ending says the job (a DVM: the DVM) is ending: nothing new starts.
 func (m *Machine) Ending() bool { return m.ending() }
 
-// Launched says the launch message reached this daemon.
-func (m *Machine) Launched() bool { return m.launch == ranksStarted }
+// Launched says a launch message reached this daemon and its ranks
+// started.
+func (m *Machine) Launched() bool {
+	for _, j := range m.jobs {
+		if j.launch == ranksStarted {
+			return true
+		}
+	}
+	return false
+}
 
 // Held is the number of messages waiting for an address or a link.
 func (m *Machine) Held() int { return m.router.Held() }

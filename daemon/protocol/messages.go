@@ -26,7 +26,7 @@ type Message interface{ message() }
 // run under a parent of another version: a node with another prsh
 // installed fails at its start, by name, instead of mid-launch with a
 // message it cannot decode.
-const Version = 6
+const Version = 7
 
 // kinds is the one table of message kinds: the index is the frame's kind
 // byte. Encoding and decoding follow from it; a new message is one line
@@ -269,6 +269,7 @@ type Signal struct {
 	Sig int
 	Ack bool
 	Seq int
+	Job int `json:",omitempty"` // a DVM job's ranks only; 0: every rank
 }
 
 // SignalAck says the Signal numbered Seq was delivered in the sender's
@@ -281,6 +282,7 @@ type SignalAck struct{ Seq int }
 type CollectiveUp struct {
 	ID   collective.ID
 	Part collective.Part
+	Job  int `json:",omitempty"` // the DVM job whose collective it is
 }
 
 // CollectiveDown carries collective ID's result down the spawn tree: all
@@ -288,6 +290,7 @@ type CollectiveUp struct {
 type CollectiveDown struct {
 	ID   collective.ID
 	Part collective.Part
+	Job  int `json:",omitempty"`
 }
 
 // ModexRequest asks daemon To for what rank Rank (one of To's) put,
@@ -295,6 +298,7 @@ type CollectiveDown struct {
 // routing topology.
 type ModexRequest struct {
 	ID, From, To, Rank int
+	Job                int `json:",omitempty"` // the DVM job of Rank
 }
 
 // ModexReply answers ModexRequest ID of daemon To: the owner's data, or

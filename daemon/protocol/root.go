@@ -13,9 +13,9 @@ import (
 // (rootState), which also holds what only mpirun does: the failure
 // policy, the nodes left out, the user's signals and the --timeout.
 type role interface {
-	fail(Failure)       // a failure here or below
-	report(Skipped)     // a node left out below
-	milestone(kind int) // the whole subtree reached a milestone
+	fail(Failure)            // a failure here or below
+	report(Skipped)          // a node left out below
+	milestone(kind, job int) // the whole subtree reached a milestone (of job: Started, Exited)
 	signalDelivered(seq int)
 	subtreeUp() bool       // every daemon below called back (or was left out)
 	firstReportMS() int64  // when the first progress report is due; 0: never
@@ -31,20 +31,18 @@ type orted struct {
 }
 
 func (o *orted) fail(f Failure) {
-	if !o.m.ending() && (f.Job == 0 || f.Job != o.m.dvm.killed) {
-		o.m.sendUp(f)
+	if o.m.ending() {
+		return
 	}
+	if j, ok := o.m.jobs[f.Job]; f.Job != 0 && (!ok || j.killed) {
+		return // its job is being killed, or over here
+	}
+	o.m.sendUp(f)
 }
 
 func (o *orted) report(s Skipped) { o.m.sendUp(s) }
 
-func (o *orted) milestone(kind int) {
-	msg := Milestone{Kind: kind}
-	if kind == Started || kind == Exited {
-		msg.Job = o.m.dvm.now
-	}
-	o.m.sendUp(msg)
-}
+func (o *orted) milestone(kind, job int) { o.m.sendUp(Milestone{Kind: kind, Job: job}) }
 
 func (o *orted) signalDelivered(seq int) { o.m.sendUp(SignalAck{Seq: seq}) }
 
@@ -77,20 +75,18 @@ func (o *orted) exitStatus() int { return 0 }
 // rootState is mpirun's role and its own state; Machine.root is nil on
 // an orted.
 type rootState struct {
-	m           *Machine
-	policy      errmgr.Policy // how the job ends
-	skipped     map[int]bool  // daemons left out
-	signalSeq   int
-	stopPending bool // Ctrl-Z: stop mpirun once the ranks are stopped
+	m         *Machine
+	policy    errmgr.Policy // how the job (a DVM: the DVM) ends
+	skipped   map[int]bool  // daemons left out
+	signalSeq int
+	// stops are the jobs whose Ctrl-Z waits for their ranks to stop
+	// (0: mpirun's own), then stops mpirun or the job's client; stopSeq
+	// is the job of each SIGSTOP sent, by Signal.Seq.
+	stops       map[int]bool
+	stopSeq     map[int]int
 	waitShown   bool // the Waiting line is shown
 	interrupted bool // mpirun got SIGINT, SIGTERM or SIGHUP
-
-	// A DVM's current job (dvm.go): how it ends, its --timeout; upSaid:
-	// DVMUp went out.
-	jobPolicy    errmgr.Policy
-	jobTimeoutMS int64
-	upSaid       bool
-	stopFor      int // the job whose client's Ctrl-Z is pending; 0: mpirun's own
+	upSaid      bool // a DVM's DVMUp went out (dvm.go)
 }
 
 // start sets the --timeout.
@@ -117,8 +113,10 @@ func (r *rootState) fail(f Failure) {
 	}
 	r.waitOver()
 	r.m.emit(Print{Line: "mpirun: " + f.Msg})
-	if r.m.dvm.now != 0 && r.jobPolicy.Fail(f.Status) { // the DVM ends, and its job: the client hears why
-		r.m.emit(Print{Line: "mpirun: " + f.Msg, Job: r.m.dvm.now})
+	for _, j := range r.m.sortedJobs() { // a DVM ends, and its jobs: their clients hear why
+		if j.num != 0 && j.policy.Fail(f.Status) {
+			r.m.emit(Print{Line: "mpirun: " + f.Msg, Job: j.num})
+		}
 	}
 	r.m.teardown(true)
 }
@@ -130,14 +128,14 @@ func (r *rootState) report(s Skipped) {
 }
 
 // milestone moves the job on.
-func (r *rootState) milestone(kind int) {
+func (r *rootState) milestone(kind, job int) {
 	m := r.m
-	m.emit(Reached{kind})
+	m.emit(Reached{kind, job})
 	if kind == Spawned {
 		m.checkSubtreeUp()
 	}
 	if m.job.DVM {
-		r.dvmMilestone(kind)
+		r.dvmMilestone(kind, job)
 		return
 	}
 	switch {
@@ -167,7 +165,13 @@ func (r *rootState) launchSurvivors() {
 
 // signalDelivered: the only signal mpirun asks to be acknowledged is
 // Ctrl-Z's SIGSTOP.
-func (r *rootState) signalDelivered(int) { r.stopSelf() }
+func (r *rootState) signalDelivered(seq int) {
+	job, ok := r.stopSeq[seq]
+	delete(r.stopSeq, seq)
+	if ok {
+		r.stopSelf(job)
+	}
+}
 
 // subtreeUp: phase 2 is complete here, or phase 1 everywhere, whichever
 // mpirun learns first.
@@ -214,39 +218,52 @@ func (r *rootState) interrupt(sig int, name string) {
 		}
 		r.fail(Failure{Msg: "caught SIG" + name + ", terminating the job", Status: 128 + sig})
 	default:
-		r.stopFor = 0
-		r.passSignal(sig)
+		r.passSignal(sig, 0)
 	}
 }
 
-// passSignal passes a signal on to the ranks; Ctrl-Z stops them, and
-// then whoever got it (stopSelf).
-func (r *rootState) passSignal(sig int) {
+// passSignal passes a signal on to the ranks (of job, in a DVM; 0: every
+// rank); Ctrl-Z stops them, and then whoever got it (stopSelf).
+func (r *rootState) passSignal(sig, job int) {
 	r.signalSeq++
 	if sig != SIGTSTP {
-		r.m.signal(Signal{Sig: sig, Seq: r.signalSeq})
+		r.m.signal(Signal{Sig: sig, Seq: r.signalSeq, Job: job})
 		return
 	}
-	r.stopPending = true
-	r.m.emit(SetTimer{Timer{Kind: StopTimer}, r.m.job.Timeouts.StopWaitMS})
-	r.m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: r.signalSeq})
+	r.stops[job] = true
+	r.stopSeq[r.signalSeq] = job
+	r.m.emit(SetTimer{Timer{Kind: StopTimer, ID: job}, r.m.job.Timeouts.StopWaitMS})
+	r.m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: r.signalSeq, Job: job})
 }
 
 // stopSelf stops mpirun after its ranks, as Ctrl-Z asks (in a DVM, the
 // job's client, when it was its Ctrl-Z); fg or bg sends it SIGCONT, which
 // it passes on to the ranks.
-func (r *rootState) stopSelf() {
-	if r.m.ending() || !r.stopPending {
+func (r *rootState) stopSelf(job int) {
+	if r.m.ending() || !r.stops[job] {
 		return
 	}
-	r.stopPending = false
-	r.m.emit(CancelTimer{Timer{Kind: StopTimer}})
-	if r.stopFor != 0 {
-		r.m.emit(JobStopped{Job: r.stopFor})
+	r.forgetStop(job)
+	if job != 0 {
+		r.m.emit(JobStopped{Job: job})
 		return
 	}
 	r.waitOver() // the shell's prompt follows; the timer shows it again after fg
 	r.m.emit(StopSelf{})
+}
+
+// forgetStop lets go of job's Ctrl-Z: it is done, or the job is over.
+func (r *rootState) forgetStop(job int) {
+	if !r.stops[job] {
+		return
+	}
+	delete(r.stops, job)
+	for seq, j := range r.stopSeq { // acks that will not come now
+		if j == job {
+			delete(r.stopSeq, seq)
+		}
+	}
+	r.m.emit(CancelTimer{Timer{Kind: StopTimer, ID: job}})
 }
 
 // timerFired handles the timers only mpirun sets.
@@ -261,7 +278,7 @@ func (r *rootState) timerFired(t Timer) {
 		}
 		r.fail(Failure{Msg: "the job ran past --timeout " + timeouts.Format(r.m.cfg.TimeoutMS) + ", terminating it", Status: errmgr.StatusTimeout})
 	case StopTimer:
-		r.stopSelf()
+		r.stopSelf(t.ID)
 	}
 }
 
@@ -292,6 +309,6 @@ func (r *rootState) killEverything() {
 			m.stopDaemon(c)
 		}
 	}
-	m.emit(SignalRanks{SIGKILL})
+	m.emit(SignalRanks{SIGKILL, AllJobs})
 	m.exit(Exit{Status: r.policy.Status(), Abandon: true})
 }

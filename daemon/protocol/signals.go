@@ -34,9 +34,9 @@ func (m *Machine) terminated() {
 	m.termGrace = true
 }
 
-// signal delivers a signal to every rank in this subtree: down the spawn
-// tree, then to the local ranks' process groups. With Ack, the subtree
-// answers once every daemon in it has delivered it.
+// signal delivers a signal to every rank in this subtree (of s.Job, in a
+// DVM): down the spawn tree, then to the local ranks' process groups.
+// With Ack, the subtree answers once every daemon in it has delivered it.
 func (m *Machine) signal(s Signal) {
 	var sentTo []int
 	for _, c := range m.sortedChildren() {
@@ -45,7 +45,11 @@ func (m *Machine) signal(s Signal) {
 			sentTo = append(sentTo, c.id)
 		}
 	}
-	m.emit(SignalRanks{s.Sig})
+	job := s.Job
+	if m.job.DVM && job == 0 {
+		job = AllJobs // the DVM's own signal: every job's ranks
+	}
+	m.emit(SignalRanks{s.Sig, job})
 	if s.Ack {
 		r := newReduction(sentTo)
 		r.local = true

@@ -27,7 +27,7 @@ func TestOrtedSIGTERM(t *testing.T) {
 		}
 		want := []string{
 			fmt.Sprintf("%+v", Send{7, Failure{Msg: tc.want, Status: 143}}),
-			fmt.Sprintf("%+v", SignalRanks{SIGTERM}),
+			fmt.Sprintf("%+v", SignalRanks{SIGTERM, AllJobs}),
 			fmt.Sprintf("%+v", SetTimer{Timer{Kind: GraceTimer}, 3000}),
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {

@@ -38,7 +38,7 @@ func (m *Machine) do(acts []spawn.Action) {
 		case spawn.SendSubtree:
 			m.sendTo(a.To, Welcome{Job: m.job, Nodes: a.Nodes, Parent: m.self})
 		case spawn.Complete:
-			m.reach(Spawned)
+			m.reach(Spawned, nil)
 		case spawn.Skip:
 			m.skip(a.Node.ID)
 		}
@@ -53,9 +53,7 @@ func (m *Machine) spawnChild(id int, host string) {
 // addChild counts a child being spawned in this daemon's state.
 func (m *Machine) addChild(id int, host string) {
 	m.children[id] = &child{id: id, host: host}
-	for _, r := range m.milestones {
-		r.join(id)
-	}
+	m.eachReduction(func(r *reduction) { r.join(id) })
 }
 
 func (m *Machine) spawnStarted(id int) {

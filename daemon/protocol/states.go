@@ -142,8 +142,4 @@ func (m *Machine) moveCall(c *child, to callState) bool {
 	return move(m, fmt.Sprintf("the call back of daemon %d", c.id), callMoves, &c.call, to)
 }
 
-func (m *Machine) moveLaunch(to launchState) bool {
-	return move(m, "the launch", launchMoves, &m.launch, to)
-}
-
 func (m *Machine) moveEnd(to endState) bool { return move(m, "the job", endMoves, &m.end, to) }

@@ -97,8 +97,9 @@ func TestIllegalMoveWarns(t *testing.T) {
 	if m.moveEnd(jobFinished) || m.end != jobRunning {
 		t.Errorf("a running job finished without ending: now %v", m.end)
 	}
-	if !m.moveLaunch(launchHeld) || m.moveLaunch(launchAwaited) || m.launch != launchHeld {
-		t.Errorf("the launch went back: now %v", m.launch)
+	j := m.jobs[0]
+	if !m.moveLaunch(j, launchHeld) || m.moveLaunch(j, launchAwaited) || j.launch != launchHeld {
+		t.Errorf("the launch went back: now %v", j.launch)
 	}
 	want := []string{
 		"the session of daemon 2: illegal move from ended to running",

@@ -16,14 +16,16 @@ func (m *Machine) teardown(kill bool) {
 		return
 	}
 	m.moveEnd(jobEnding)
-	m.coll.End()
+	for _, j := range m.sortedJobs() {
+		j.coll.End()
+	}
 	m.role.waitOver()
 	m.passTeardown(kill)
 	if kill {
-		m.emit(SignalRanks{SIGTERM})
+		m.emit(SignalRanks{SIGTERM, AllJobs})
 		m.emit(SetTimer{Timer{Kind: GraceTimer}, m.job.KillGraceMS})
 	} else {
-		m.emit(SignalRanks{SIGKILL}) // what the ranks left behind
+		m.emit(SignalRanks{SIGKILL, AllJobs}) // what the ranks left behind
 	}
 	if m.root != nil {
 		m.emit(SetTimer{Timer{Kind: DrainTimer}, m.job.Timeouts.DrainWaitMS()})
@@ -71,7 +73,7 @@ func (m *Machine) guardsActed(id int) {
 	}
 }
 
-// mayHoldRanks says whether daemon id may have started ranks: the Launch
+// mayHoldRanks says whether daemon id may have started ranks: a Launch
 // here places some on it, or no Launch came here and one may have reached
 // it around this daemon (from mpirun, the source, or another routing
 // parent). A daemon that never called back got no job, so no Launch.
@@ -79,10 +81,14 @@ func (m *Machine) mayHoldRanks(id int) bool {
 	if c, ok := m.children[id]; ok && !c.calledBack() {
 		return false
 	}
-	if m.launch == launchAwaited {
-		return m.root == nil && !slices.Contains(m.routing.Fanout(m.self), id)
+	awaited := len(m.jobs) == 0 // a DVM between jobs: the next may be on its way
+	for _, j := range m.jobs {
+		if j.launch != launchAwaited && slices.Contains(j.app.RankNode, id) {
+			return true
+		}
+		awaited = awaited || j.launch == launchAwaited
 	}
-	return slices.Contains(m.app.RankNode, id)
+	return awaited && m.root == nil && !slices.Contains(m.routing.Fanout(m.self), id)
 }
 
 // maybeFinish exits once the job is over here: ranks reaped, their output
@@ -91,9 +97,11 @@ func (m *Machine) maybeFinish() {
 	if m.end != jobEnding {
 		return
 	}
-	for _, r := range m.ranks {
-		if !r.reaped || !r.drained {
-			return
+	for _, j := range m.jobs {
+		for _, r := range j.ranks {
+			if !r.reaped || !r.drained {
+				return
+			}
 		}
 	}
 	for _, c := range m.children {
@@ -104,11 +112,18 @@ func (m *Machine) maybeFinish() {
 	m.exit(Exit{Status: m.role.exitStatus()})
 }
 
-// graceOver kills what is left of the ranks once the kill grace ran out;
-// an orted whose lifeline ended in it goes with them.
-func (m *Machine) graceOver() {
+// graceOver kills what is left of the ranks once the kill grace ran out
+// (job's, for a DVM job's JobKill; 0: the teardown's); an orted whose
+// lifeline ended in it goes with them.
+func (m *Machine) graceOver(job int) {
+	if job != 0 {
+		if _, ok := m.jobs[job]; ok {
+			m.emit(SignalRanks{SIGKILL, job})
+		}
+		return
+	}
 	m.termGrace = false
-	m.emit(SignalRanks{SIGKILL})
+	m.emit(SignalRanks{SIGKILL, AllJobs})
 	if m.orphanedInGrace && m.end != jobFinished {
 		m.exit(Exit{Status: OrphanStatus})
 	}
@@ -137,7 +152,7 @@ func (m *Machine) lifelineLost(why string) {
 		return
 	}
 	m.warn("exiting: %s", why)
-	m.emit(SignalRanks{SIGKILL})
+	m.emit(SignalRanks{SIGKILL, AllJobs})
 	if m.end == jobRunning {
 		m.moveEnd(jobEnding)
 	}

@@ -21,7 +21,6 @@ package sim
 import (
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -331,7 +330,7 @@ func (w *watch) settle() error {
 // endRanks makes every running rank exit with status 0, now.
 func (s *Sim) endRanks() {
 	for _, d := range s.d {
-		for _, r := range slices.Sorted(maps.Keys(d.ranks)) {
+		for _, r := range sortedRanks(d.ranks) {
 			s.rankEnds(d, r, 0, "exited with status 0")
 		}
 	}

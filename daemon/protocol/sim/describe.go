@@ -128,9 +128,9 @@ func Message(m protocol.Message) string {
 	case protocol.Skipped:
 		return fmt.Sprintf("Skipped d%d", m.ID)
 	case protocol.CollectiveUp:
-		return fmt.Sprintf("CollectiveUp %v: %s", m.ID, partUp(m.ID, m.Part))
+		return fmt.Sprintf("CollectiveUp %v: %s%s", m.ID, partUp(m.ID, m.Part), ofJob(m.Job))
 	case protocol.CollectiveDown:
-		return fmt.Sprintf("CollectiveDown %v: %s", m.ID, partDown(m.ID, m.Part))
+		return fmt.Sprintf("CollectiveDown %v: %s%s", m.ID, partDown(m.ID, m.Part), ofJob(m.Job))
 	case protocol.ModexRequest:
 		return fmt.Sprintf("ModexRequest d%d#%d for rank %d of d%d", m.From, m.ID, m.Rank, m.To)
 	case protocol.ModexReply:
@@ -139,6 +139,14 @@ func Message(m protocol.Message) string {
 		return fmt.Sprintf("Pending %d %v", m.Missing, m.Slow)
 	}
 	return fmt.Sprintf("%T", m)
+}
+
+// ofJob names a DVM job after a message of one.
+func ofJob(job int) string {
+	if job == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (job %d)", job)
 }
 
 // partUp and partDown count what a collective's part holds.

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"prsh/daemon/protocol"
@@ -19,7 +18,7 @@ func (s *Sim) usesPMI() bool {
 }
 
 // nextCollective moves rank r on to its next step.
-func (s *Sim) nextCollective(d *daemon, r int) {
+func (s *Sim) nextCollective(d *daemon, r rankID) {
 	st := d.ranks[r]
 	switch {
 	case st == nil:
@@ -35,11 +34,11 @@ func (s *Sim) nextCollective(d *daemon, r int) {
 }
 
 // enterFence makes rank r enter its next fence with one key of its own.
-func (s *Sim) enterFence(d *daemon, r int) {
+func (s *Sim) enterFence(d *daemon, r rankID) {
 	st := d.ranks[r]
 	st.fences++
-	kv := modex.KV{Key: fmt.Sprintf("card-%d-%d", r, st.fences), Value: fmt.Sprintf("v%d", r)}
-	s.step(d, protocol.FenceEntered{Rank: r, Puts: []modex.KV{kv}})
+	kv := modex.KV{Key: fmt.Sprintf("card-%d-%d", r.rank, st.fences), Value: fmt.Sprintf("v%d", r.rank)}
+	s.step(d, protocol.FenceEntered{Job: r.job, Rank: r.rank, Puts: []modex.KV{kv}})
 }
 
 // fenceDone checks that the fence committed every rank's key, then lets
@@ -48,15 +47,15 @@ func (s *Sim) fenceDone(d *daemon, a protocol.FenceDone) {
 	if a.View.Len() != a.Seq*len(s.opt.App.RankNode) {
 		s.Errors = append(s.Errors, fmt.Sprintf("d%d: after fence %d the view holds %d keys, want %d", d.id, a.Seq, a.View.Len(), a.Seq*len(s.opt.App.RankNode)))
 	}
-	s.goOn(d, func(st *rankState) bool { return st.fences == a.Seq })
+	s.goOn(d, a.Job, func(st *rankState) bool { return st.fences == a.Seq })
 }
 
 // enterAllgather makes rank r enter its next allgather with a value
 // naming the rank and the allgather.
-func (s *Sim) enterAllgather(d *daemon, r int) {
+func (s *Sim) enterAllgather(d *daemon, r rankID) {
 	st := d.ranks[r]
 	st.allgathers++
-	s.step(d, protocol.AllgatherEntered{Rank: r, Value: gatherValue(r, st.allgathers)})
+	s.step(d, protocol.AllgatherEntered{Job: r.job, Rank: r.rank, Value: gatherValue(r.rank, st.allgathers)})
 }
 
 func gatherValue(rank, seq int) string { return fmt.Sprintf("v%d.%d", rank, seq) }
@@ -71,14 +70,14 @@ func (s *Sim) allgatherDone(d *daemon, a protocol.AllgatherDone) {
 	if !slices.Equal(a.Values, want) {
 		s.Errors = append(s.Errors, fmt.Sprintf("d%d: allgather %d gave %v, want %v", d.id, a.Seq, a.Values, want))
 	}
-	s.goOn(d, func(st *rankState) bool { return st.allgathers == a.Seq })
+	s.goOn(d, a.Job, func(st *rankState) bool { return st.allgathers == a.Seq })
 }
 
 // enterRing makes rank r enter a ring with count 1 and the value v<r>.
-func (s *Sim) enterRing(d *daemon, r int) {
+func (s *Sim) enterRing(d *daemon, r rankID) {
 	d.ranks[r].ringed = true
-	v := fmt.Sprintf("v%d", r)
-	s.step(d, protocol.RingEntered{Rank: r, Count: 1, Left: v, Right: v})
+	v := fmt.Sprintf("v%d", r.rank)
+	s.step(d, protocol.RingEntered{Job: r.job, Rank: r.rank, Count: 1, Left: v, Right: v})
 }
 
 // ringDone checks each local rank's answer, then lets it go on.
@@ -89,21 +88,21 @@ func (s *Sim) ringDone(d *daemon, a protocol.RingDone) {
 		if e != want {
 			s.Errors = append(s.Errors, fmt.Sprintf("d%d: ring answer %+v, want %+v", d.id, e, want))
 		}
-		s.push(s.now+1, func() { s.nextCollective(d, e.Rank) })
+		s.push(s.now+1, func() { s.nextCollective(d, rankID{a.Job, e.Rank}) })
 	}
 }
 
 // goOn moves on, a millisecond later, each local rank that took part in
 // the collective just completed, in rank order.
-func (s *Sim) goOn(d *daemon, tookPart func(*rankState) bool) {
-	for _, r := range slices.Sorted(maps.Keys(d.ranks)) {
-		if tookPart(d.ranks[r]) {
+func (s *Sim) goOn(d *daemon, job int, tookPart func(*rankState) bool) {
+	for _, r := range sortedRanks(d.ranks) {
+		if r.job == job && tookPart(d.ranks[r]) {
 			s.push(s.now+1, func() { s.nextCollective(d, r) })
 		}
 	}
 }
 
-func (s *Sim) finalize(d *daemon, r int) {
-	s.step(d, protocol.PMIFinalize{Rank: r})
+func (s *Sim) finalize(d *daemon, r rankID) {
+	s.step(d, protocol.PMIFinalize{Job: r.job, Rank: r.rank})
 	s.runRank(d, r)
 }

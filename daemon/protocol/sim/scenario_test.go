@@ -128,12 +128,13 @@ func play(script string) (string, error) {
 		case "dmodex": // dmodex D #ID rank=R at=T
 			id, req, rank, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), kv.int("rank"), int64(kv.int("at"))
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.WantModex(id, req, rank) }) })
-		case "submit": // submit job=N at=T [rank=R status=S]
+		case "submit": // submit job=N at=T [rank=R status=S] [rank-ms=T]
 			job, at, status := kv.int("job"), int64(kv.int("at")), map[int]int{}
 			if kv.has("rank") {
 				status[kv.int("rank")] = kv.int("status")
 			}
-			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Submit(job, status) }) })
+			ms := int64(kv.int("rank-ms"))
+			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Submit(job, status, ms) }) })
 		case "job-signal": // job-signal SIG job=N at=T
 			name, job, at := f[1], kv.int("job"), int64(kv.int("at"))
 			sig, ok := signals[name]

@@ -132,6 +132,7 @@ type Sim struct {
 	// The shared cores, one of the two or neither (a CPU per node).
 	fifo *fifoCPU
 	fair *fairCPU
+	jobs map[int]simJob // a DVM's submitted jobs
 }
 
 type endKey struct {
@@ -172,13 +173,30 @@ type daemon struct {
 	links    []linkEnd // by LinkID-1
 	parent   endKey    // the link to the spawn parent, once welcomed
 	timers   map[protocol.Timer]int64
-	ranks    map[int]*rankState // local ranks still running
-	spawner  int                // who spawned it
-	upLink   endKey             // the parent's end of the callback link
+	ranks    map[rankID]*rankState // local ranks still running
+	spawner  int                   // who spawned it
+	upLink   endKey                // the parent's end of the callback link
 	// The sessions it spawns: when the next may start, and when each
 	// opening ends.
 	spawnFree int64
 	openings  []int64
+}
+
+// rankID names a rank: its job (0 in a plain mpirun) and its number.
+type rankID struct{ job, rank int }
+
+// sortedRanks lists ranks in job, then rank order.
+func sortedRanks(ranks map[rankID]*rankState) []rankID {
+	return slices.SortedFunc(maps.Keys(ranks), func(a, b rankID) int {
+		return cmp.Or(cmp.Compare(a.job, b.job), cmp.Compare(a.rank, b.rank))
+	})
+}
+
+// simJob is how a DVM job's ranks behave: each exits with status[rank]
+// (absent: 0) after ms (0: Options.RankMS).
+type simJob struct {
+	status map[int]int
+	ms     int64
 }
 
 type rankState struct {
@@ -275,10 +293,14 @@ func (s *Sim) Interrupt(sig int, name string) {
 }
 
 // Submit hands mpirun of a DVM a client's job now; status gives the
-// exit status of its ranks (by rank; absent: 0).
-func (s *Sim) Submit(job int, status map[int]int) {
+// exit status of its ranks (by rank; absent: 0), ms how long they run
+// (0: Options.RankMS).
+func (s *Sim) Submit(job int, status map[int]int, ms int64) {
 	s.tracef("d0 <- submit job %d", job)
-	s.opt.RankStatus = status
+	if s.jobs == nil {
+		s.jobs = map[int]simJob{}
+	}
+	s.jobs[job] = simJob{status: status, ms: ms}
 	s.step(s.d[0], protocol.Submit{Job: job, App: s.opt.App})
 }
 
@@ -595,7 +617,7 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 	case protocol.StopDaemon:
 		s.stopDaemon(s.d[a.ID], a.Kill)
 	case protocol.StartRanks:
-		s.startRanks(d, a.Ranks)
+		s.startRanks(d, a.App.Job, a.Ranks)
 	case protocol.FenceDone:
 		s.fenceDone(d, a)
 	case protocol.RingDone:
@@ -605,7 +627,7 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 	case protocol.ServeModex: // the owner's PMIx server answers at once
 		s.later(s.now+1, d.id, protocol.ModexServed{ID: a.ID, From: a.From, Data: []byte(fmt.Sprintf("r%d", a.Rank))})
 	case protocol.SignalRanks:
-		s.signalRanks(d, a.Sig)
+		s.signalRanks(d, a.Sig, a.Job)
 	case protocol.SetTimer:
 		s.setTimer(d, a.Timer, a.MS)
 	case protocol.CancelTimer:
@@ -712,11 +734,12 @@ func (s *Sim) dial(d *daemon, peer int) {
 	})
 }
 
-func (s *Sim) startRanks(d *daemon, ranks []int) {
+func (s *Sim) startRanks(d *daemon, job int, ranks []int) {
 	if d.ranks == nil {
-		d.ranks = map[int]*rankState{}
+		d.ranks = map[rankID]*rankState{}
 	}
-	for _, r := range ranks {
+	for _, n := range ranks {
+		r := rankID{job, n}
 		rs := &rankState{}
 		d.ranks[r] = rs
 		runs := func() bool { return d.ranks[r] == rs }
@@ -732,32 +755,38 @@ func (s *Sim) startRanks(d *daemon, ranks []int) {
 	}
 }
 
-// runRank lets a rank run for RankMS, then exit.
-func (s *Sim) runRank(d *daemon, r int) {
-	if s.opt.RankMS < 0 {
+// runRank lets a rank run for RankMS (its DVM job's time), then exit.
+func (s *Sim) runRank(d *daemon, r rankID) {
+	ms, status := s.opt.RankMS, s.opt.RankStatus[r.rank]
+	if j, ok := s.jobs[r.job]; ok {
+		ms, status = cmp.Or(j.ms, ms), j.status[r.rank]
+	}
+	if ms < 0 {
 		return
 	}
-	status := s.opt.RankStatus[r]
-	s.push(s.now+s.opt.RankMS, func() { s.rankEnds(d, r, status, fmt.Sprintf("exited with status %d", status)) })
+	s.push(s.now+ms, func() { s.rankEnds(d, r, status, fmt.Sprintf("exited with status %d", status)) })
 }
 
-func (s *Sim) rankEnds(d *daemon, r, status int, how string) {
+func (s *Sim) rankEnds(d *daemon, r rankID, status int, how string) {
 	if d.dead || d.ranks[r] == nil {
 		return
 	}
 	delete(d.ranks, r)
-	s.step(d, protocol.RankExited{Rank: r, Status: status, How: how})
-	s.step(d, protocol.RankDrained{Rank: r})
+	s.step(d, protocol.RankExited{Job: r.job, Rank: r.rank, Status: status, How: how})
+	s.step(d, protocol.RankDrained{Job: r.job, Rank: r.rank})
 }
 
-// signalRanks: KILL and TERM end a rank a moment later; a rank ignores
-// any other signal (a stopped rank is as good as a running one here).
-func (s *Sim) signalRanks(d *daemon, sig int) {
+// signalRanks: KILL and TERM end a rank of job (or of every job) a
+// moment later; a rank ignores any other signal (a stopped rank is as
+// good as a running one here).
+func (s *Sim) signalRanks(d *daemon, sig, job int) {
 	if sig != protocol.SIGKILL && sig != protocol.SIGTERM {
 		return
 	}
-	for _, r := range slices.Sorted(maps.Keys(d.ranks)) {
-		s.push(s.now+1, func() { s.rankEnds(d, r, 128+sig, fmt.Sprintf("was killed by signal %d", sig)) })
+	for _, r := range sortedRanks(d.ranks) {
+		if job == protocol.AllJobs || r.job == job {
+			s.push(s.now+1, func() { s.rankEnds(d, r, 128+sig, fmt.Sprintf("was killed by signal %d", sig)) })
+		}
 	}
 }
 
