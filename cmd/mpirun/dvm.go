@@ -56,7 +56,9 @@ func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
 	if len(req.Hosts) == 0 && req.Hostfile == "" {
 		req.Hosts, req.Hostfile = hello.HostArgs, hello.Hostfile
 	}
-	req.PMIx, req.Stdin = "off", "none" // not yet in a DVM (DVM.md)
+	// The DVM's daemons have their PMIx servers or not since its start;
+	// no stdin in a DVM yet (DVM.md).
+	req.PMIx, req.Stdin = "off", "none"
 	cfg, err := plan.Make(req, here(logger(c, os.Stderr)))
 	var wrong plan.UsageError
 	if errors.As(err, &wrong) {
