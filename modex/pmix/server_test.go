@@ -146,7 +146,7 @@ func jobsComeAndGo(t *testing.T, s *Server, serverDir string) {
 	if !slices.Equal(before.files, after.files) || before.fds != after.fds {
 		t.Errorf("after 20 jobs: files %v, %d descriptors; after 600: files %v, %d descriptors", before.files, before.fds, after.files, after.fds)
 	}
-	if after.maps > before.maps+16 || after.rssKiB > before.rssKiB+2<<10 {
+	if after.maps > before.maps+16 || after.rssKiB > before.rssKiB+rssSlackKiB {
 		t.Errorf("580 jobs took %d memory mappings and %d KiB more", after.maps-before.maps, after.rssKiB-before.rssKiB)
 	}
 }
