@@ -246,6 +246,7 @@ func (d *Daemon) startPMIx(app protocol.Launch, mine []int) {
 	if err != nil {
 		d.log.Warn("PMIx: the job's namespace", "error", err)
 		d.pmixWhy = fmt.Errorf("it speaks PMIx (Open MPI), but the PMIx server of its node did not take the job: %w", err)
+		d.removeJobDir(j)
 		return
 	}
 	d.pmix.jobs[app.Job] = j
@@ -287,7 +288,13 @@ func (d *Daemon) releasePMIx(job int) {
 	if err := d.pmix.server.DeregisterJob(j.ns); err != nil {
 		d.log.Warn("PMIx: the job's namespace", "namespace", j.ns, "error", err)
 	}
-	if j.tmpdir != d.pmix.tmpdir {
+	d.removeJobDir(j)
+}
+
+// removeJobDir removes a DVM job's scratch directory; a plain mpirun's
+// job has the server's, removed as the orted exits.
+func (d *Daemon) removeJobDir(j *pmixJob) {
+	if j.tmpdir != "" && j.tmpdir != d.pmix.tmpdir {
 		os.RemoveAll(j.tmpdir)
 	}
 }
