@@ -99,6 +99,8 @@ func (d *Daemon) handle(ev any) {
 		d.ringEntered(e)
 	case allgatherWait:
 		d.allgatherEntered(e)
+	case pmixUpcall:
+		d.pmixEvent(e)
 	case pmixFence:
 		d.pmixFenceEntered(e.fence)
 	case pmixDirectModex:
@@ -204,6 +206,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			}
 		case protocol.ReleaseJob:
 			d.releaseJob(a.Job)
+			d.releasePMIx(a.Job)
 		case protocol.Warn:
 			d.log.Warn(a.Line)
 		case protocol.Waiting:
@@ -219,7 +222,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			d.cfg.StopSelf()
 		case protocol.FenceDone:
 			d.fenceDone(a.Job, a.View)
-			d.pmixFenceDone(a.View)
+			d.pmixFenceDone(a.Job, a.View)
 		case protocol.RingDone:
 			d.ringDone(a.Job, a.Answers)
 		case protocol.AllgatherDone:

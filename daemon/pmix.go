@@ -24,25 +24,45 @@ import (
 // (modex/pmix); this file feeds its upcalls to the event loop and its
 // fences to the machine's fence, whose puts carry each node's data.
 
-// pmixHost is the library's server and the fences waiting on the machine.
+// pmixHost is the library's server and its jobs: a plain mpirun's one
+// (number 0), a DVM's one after another, each in a namespace of its own.
 type pmixHost struct {
 	server *pmix.Server
 	tmpdir string
+	jobs   map[int]*pmixJob
+	// asked holds the library's direct-modex requests in flight, by ID.
+	asked  map[int]pmixAsked
+	lastID int
+}
+
+// pmixJob is one job's namespace and the fences waiting on the machine.
+type pmixJob struct {
+	job    int
+	ns     string
+	tmpdir string       // the scratch directory of its ranks
 	fences []pmix.Fence // this node's part of the fence in progress
 	nodes  []int        // the daemons that hold ranks, whose data a fence merges
-	// asked holds the library's direct-modex requests in flight, by ID.
-	asked  map[int]*pmix.Reply
-	lastID int
 	// storeEnv is added to every rank's environment after the library's
 	// own variables (hashStoreEnv).
 	storeEnv []string
 }
 
-// Driver events of the library's fence and direct-modex upcalls.
+// pmixAsked is a direct-modex request of a job's rank.
+type pmixAsked struct {
+	job   int
+	reply *pmix.Reply
+}
+
+// Driver events of the library's upcalls: each names its job's
+// namespace, and one of a job already let go of is dropped.
 type (
+	pmixUpcall struct {
+		ns string
+		ev func(job int) protocol.Event
+	}
 	pmixFence       struct{ fence pmix.Fence }
 	pmixDirectModex struct {
-		rank  int
+		proc  pmix.Proc
 		reply *pmix.Reply
 	}
 )
@@ -50,19 +70,57 @@ type (
 // pmixUpcalls posts the library's upcalls to the loop.
 type pmixUpcalls struct{ d *Daemon }
 
-func (u pmixUpcalls) Connected(rank int) { u.d.post(protocol.PMIConnected{Rank: rank}) }
-func (u pmixUpcalls) Finalized(rank int) { u.d.post(protocol.PMIFinalize{Rank: rank}) }
+func (u pmixUpcalls) Connected(p pmix.Proc) {
+	u.d.post(pmixUpcall{p.Namespace, func(job int) protocol.Event { return protocol.PMIConnected{Job: job, Rank: p.Rank} }})
+}
+
+func (u pmixUpcalls) Finalized(p pmix.Proc) {
+	u.d.post(pmixUpcall{p.Namespace, func(job int) protocol.Event { return protocol.PMIFinalize{Job: job, Rank: p.Rank} }})
+}
+
 func (u pmixUpcalls) Fence(f pmix.Fence) { u.d.post(pmixFence{f}) }
 
 // Aborted: Open MPI 4 says "N/A" when MPI_Abort gave no message.
-func (u pmixUpcalls) Aborted(rank, status int, msg string) {
+func (u pmixUpcalls) Aborted(p pmix.Proc, status int, msg string) {
 	if msg == "N/A" {
 		msg = ""
 	}
-	u.d.post(protocol.Aborted{Rank: rank, Status: status, Msg: msg})
+	u.d.post(pmixUpcall{p.Namespace, func(job int) protocol.Event {
+		return protocol.Aborted{Job: job, Rank: p.Rank, Status: status, Msg: msg}
+	}})
 }
 
-func (u pmixUpcalls) DirectModex(rank int, r *pmix.Reply) { u.d.post(pmixDirectModex{rank, r}) }
+func (u pmixUpcalls) DirectModex(p pmix.Proc, r *pmix.Reply) { u.d.post(pmixDirectModex{p, r}) }
+
+// pmixJobOf is the job whose namespace is ns, or nil once it was let go
+// of (or before the server is up).
+func (d *Daemon) pmixJobOf(ns string) *pmixJob {
+	if d.pmix == nil {
+		return nil
+	}
+	for _, j := range d.pmix.jobs {
+		if j.ns == ns {
+			return j
+		}
+	}
+	return nil
+}
+
+// pmixEvent gives the machine what a rank told the library, unless its
+// job is gone.
+func (d *Daemon) pmixEvent(e pmixUpcall) {
+	if j := d.pmixJobOf(e.ns); j != nil {
+		d.step(e.ev(j.job))
+	}
+}
+
+// pmixJobNum is job's namespace here, or nil where it has none.
+func (d *Daemon) pmixJobNum(job int) *pmixJob {
+	if d.pmix == nil {
+		return nil
+	}
+	return d.pmix.jobs[job]
+}
 
 // pmixBoot is the library's server once initialised, or why it is not.
 type pmixBoot struct {
@@ -81,6 +139,9 @@ func (d *Daemon) bootPMIx(job protocol.JobSpec) {
 	}
 	if job.NoPMIx {
 		d.pmixWhy = errNotBooted
+		if job.DVM {
+			d.pmixWhy = errDVMNotBooted
+		}
 		d.log.Debug("no PMIx server: mpirun found that no program of the job may use it")
 		return
 	}
@@ -98,7 +159,7 @@ func (d *Daemon) bootPMIx(job protocol.JobSpec) {
 		}
 		var s *pmix.Server
 		if err = reserveStore(dir); err == nil {
-			s, err = startPMIxServer(dir, d.cfg.Node, pmixUpcalls{d})
+			s, err = startPMIxServer(dir, d.cfg.Node, job.DVM, pmixUpcalls{d})
 		}
 		if err != nil {
 			os.RemoveAll(dir)
@@ -143,44 +204,98 @@ func reserveStore(dir string) error {
 // when it is not. The parameter is unset again before anything else is
 // started, so that no rank and no orted inherits it; an orted spawned in
 // between drops it itself (dropInheritedTopology).
-func startPMIxServer(dir, node string, h pmix.Handler) (*pmix.Server, error) {
+func startPMIxServer(dir, node string, manyJobs bool, h pmix.Handler) (*pmix.Server, error) {
 	cache := ""
 	if !dropInheritedTopology() {
 		cache = topologyCache()
 	}
 	if _, err := os.Stat(cache); cache != "" && err == nil {
 		os.Setenv(envTopologyFile, cache)
-		s, err := pmix.Start(dir, node, h)
+		s, err := pmix.Start(dir, node, manyJobs, h)
 		os.Unsetenv(envTopologyFile)
 		if err == nil {
 			return s, nil
 		}
 		os.Remove(cache) // unreadable or stale: discover once more
 	}
-	s, err := pmix.Start(dir, node, h)
+	s, err := pmix.Start(dir, node, manyJobs, h)
 	if err == nil {
 		saveTopology(cache, s.Topology())
 	}
 	return s, err
 }
 
-// startPMIx tells the booted server about the job, for the local ranks
-// of app. Without it, the ranks get no PMIx environment.
+// startPMIx registers the job of app in the booted server, in a
+// namespace of its own (its PMI key-value space's name), for the local
+// ranks of app. Without it, the ranks get no PMIx environment.
 func (d *Daemon) startPMIx(app protocol.Launch, mine []int) {
-	if d.pmixBoot == nil || len(mine) == 0 || d.pmix != nil {
+	if len(mine) == 0 || !d.pmixUp() {
 		return
 	}
-	b := <-d.pmixBoot
-	d.pmixBoot = nil
-	if b.err == nil {
-		job := d.machine.Job()
-		b.err = b.server.RegisterJob(pmix.Job{Namespace: job.ID, Hosts: job.Hosts, RankNode: app.RankNode, Node: d.cfg.ID, TmpDir: b.tmpdir, AppFirst: appFirsts(app)})
-		d.pmix = &pmixHost{server: b.server, tmpdir: b.tmpdir, nodes: rankNodes(app.RankNode), asked: map[int]*pmix.Reply{},
-			storeEnv: hashStoreEnv(os.Environ(), app)}
+	spec := d.machine.Job()
+	j := &pmixJob{job: app.Job, ns: kvsName(spec, app), tmpdir: d.pmix.tmpdir, nodes: rankNodes(app.RankNode),
+		storeEnv: hashStoreEnv(os.Environ(), app)}
+	var err error
+	if app.Job != 0 { // a DVM's: what Open MPI leaves there (its session directories) goes with the job
+		j.tmpdir, err = os.MkdirTemp(d.pmix.tmpdir, "job-")
 	}
-	if b.err != nil {
-		d.log.Warn("no PMIx server", "error", b.err)
-		d.pmixWhy = fmt.Errorf("it speaks PMIx (Open MPI), but the PMIx server of its node did not start: %w", b.err)
+	if err == nil {
+		err = d.pmix.server.RegisterJob(pmix.Job{Namespace: j.ns, Hosts: spec.Hosts, RankNode: app.RankNode, Node: d.cfg.ID,
+			TmpDir: j.tmpdir, AppFirst: appFirsts(app)})
+	}
+	if err != nil {
+		d.log.Warn("PMIx: the job's namespace", "error", err)
+		d.pmixWhy = fmt.Errorf("it speaks PMIx (Open MPI), but the PMIx server of its node did not take the job: %w", err)
+		d.removeJobDir(j)
+		return
+	}
+	d.pmix.jobs[app.Job] = j
+}
+
+// pmixUp takes the booted server, once; false when there is none.
+func (d *Daemon) pmixUp() bool {
+	if d.pmixBoot != nil {
+		b := <-d.pmixBoot
+		d.pmixBoot = nil
+		if b.err == nil {
+			d.pmix = &pmixHost{server: b.server, tmpdir: b.tmpdir, jobs: map[int]*pmixJob{}, asked: map[int]pmixAsked{}}
+		} else {
+			d.log.Warn("no PMIx server", "error", b.err)
+			d.pmixWhy = fmt.Errorf("it speaks PMIx (Open MPI), but the PMIx server of its node did not start: %w", b.err)
+		}
+	}
+	return d.pmix != nil
+}
+
+// releasePMIx lets go of a DVM job's namespace once its ranks are gone:
+// its fence and requests still waiting fail, the library forgets it, and
+// its scratch directory is removed.
+func (d *Daemon) releasePMIx(job int) {
+	if d.pmix == nil || d.pmix.jobs[job] == nil {
+		return
+	}
+	j := d.pmix.jobs[job]
+	delete(d.pmix.jobs, job)
+	for _, f := range j.fences {
+		f.Reply.Send(nil, pmix.ErrFailed)
+	}
+	for id, a := range d.pmix.asked {
+		if a.job == job {
+			delete(d.pmix.asked, id)
+			a.reply.Send(nil, pmix.ErrFailed)
+		}
+	}
+	if err := d.pmix.server.DeregisterJob(j.ns); err != nil {
+		d.log.Warn("PMIx: the job's namespace", "namespace", j.ns, "error", err)
+	}
+	d.removeJobDir(j)
+}
+
+// removeJobDir removes a DVM job's scratch directory; a plain mpirun's
+// job has the server's, removed as the orted exits.
+func (d *Daemon) removeJobDir(j *pmixJob) {
+	if j.tmpdir != "" && j.tmpdir != d.pmix.tmpdir {
+		os.RemoveAll(j.tmpdir)
 	}
 }
 
@@ -188,6 +303,10 @@ func (d *Daemon) startPMIx(app protocol.Launch, mine []int) {
 // that the job needs no server.
 var errNotBooted = errors.New("it speaks PMIx (Open MPI), but mpirun started no PMIx server " +
 	"(--pmix off, or --pmix auto found no MPI library in the program): run it with --pmix on")
+
+// errDVMNotBooted is why a rank that speaks PMIx fails in a DVM started
+// without PMIx servers.
+var errDVMNotBooted = errors.New("it speaks PMIx (Open MPI), but its DVM was started with --pmix off")
 
 // appFirsts is the first rank of each program of an MPMD launch; nil
 // for one program.
@@ -236,17 +355,19 @@ func OpenMPIVars() []string {
 	return names
 }
 
-// pmixEnv registers rank with the library and returns what its client
-// needs to find the server.
-func (d *Daemon) pmixEnv(rank int) ([]string, error) {
-	if d.pmix == nil {
-		return d.pmixTripwire(rank, d.pmixWhy)
+// pmixEnvOf registers rank id of job jr with the library and returns
+// what its client needs to find the server: its job's namespace there,
+// or else the tripwire's.
+func (d *Daemon) pmixEnvOf(jr *jobRanks, id int) ([]string, error) {
+	j := d.pmixJobNum(jr.num)
+	if j == nil {
+		return d.pmixTripwire(kvsName(d.machine.Job(), jr.app), id, d.pmixWhy)
 	}
-	env, err := d.pmix.server.Client(rank)
+	env, err := d.pmix.server.Client(j.ns, id)
 	if err != nil {
 		return nil, err
 	}
-	return append(env, d.pmix.storeEnv...), nil
+	return append(env, j.storeEnv...), nil
 }
 
 // hashStoreEnv makes the job's PMIx clients keep their data in the
@@ -300,12 +421,16 @@ func asyncModex(env []string) bool {
 // data rides on the first entry, under a key of the node's own, so that
 // each fence replaces the node's last data.
 func (d *Daemon) pmixFenceEntered(f pmix.Fence) {
-	jr, ok := d.jobs[0] // PMIx serves a plain mpirun's job only (DVM.md)
-	if d.pmix == nil || !ok {
+	j := d.pmixJobOf(f.Namespace)
+	var jr *jobRanks
+	if j != nil {
+		jr = d.jobs[j.job]
+	}
+	if jr == nil {
 		f.Reply.Send(nil, pmix.ErrFailed)
 		return
 	}
-	d.pmix.fences = append(d.pmix.fences, f)
+	j.fences = append(j.fences, f)
 	if f.Timeout > 0 {
 		time.AfterFunc(f.Timeout, func() { f.Reply.Send(nil, pmix.ErrTimeout) })
 	}
@@ -314,19 +439,20 @@ func (d *Daemon) pmixFenceEntered(f pmix.Fence) {
 		if !jr.starter.Live(id) {
 			continue
 		}
-		d.step(protocol.FenceEntered{Rank: id, Puts: data})
+		d.step(protocol.FenceEntered{Job: j.job, Rank: id, Puts: data})
 		data = nil
 	}
 }
 
 // pmixFenceDone answers the node's fence with every node's data.
-func (d *Daemon) pmixFenceDone(view modex.View) {
-	if d.pmix == nil || len(d.pmix.fences) == 0 {
+func (d *Daemon) pmixFenceDone(job int, view modex.View) {
+	j := d.pmixJobNum(job)
+	if j == nil || len(j.fences) == 0 {
 		return
 	}
 	var all []byte
 	var err error
-	for _, node := range d.pmix.nodes {
+	for _, node := range j.nodes {
 		v, _ := view.Get(pmixKey(node))
 		b, e := base64.StdEncoding.DecodeString(v)
 		if e != nil {
@@ -334,36 +460,38 @@ func (d *Daemon) pmixFenceDone(view modex.View) {
 		}
 		all = append(all, b...)
 	}
-	for _, f := range d.pmix.fences {
+	for _, f := range j.fences {
 		if f.Collect {
 			f.Reply.Send(all, err)
 		} else {
 			f.Reply.Send(nil, err)
 		}
 	}
-	d.pmix.fences = nil
+	j.fences = nil
 }
 
 // pmixDirectModex sends the library's request for a remote rank's data
 // to that rank's daemon.
 func (d *Daemon) pmixDirectModex(e pmixDirectModex) {
-	if d.pmix == nil {
+	j := d.pmixJobOf(e.proc.Namespace)
+	if j == nil {
 		e.reply.Send(nil, pmix.ErrFailed)
 		return
 	}
 	d.pmix.lastID++
-	d.pmix.asked[d.pmix.lastID] = e.reply
-	d.step(protocol.DirectModexWanted{ID: d.pmix.lastID, Rank: e.rank})
+	d.pmix.asked[d.pmix.lastID] = pmixAsked{j.job, e.reply}
+	d.step(protocol.DirectModexWanted{ID: d.pmix.lastID, Job: j.job, Rank: e.proc.Rank})
 }
 
 // serveModex asks the library for a local rank's data, for another
 // daemon; the answer comes back through the loop.
 func (d *Daemon) serveModex(a protocol.ServeModex) {
-	if d.pmix == nil { // carried out in the loop: the machine hears it next
+	j := d.pmixJobNum(a.Job)
+	if j == nil { // carried out in the loop: the machine hears it next
 		d.next = append(d.next, protocol.ModexServed{ID: a.ID, From: a.From, Err: pmix.ErrUnavailable.Error()})
 		return
 	}
-	d.pmix.server.LocalData(a.Rank, func(data []byte, err error) {
+	d.pmix.server.LocalData(j.ns, a.Rank, func(data []byte, err error) {
 		served := protocol.ModexServed{ID: a.ID, From: a.From, Data: data}
 		if err != nil {
 			served.Err = err.Error()
@@ -377,14 +505,14 @@ func (d *Daemon) modexAnswered(a protocol.ModexAnswered) {
 	if d.pmix == nil {
 		return
 	}
-	if reply, ok := d.pmix.asked[a.ID]; ok {
+	if asked, ok := d.pmix.asked[a.ID]; ok {
 		delete(d.pmix.asked, a.ID)
 		var err error
 		if a.Err != "" {
 			err = pmix.ErrNotFound
 			d.log.Debug("direct modex", "error", a.Err)
 		}
-		reply.Send(a.Data, err)
+		asked.reply.Send(a.Data, err)
 	}
 }
 

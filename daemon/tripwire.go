@@ -22,22 +22,9 @@ import (
 // that would otherwise run as a singleton, and the job fails saying why.
 // The daemon's ranks share one listener, opened at the first: a rank
 // that needs no PMIx costs no descriptor and no goroutine for it.
-func (d *Daemon) pmixTripwire(rank int, why error) ([]string, error) {
-	return d.tripwireOf(d.machine.Job().ID, rank, why)
-}
-
-// pmixEnvOf is the PMIx client's variables of rank id of job jr. A DVM's
-// jobs have no PMIx server (DVM.md): theirs is the tripwire, under the
-// job's own namespace, which names the job when a client trips it.
-func (d *Daemon) pmixEnvOf(jr *jobRanks, id int) ([]string, error) {
-	if jr.num == 0 {
-		return d.pmixEnv(id)
-	}
-	return d.tripwireOf(kvsName(d.machine.Job(), jr.app), id, d.pmixWhy)
-}
-
-// tripwireOf is the tripwire's variables for rank of namespace ns.
-func (d *Daemon) tripwireOf(ns string, rank int, why error) ([]string, error) {
+// The tripwire's namespace is the job's own (a DVM job's names it), so a
+// client that trips it names its job.
+func (d *Daemon) pmixTripwire(ns string, rank int, why error) ([]string, error) {
 	if d.tripwire == "" {
 		addr, err := d.openTripwire(why)
 		if err != nil {

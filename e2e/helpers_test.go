@@ -66,7 +66,14 @@ func (b *lockedBuffer) waitFor(t *testing.T, s string) {
 // startMpirun starts mpirun against the cluster without waiting.
 func startMpirun(t *testing.T, c *testbed.Cluster, args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "mpirun"), args...)
+	return startCommand(t, c, "mpirun", args...)
+}
+
+// startCommand starts one of the built commands (mpirun, prte, …) in the
+// background.
+func startCommand(t *testing.T, c *testbed.Cluster, command string, args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, command), args...)
 	cmd.Env = append(os.Environ(), c.Env()...)
 	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr

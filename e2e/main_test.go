@@ -62,7 +62,8 @@ func build(dir string, race, withPMIx bool) error {
 	if race {
 		args = append(args, "-race")
 	}
-	builds := [][]string{{"-o", dir + "/", "prsh/cmd/mpirun", "prsh/cmd/orted", "prsh/cmd/prsh-guard"}}
+	builds := [][]string{{"-o", dir + "/", "prsh/cmd/mpirun", "prsh/cmd/orted", "prsh/cmd/prsh-guard",
+		"prsh/cmd/prte", "prsh/cmd/prun", "prsh/cmd/pterm"}}
 	if withPMIx {
 		builds = append(builds, []string{"-tags", "pmix", "-o", filepath.Join(dir, "orted"+pmixSuffix), "prsh/cmd/orted"})
 	}

@@ -3,6 +3,7 @@ package dvm
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -122,6 +123,22 @@ func Resolve(arg string) (string, error) {
 		return "", fmt.Errorf("%s holds no DVM URI (%s…)", arg, scheme)
 	}
 	return uri, nil
+}
+
+// NamesDVM says whether word is a URI or a file that holds one: what
+// Resolve takes, as against a program. It reads only the file's start.
+func NamesDVM(word string) bool {
+	if strings.HasPrefix(word, scheme) {
+		return true
+	}
+	f, err := os.Open(word)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	start := make([]byte, len(scheme))
+	_, err = io.ReadFull(f, start)
+	return err == nil && string(start) == scheme
 }
 
 // Dial reaches the DVM at uri and reads its Hello.

@@ -9,8 +9,9 @@ import (
 
 // MakeDVM plans a DVM (mpirun --dvm-start): the daemons of req's hosts,
 // spawned as a job's would be, that stay up for the jobs of clients. It
-// starts no program; its clients' jobs run without PMIx for now, and
-// nothing can be staged or left out (DVM.md, slice 1).
+// starts no program, so --pmix auto cannot look at one: the daemons boot
+// their PMIx server (orted-pmix, where installed) unless --pmix off.
+// Nothing can be staged or left out yet (DVM.md, slice 1).
 func MakeDVM(req Request, here Here) (daemon.Config, error) {
 	switch {
 	case len(req.Args) > 0 || req.Appfile != "":
@@ -21,7 +22,10 @@ func MakeDVM(req Request, here Here) (daemon.Config, error) {
 		return daemon.Config{}, usage(errors.New("--dvm-start cannot stage programs yet (--preload-binary)"))
 	}
 	// Placed like a job of one rank per slot, whose program never runs.
-	req.Args, req.PMIx, req.Stdin = []string{"true"}, "off", "none"
+	req.Args, req.Stdin = []string{"true"}, "none"
+	if req.PMIx == "auto" {
+		req.PMIx = "on"
+	}
 	cfg, err := Make(req, here)
 	if err != nil {
 		return cfg, err

@@ -7,7 +7,8 @@ import (
 )
 
 // TestMakeDVM: a DVM's plan launches nothing, keeps the daemons up, has
-// no time limit of its own, and refuses what it cannot do yet.
+// no time limit of its own, boots the PMIx servers unless --pmix off
+// (auto has no program to look at), and refuses what it cannot do yet.
 func TestMakeDVM(t *testing.T) {
 	var stderr bytes.Buffer
 	req := defaults("n1,n2")
@@ -16,8 +17,12 @@ func TestMakeDVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.Job.DVM || len(cfg.App.RankNode) != 0 || cfg.Timeout != 0 || len(cfg.Nodes) != 2 || !cfg.Job.NoPMIx {
+	if !cfg.Job.DVM || len(cfg.App.RankNode) != 0 || cfg.Timeout != 0 || len(cfg.Nodes) != 2 || cfg.Job.NoPMIx {
 		t.Errorf("DVM %v, ranks %v, timeout %v, nodes %v, NoPMIx %v", cfg.Job.DVM, cfg.App.RankNode, cfg.Timeout, cfg.Nodes, cfg.Job.NoPMIx)
+	}
+	req.PMIx = "off"
+	if cfg, err := MakeDVM(req, launchNode(&stderr)); err != nil || !cfg.Job.NoPMIx {
+		t.Errorf("--pmix off: NoPMIx %v, error %v", cfg.Job.NoPMIx, err)
 	}
 	for _, edit := range []func(*Request){
 		func(r *Request) { r.Args = []string{"/bin/true"} },

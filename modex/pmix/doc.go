@@ -18,7 +18,7 @@ import (
 
 // Job is what the library is told about the whole job.
 type Job struct {
-	Namespace string   // the job's name, unique per run
+	Namespace string   // the job's name, unique per job of the server
 	Hosts     []string // node name of each node id
 	RankNode  []int    // node id of each rank
 	Node      int      // this server's node id
@@ -28,27 +28,34 @@ type Job struct {
 	AppFirst []int
 }
 
+// Proc names a rank of a job: the job's namespace, and the rank in it.
+type Proc struct {
+	Namespace string
+	Rank      int
+}
+
 // Handler is the daemon's side of the upcalls. Its methods run one at a
 // time, in the order the library made the upcalls, on a goroutine of this
 // package (never on the library's threads); they may block.
 type Handler interface {
-	Connected(rank int)
-	Finalized(rank int)
-	Aborted(rank, status int, msg string)
+	Connected(p Proc)
+	Finalized(p Proc)
+	Aborted(p Proc, status int, msg string)
 	// Fence: every local rank entered a fence over the whole job; Data is
 	// their contribution, to be merged with every other node's.
 	Fence(f Fence)
-	// DirectModex: a local rank wants data that rank put and that no fence
+	// DirectModex: a local rank wants data that p put and that no fence
 	// has brought here.
-	DirectModex(rank int, reply *Reply)
+	DirectModex(p Proc, reply *Reply)
 }
 
-// Fence is one node's part of a fence over the whole job.
+// Fence is one node's part of a fence over the whole job (Namespace).
 type Fence struct {
-	Data    []byte
-	Collect bool          // the ranks want everyone's data back
-	Timeout time.Duration // 0 = none
-	Reply   *Reply
+	Namespace string
+	Data      []byte
+	Collect   bool          // the ranks want everyone's data back
+	Timeout   time.Duration // 0 = none
+	Reply     *Reply
 }
 
 // Errors a Reply can carry back to the ranks.

@@ -25,6 +25,7 @@
     X(PMIx_generate_regex)                 \
     X(PMIx_server_dmodex_request)          \
     X(PMIx_server_finalize)                \
+    X(PMIx_server_deregister_nspace)       \
     X(PMIx_server_init)                    \
     X(PMIx_server_register_client)         \
     X(PMIx_server_register_nspace)         \
@@ -46,6 +47,7 @@ PRSH_LIBRARY_FUNCTIONS(PRSH_DECLARE_POINTER)
 #define PMIx_generate_regex (*prsh_PMIx_generate_regex)
 #define PMIx_server_dmodex_request (*prsh_PMIx_server_dmodex_request)
 #define PMIx_server_finalize (*prsh_PMIx_server_finalize)
+#define PMIx_server_deregister_nspace (*prsh_PMIx_server_deregister_nspace)
 #define PMIx_server_init (*prsh_PMIx_server_init)
 #define PMIx_server_register_client (*prsh_PMIx_server_register_client)
 #define PMIx_server_register_nspace (*prsh_PMIx_server_register_nspace)

@@ -17,13 +17,18 @@ type Reply struct{}
 func (*Reply) Send([]byte, error) {}
 
 // Start fails: this build has no PMIx library.
-func Start(tmpdir, host string, h Handler) (*Server, error) { return nil, ErrUnavailable }
+func Start(tmpdir, host string, manyJobs bool, h Handler) (*Server, error) {
+	return nil, ErrUnavailable
+}
 
 // RegisterJob is never reached in this build.
 func (*Server) RegisterJob(Job) error { return ErrUnavailable }
 
+// DeregisterJob is never reached in this build.
+func (*Server) DeregisterJob(string) error { return ErrUnavailable }
+
 // Client is never reached in this build.
-func (*Server) Client(rank int) ([]string, error) { return nil, ErrUnavailable }
+func (*Server) Client(namespace string, rank int) ([]string, error) { return nil, ErrUnavailable }
 
 // Topology is never reached in this build.
 func (*Server) Topology() string { return "" }
@@ -32,7 +37,9 @@ func (*Server) Topology() string { return "" }
 func (*Server) Sync(time.Duration) {}
 
 // LocalData is never reached in this build.
-func (*Server) LocalData(rank int, answer func([]byte, error)) { answer(nil, ErrUnavailable) }
+func (*Server) LocalData(namespace string, rank int, answer func([]byte, error)) {
+	answer(nil, ErrUnavailable)
+}
 
 // Close does nothing in this build.
 func (*Server) Close() {}

@@ -27,7 +27,6 @@ const Available = true
 
 // Server is the library's server in this process (there can be one).
 type Server struct {
-	ns       string
 	handler  Handler
 	queue    upcalls
 	topology string // this node's, as hwloc XML; "" if unknown
@@ -38,8 +37,12 @@ var active atomic.Pointer[Server]
 
 // Start initialises the library: its rendezvous socket goes in tmpdir,
 // which only this daemon uses, and it knows this node as host, the name
-// the node map gives it.
-func Start(tmpdir, host string, h Handler) (*Server, error) {
+// the node map gives it. A server for many jobs (a DVM's, each job a
+// namespace registered and deregistered) keeps their data in the
+// library's hash store only: PMIx 4.2's shared-memory store (ds21) keeps
+// a lock segment mapped per namespace until the library finalises,
+// 10 KiB and a mapping a job.
+func Start(tmpdir, host string, manyJobs bool, h Handler) (*Server, error) {
 	if why := C.prsh_load_library(); why != nil {
 		return nil, fmt.Errorf("pmix: cannot load the PMIx library: %s", C.GoString(why))
 	}
@@ -58,6 +61,10 @@ func Start(tmpdir, host string, h Handler) (*Server, error) {
 	if err := l.err; err != nil {
 		return nil, err
 	}
+	if manyJobs { // read once, by the init; unset for whatever this process starts next
+		os.Setenv(envStores, "hash")
+		defer os.Unsetenv(envStores)
+	}
 	if rc := C.prsh_server_init(l.ptr); rc != C.PMIX_SUCCESS {
 		active.Store(nil)
 		return nil, status("PMIx_server_init", rc)
@@ -68,6 +75,10 @@ func Start(tmpdir, host string, h Handler) (*Server, error) {
 	}
 	return s, nil
 }
+
+// envStores is the library's parameter that names the stores (gds
+// components) it may open.
+const envStores = "PMIX_MCA_gds"
 
 // Topology is the node's hardware topology as the library loaded it, as
 // hwloc XML; "" if unknown.
@@ -91,10 +102,10 @@ func (s *Server) Close() {
 	s.queue.close()
 }
 
-// RegisterJob tells the library about the job: sizes, which node holds
-// each rank, and which of them are this node's.
+// RegisterJob tells the library about the job, in a namespace of its
+// own: sizes, which node holds each rank, and which of them are this
+// node's.
 func (s *Server) RegisterJob(j Job) error {
-	s.ns = j.Namespace
 	l := jobInfo(j)
 	if s.topology != "" {
 		l.str(C.PMIX_LOCAL_TOPO, s.topology)
@@ -110,10 +121,22 @@ func (s *Server) RegisterJob(j Job) error {
 	return nil
 }
 
-// Client registers local rank and returns the environment its PMIx
-// client needs to find this server.
-func (s *Server) Client(rank int) ([]string, error) {
-	ns := C.CString(s.ns)
+// DeregisterJob makes the library let go of the namespace ns and its
+// clients: the job has ended, and a server that outlives it (a DVM's)
+// must not keep its data.
+func (s *Server) DeregisterJob(ns string) error {
+	cns := C.CString(ns)
+	defer C.free(unsafe.Pointer(cns))
+	if rc := C.prsh_deregister_nspace(cns); rc != C.PMIX_SUCCESS {
+		return status("PMIx_server_deregister_nspace", rc)
+	}
+	return nil
+}
+
+// Client registers local rank of namespace ns and returns the
+// environment its PMIx client needs to find this server.
+func (s *Server) Client(namespace string, rank int) ([]string, error) {
+	ns := C.CString(namespace)
 	defer C.free(unsafe.Pointer(ns))
 	if rc := C.prsh_register_client(ns, C.uint32_t(rank), C.uint32_t(os.Getuid()), C.uint32_t(os.Getgid())); rc != C.PMIX_SUCCESS {
 		return nil, status("PMIx_server_register_client", rc)
@@ -129,8 +152,8 @@ func (s *Server) Client(rank int) ([]string, error) {
 // daemon's direct-modex request; answer gets it (or the error) once the
 // rank has committed it, on this package's goroutine (never the caller's:
 // the caller may be the loop that answer posts to).
-func (s *Server) LocalData(rank int, answer func([]byte, error)) {
-	ns := C.CString(s.ns)
+func (s *Server) LocalData(namespace string, rank int, answer func([]byte, error)) {
+	ns := C.CString(namespace)
 	defer C.free(unsafe.Pointer(ns))
 	h := cgo.NewHandle(answer)
 	if rc := C.prsh_dmodex_request(ns, C.uint32_t(rank), C.uintptr_t(h)); rc != C.PMIX_SUCCESS {
@@ -434,29 +457,38 @@ func upcall(f func(Handler)) {
 }
 
 //export prshConnected
-func prshConnected(rank C.uint32_t) { upcall(func(h Handler) { h.Connected(int(rank)) }) }
+func prshConnected(ns *C.char, rank C.uint32_t) {
+	p := proc(ns, rank)
+	upcall(func(h Handler) { h.Connected(p) })
+}
 
 //export prshFinalized
-func prshFinalized(rank C.uint32_t) { upcall(func(h Handler) { h.Finalized(int(rank)) }) }
+func prshFinalized(ns *C.char, rank C.uint32_t) {
+	p := proc(ns, rank)
+	upcall(func(h Handler) { h.Finalized(p) })
+}
 
 //export prshAborted
-func prshAborted(rank C.uint32_t, st C.int, msg *C.char) {
-	m := C.GoString(msg)
-	upcall(func(h Handler) { h.Aborted(int(rank), int(st), m) })
+func prshAborted(ns *C.char, rank C.uint32_t, st C.int, msg *C.char) {
+	p, m := proc(ns, rank), C.GoString(msg)
+	upcall(func(h Handler) { h.Aborted(p, int(st), m) })
 }
 
 //export prshFence
-func prshFence(data *C.char, n C.size_t, collect, timeout C.int, call *C.prsh_call_t) {
-	f := Fence{Data: C.GoBytes(unsafe.Pointer(data), C.int(n)), Collect: collect != 0,
+func prshFence(ns *C.char, data *C.char, n C.size_t, collect, timeout C.int, call *C.prsh_call_t) {
+	f := Fence{Namespace: C.GoString(ns), Data: C.GoBytes(unsafe.Pointer(data), C.int(n)), Collect: collect != 0,
 		Timeout: time.Duration(timeout) * time.Second, Reply: &Reply{call: call}}
 	upcall(func(h Handler) { h.Fence(f) })
 }
 
 //export prshDirectModex
-func prshDirectModex(rank C.uint32_t, call *C.prsh_call_t) {
-	r := &Reply{call: call}
-	upcall(func(h Handler) { h.DirectModex(int(rank), r) })
+func prshDirectModex(ns *C.char, rank C.uint32_t, call *C.prsh_call_t) {
+	p, r := proc(ns, rank), &Reply{call: call}
+	upcall(func(h Handler) { h.DirectModex(p, r) })
 }
+
+// proc copies the library's name of a process.
+func proc(ns *C.char, rank C.uint32_t) Proc { return Proc{Namespace: C.GoString(ns), Rank: int(rank)} }
 
 //export prshDmodexDone
 func prshDmodexDone(st C.int, data *C.char, n C.size_t, handle C.uintptr_t) {

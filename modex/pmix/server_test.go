@@ -5,18 +5,20 @@ package pmix
 import (
 	"debug/elf"
 	"os"
+	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 type nothing struct{}
 
-func (nothing) Connected(int)               {}
-func (nothing) Finalized(int)               {}
-func (nothing) Aborted(int, int, string)    {}
-func (nothing) Fence(f Fence)               { f.Reply.Send(nil, ErrFailed) }
-func (nothing) DirectModex(_ int, r *Reply) { r.Send(nil, ErrNotFound) }
+func (nothing) Connected(Proc)               {}
+func (nothing) Finalized(Proc)               {}
+func (nothing) Aborted(Proc, int, string)    {}
+func (nothing) Fence(f Fence)                { f.Reply.Send(nil, ErrFailed) }
+func (nothing) DirectModex(_ Proc, r *Reply) { r.Send(nil, ErrNotFound) }
 
 // TestMaps: the node list holds the nodes with ranks (and this one), in
 // node id order; the proc map lists each one's ranks.
@@ -41,19 +43,20 @@ func TestMaps(t *testing.T) {
 // local rank the environment its client needs; a second server in the
 // same process is refused.
 func TestServer(t *testing.T) {
-	s, err := Start(t.TempDir(), "n1", nothing{})
+	serverDir := t.TempDir()
+	s, err := Start(serverDir, "n1", true, nothing{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := Start(t.TempDir(), "n1", nothing{}); err == nil {
+	if _, err := Start(t.TempDir(), "n1", true, nothing{}); err == nil {
 		t.Error("a second server started")
 	}
 	j := Job{Namespace: "prsh-test", Hosts: []string{"head", "n1", "n2"}, RankNode: []int{1, 2, 1}, Node: 1, AppFirst: []int{0, 2}}
 	if err := s.RegisterJob(j); err != nil {
 		t.Fatal(err)
 	}
-	env, err := s.Client(2)
+	env, err := s.Client("prsh-test", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +66,7 @@ func TestServer(t *testing.T) {
 		}
 	}
 	s.Sync(0)
+	jobsComeAndGo(t, s, serverDir)
 }
 
 // TestApps: an MPMD job's programs, each with its own number, first rank
@@ -106,4 +110,80 @@ func TestLibraryLoadedOnDemand(t *testing.T) {
 			t.Errorf("the binary links %s", lib)
 		}
 	}
+}
+
+// jobsComeAndGo: a server that outlives its jobs (a DVM's) registers
+// and deregisters a namespace per job, with a client each, and holds
+// after 600 jobs what it held after 20: the same files in its directory
+// and descriptors, and its memory mappings and resident memory within a
+// bound that the shared-memory store's lock segments (Start) exceed.
+func jobsComeAndGo(t *testing.T, s *Server, serverDir string) {
+	dir := t.TempDir()
+	job := func(i int) {
+		ns := "prsh-dvm." + strconv.Itoa(i)
+		j := Job{Namespace: ns, Hosts: []string{"head", "n1"}, RankNode: []int{1, 1, 1, 1}, Node: 1, TmpDir: dir}
+		if err := s.RegisterJob(j); err != nil {
+			t.Fatal(err)
+		}
+		for r := range 4 {
+			if _, err := s.Client(ns, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.DeregisterJob(ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		job(i)
+	}
+	before := holding(t, serverDir)
+	for i := 20; i < 600; i++ {
+		job(i)
+	}
+	after := holding(t, serverDir)
+	t.Logf("after 20 jobs: %+v; after 600: %+v", before, after)
+	if !slices.Equal(before.files, after.files) || before.fds != after.fds {
+		t.Errorf("after 20 jobs: files %v, %d descriptors; after 600: files %v, %d descriptors", before.files, before.fds, after.files, after.fds)
+	}
+	if after.maps > before.maps+16 || after.rssKiB > before.rssKiB+rssSlackKiB {
+		t.Errorf("580 jobs took %d memory mappings and %d KiB more", after.maps-before.maps, after.rssKiB-before.rssKiB)
+	}
+}
+
+// held is what the process holds of the server.
+type held struct {
+	files     []string // in its directory
+	fds, maps int
+	rssKiB    int
+}
+
+func holding(t *testing.T, serverDir string) held {
+	t.Helper()
+	var h held
+	entries, _ := os.ReadDir(serverDir)
+	for _, e := range entries {
+		h.files = append(h.files, e.Name())
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.fds = len(fds)
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.maps = strings.Count(string(maps), "\n")
+	debug.FreeOSMemory() // the Go heap's free pages are not the library's
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			h.rssKiB, _ = strconv.Atoi(strings.Fields(v)[0])
+		}
+	}
+	return h
 }

@@ -11,13 +11,13 @@
 
 static pmix_status_t connected(const pmix_proc_t *proc, void *obj,
                                pmix_op_cbfunc_t cb, void *cbdata) {
-    prshConnected(proc->rank);
+    prshConnected((char *)proc->nspace, proc->rank);
     return PMIX_OPERATION_SUCCEEDED;
 }
 
 static pmix_status_t finalized(const pmix_proc_t *proc, void *obj,
                                pmix_op_cbfunc_t cb, void *cbdata) {
-    prshFinalized(proc->rank);
+    prshFinalized((char *)proc->nspace, proc->rank);
     return PMIX_OPERATION_SUCCEEDED;
 }
 
@@ -27,7 +27,7 @@ static pmix_status_t finalized(const pmix_proc_t *proc, void *obj,
 static pmix_status_t aborted(const pmix_proc_t *proc, void *obj, int status,
                              const char msg[], pmix_proc_t procs[], size_t nprocs,
                              pmix_op_cbfunc_t cb, void *cbdata) {
-    prshAborted(proc->rank, status, (char *)(msg ? msg : ""));
+    prshAborted((char *)proc->nspace, proc->rank, status, (char *)(msg ? msg : ""));
     return PMIX_SUCCESS;
 }
 
@@ -71,7 +71,7 @@ static pmix_status_t fence(const pmix_proc_t procs[], size_t nprocs,
     if (call == NULL) {
         return PMIX_ERR_NOMEM;
     }
-    prshFence(data, ndata, wants(info, ninfo, PMIX_COLLECT_DATA), timeout(info, ninfo), call);
+    prshFence((char *)procs[0].nspace, data, ndata, wants(info, ninfo, PMIX_COLLECT_DATA), timeout(info, ninfo), call);
     return PMIX_SUCCESS;
 }
 
@@ -81,7 +81,7 @@ static pmix_status_t direct_modex(const pmix_proc_t *proc, const pmix_info_t inf
     if (call == NULL) {
         return PMIX_ERR_NOMEM;
     }
-    prshDirectModex(proc->rank, call);
+    prshDirectModex((char *)proc->nspace, proc->rank, call);
     return PMIX_SUCCESS;
 }
 
@@ -234,6 +234,17 @@ int prsh_register_nspace(const char *nspace, int nlocal, void *list) {
     rc = wait_op(&w, PMIx_server_register_nspace(ns, nlocal, (pmix_info_t *)arr.array, arr.size, op_done, &w));
     PMIx_Data_array_destruct(&arr);
     return rc;
+}
+
+// prsh_deregister_nspace purges the namespace and every client of it
+// from the library: its data, its shared-memory store, its collectives.
+int prsh_deregister_nspace(const char *nspace) {
+    pmix_nspace_t ns;
+    PMIX_LOAD_NSPACE(ns, nspace);
+    waiter_t w;
+    waiter_init(&w);
+    PMIx_server_deregister_nspace(ns, op_done, &w);
+    return wait_op(&w, PMIX_SUCCESS);
 }
 
 int prsh_register_client(const char *nspace, uint32_t rank, uint32_t uid, uint32_t gid) {

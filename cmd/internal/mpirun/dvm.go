@@ -1,4 +1,4 @@
-package main
+package mpirun
 
 import (
 	"errors"
@@ -14,23 +14,31 @@ import (
 	"prsh/job/plan"
 )
 
+// EnvDVM names the variable that holds the DVM's URI, or the file that
+// holds it, for a --dvm or --dvm-stop (prun, pterm) that names none.
+const EnvDVM = "PRSH_DVM"
+
 // dvmClient is mpirun as a DVM's client: --dvm-stop, or --dvm to submit
 // the job of the rest of the command line.
 func dvmClient(c *cli.Context) error {
+	flag := "dvm"
 	if c.IsSet("dvm-stop") {
-		uri, err := dvm.Resolve(c.String("dvm-stop"))
-		if err == nil {
-			err = dvm.Stop(uri)
-		}
-		return dvmFailed("--dvm-stop", err)
+		flag = "dvm-stop"
 	}
-	uri, err := dvm.Resolve(c.String("dvm"))
+	where, arg, err := dvmNamed(c, flag)
 	if err != nil {
-		return dvmFailed("--dvm", err)
+		return err
+	}
+	uri, err := dvm.Resolve(arg)
+	if err != nil {
+		return dvmFailed(where, err)
+	}
+	if flag == "dvm-stop" {
+		return dvmFailed(where, dvm.Stop(uri))
 	}
 	conn, hello, err := dvm.Dial(uri)
 	if err != nil {
-		return dvmFailed("--dvm", err)
+		return dvmFailed(where, err)
 	}
 	job, err := dvmJob(c, hello)
 	if err != nil {
@@ -56,7 +64,8 @@ func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
 	if len(req.Hosts) == 0 && req.Hostfile == "" {
 		req.Hosts, req.Hostfile = hello.HostArgs, hello.Hostfile
 	}
-	req.PMIx = "off" // not yet in a DVM (DVM.md)
+	// The DVM's daemons have their PMIx servers or not since its start.
+	req.PMIx = "off"
 	cfg, err := plan.Make(req, here(logger(c, os.Stderr)))
 	var wrong plan.UsageError
 	if errors.As(err, &wrong) {
@@ -95,11 +104,25 @@ func dvmFlagsTogether(c *cli.Context) error {
 	return nil
 }
 
-// dvmFailed words a failure to reach the DVM in mpirun's one line.
-func dvmFailed(flag string, err error) error {
+// dvmNamed is the DVM that flag names, else PRSH_DVM's, and where it was
+// named (for the error lines).
+func dvmNamed(c *cli.Context, flag string) (where, arg string, err error) {
+	if arg = c.String(flag); arg != "" {
+		return "--" + flag, arg, nil
+	}
+	if arg = os.Getenv(EnvDVM); arg != "" {
+		return EnvDVM, arg, nil
+	}
+	return "", "", usageError{fmt.Errorf("--%s names no DVM and %s is not set: give --%s URI|FILE, or export %s=URI as mpirun --dvm-start (prte) printed it",
+		flag, EnvDVM, flag, EnvDVM)}
+}
+
+// dvmFailed words a failure to reach the DVM in mpirun's one line; where
+// is the flag or the variable that named it.
+func dvmFailed(where string, err error) error {
 	if err == nil {
 		return nil
 	}
-	fmt.Fprintf(os.Stderr, "mpirun: %s %v\n", flag, err)
+	fmt.Fprintf(os.Stderr, "mpirun: %s %v\n", where, err)
 	return exitStatus(errmgr.StatusFailed)
 }

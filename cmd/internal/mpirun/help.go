@@ -1,4 +1,4 @@
-package main
+package mpirun
 
 // helpText is mpirun --help, written by hand to read like Open MPI's:
 // grouped, one line per flag with its value, examples first.
@@ -119,12 +119,13 @@ Starting the daemons:
                                 for firewalls that open only those (default:
                                 $MPIEXEC_PORT_RANGE, else any port)
 
-Persistent daemons (a DVM: Open MPI's prte, prun, pterm):
+Persistent daemons (a DVM; prte, prun and pterm are these three):
   --dvm-start [--dvm-uri FILE]  spawn the daemons on the hosts and keep them
                                 up; prints the DVM's URI once they are
-  --dvm URI|FILE                run the job in that DVM: its daemons are
-                                already up; jobs run at once (no PMIx yet)
-  --dvm-stop URI|FILE           stop the DVM, leaving nothing on the nodes
+    --daemonize                 in the background: exit once the DVM is up
+  --dvm [URI|FILE]              run the job in that DVM (default: $PRSH_DVM):
+                                its daemons are already up; jobs run at once
+  --dvm-stop [URI|FILE]         stop the DVM, leaving nothing on the nodes
 
 Accepted from Open MPI's command line:
   --allow-run-as-root           no effect

@@ -1,4 +1,4 @@
-package main
+package mpirun
 
 import "github.com/urfave/cli/v2"
 

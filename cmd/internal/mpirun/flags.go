@@ -1,10 +1,12 @@
-package main
+package mpirun
 
 import (
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"prsh/daemon/dvm"
 )
 
 func flags() []cli.Flag {
@@ -78,8 +80,9 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "forward-signals", Usage: "more signals to forward to the ranks, e.g. `ALRM,WINCH` (USR1 and USR2 always are)"},
 		&cli.BoolFlag{Name: "dvm-start", Usage: "start a DVM: spawn the daemons and keep them up for jobs submitted with --dvm; print its URI"},
 		&cli.StringFlag{Name: "dvm-uri", Usage: "with --dvm-start, write the DVM's URI into `FILE`"},
-		&cli.StringFlag{Name: "dvm", Usage: "run the job in the DVM at `URI` (or the file holding it)"},
-		&cli.StringFlag{Name: "dvm-stop", Usage: "stop the DVM at `URI` (or the file holding it)"},
+		&cli.BoolFlag{Name: "daemonize", Usage: "with --dvm-start, run the DVM in the background: exit once it is up, having printed its URI"},
+		&cli.StringFlag{Name: "dvm", Usage: "run the job in the DVM at `URI` (or the file holding it; default: $PRSH_DVM)"},
+		&cli.StringFlag{Name: "dvm-stop", Usage: "stop the DVM at `URI` (or the file holding it; default: $PRSH_DVM)"},
 		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "trace, debug, info, warn, error or off"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "same as --log-level debug"},
 	}
@@ -104,9 +107,27 @@ func rawValues(c *cli.Context, name string) []string {
 // --mca KEY VALUE.
 var pairFlags = map[string]bool{"genv": true, "env": true, "mca": true, "gmca": true}
 
+// namesDVM says whether the words after flag name its DVM. --dvm-stop
+// takes no command: a word after it that is no option is its DVM. After
+// --dvm comes the job's command, so a word is the DVM's only if it is a
+// URI or a file that holds one. Other flags always take their value.
+func namesDVM(flag string, rest []string) bool {
+	switch {
+	case flag != "dvm" && flag != "dvm-stop":
+		return true
+	case len(rest) == 0 || strings.HasPrefix(rest[0], "-"):
+		return false
+	case flag == "dvm-stop":
+		return true
+	}
+	return dvm.NamesDVM(rest[0])
+}
+
 // joinPairs rewrites "-genv VAR value" among mpirun's own options (before
 // the command) as "-genv=VAR=value", which the flag library reads as one
-// value. It needs to know which flags take a value to find the command.
+// value, and a --dvm or --dvm-stop that names no DVM as --dvm= (PRSH_DVM
+// then names it). It needs to know which flags take a value to find the
+// command.
 func joinPairs(args []string, flags []cli.Flag) []string {
 	if len(args) == 0 {
 		return args
@@ -127,6 +148,8 @@ func joinPairs(args []string, flags []cli.Flag) []string {
 		case arg == "--" || !strings.HasPrefix(arg, "-") || arg == "-":
 			return out
 		case hasValue || switches[name]:
+		case !namesDVM(name, out[i+1:]):
+			out[i] = arg + "="
 		case pairFlags[name] && i+2 < len(out):
 			joined := arg + "=" + out[i+1] + "=" + out[i+2]
 			out = append(out[:i], append([]string{joined}, out[i+3:]...)...)
