@@ -48,7 +48,7 @@ type Config struct {
 
 	// The driver's seams; nil is production's. Network: TCP with Secret,
 	// Bind and Ports. Clock: the wall clock. Ranks: the node's real ranks
-	// (ranks.NewNode).
+	// (a ranks.NodeGuard's Job).
 	Network Network
 	Clock   Clock
 	Ranks   func(log hclog.Logger, report func(ranks.Event)) ranks.Starter
@@ -109,6 +109,8 @@ type Daemon struct {
 	timers    map[protocol.Timer]*timer
 	ranks     map[int]*rank // the local ranks, by id, as the PMI bridge knows them
 	starter   ranks.Starter
+	// nodeGuard starts every job's ranks, for the daemon's life.
+	nodeGuard *ranks.NodeGuard
 	// starterGen counts the starters made (one per DVM job): a rank's
 	// event from an earlier one is stale.
 	starterGen int
@@ -169,7 +171,8 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	d.starter = d.newStarter()
 	defer d.stop()
 	defer d.stopPMIx()
-	defer func() { d.starter.Close() }() // a DVM makes one per job
+	defer func() { d.nodeGuard.Close() }() // after the last job's starter
+	defer func() { d.starter.Close() }()   // a DVM makes one per job
 	defer d.removeStage()
 	if cfg.Lifeline != nil {
 		d.orphaned = make(chan struct{})
@@ -251,7 +254,10 @@ func (d *Daemon) newStarter() ranks.Starter {
 	if d.cfg.Ranks != nil {
 		return d.cfg.Ranks(log, report)
 	}
-	return ranks.NewNode(log, report)
+	if d.nodeGuard == nil {
+		d.nodeGuard = ranks.NewNodeGuard(log)
+	}
+	return d.nodeGuard.Job(log, report)
 }
 
 func (d *Daemon) listen() error {

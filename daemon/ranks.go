@@ -158,9 +158,9 @@ func (d *Daemon) outputNeverStarted(rank int) {
 	}()
 }
 
-// releaseJob lets go of a DVM job's ranks: their starter (the node's
-// guard, the job cgroup) and the PMI bridge's records; the next job
-// gets a fresh starter.
+// releaseJob lets go of a DVM job's ranks: their starter (the guard
+// kills what they left, the job cgroup goes) and the PMI bridge's
+// records; the next job gets a fresh starter on the same guard.
 func (d *Daemon) releaseJob() {
 	d.starter.Close()
 	d.starterGen++

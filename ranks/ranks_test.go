@@ -42,7 +42,8 @@ type daemon struct {
 func newDaemon(t *testing.T) *daemon {
 	d := &daemon{events: make(chan Event, 16), stdin: map[int]*os.File{},
 		output: map[iof.Stream]map[int]string{iof.Stdout: {}, iof.Stderr: {}}}
-	d.node = NewNode(hclog.NewNullLogger(), func(ev Event) {
+	host := NewNodeGuard(hclog.NewNullLogger())
+	d.node = host.Job(hclog.NewNullLogger(), func(ev Event) {
 		if e, ok := ev.(Exited); ok {
 			d.hook(fmt.Sprint("exited ", e.Rank))()
 		}
@@ -51,6 +52,7 @@ func newDaemon(t *testing.T) *daemon {
 	t.Cleanup(func() {
 		d.node.Signal(syscall.SIGKILL)
 		d.node.Close()
+		host.Close()
 	})
 	return d
 }
@@ -268,7 +270,7 @@ func TestSilentGuardKilled(t *testing.T) {
 	if failed := d.node.Start(d.request(nil, "exec sleep 60")); len(failed) != 0 {
 		t.Fatal(failed)
 	}
-	syscall.Kill(d.node.guard.Pid(), syscall.SIGSTOP)
+	syscall.Kill(d.node.host.current().Pid(), syscall.SIGSTOP)
 	req := d.request(nil, "", "exit 0")
 	req.Ranks = req.Ranks[1:]
 	req.GuardStopped = 300 * time.Millisecond

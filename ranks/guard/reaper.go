@@ -27,7 +27,7 @@ func (g *node) reapAll() {
 		case err == nil && pid > 0:
 			g.reap(pid)
 		case err != nil && g.isKilling(): // ECHILD: nothing under the guard
-			leaveCgroup()
+			g.removeCgroups()
 			os.Exit(0)
 		default: // no child ended, or none runs
 			select {
@@ -43,9 +43,9 @@ func (g *node) reap(pid int) {
 	defer g.mu.Unlock()
 	var ws syscall.WaitStatus
 	syscall.Wait4(pid, &ws, 0, nil)
-	if rank, ok := g.ranks[pid]; ok {
+	if r, ok := g.ranks[pid]; ok {
 		delete(g.ranks, pid)
-		g.report(Report{Kind: Exited, Rank: rank, Wait: ws})
+		g.report(Report{Kind: Exited, Job: r.job, Rank: r.rank, Wait: ws})
 	}
 }
 
@@ -73,8 +73,8 @@ func (g *node) isKilling() bool {
 	return g.killing
 }
 
-// killAll kills everything under the guard: the process group of each
-// rank not yet reaped, then each child, until reapAll finds none left
+// killAll kills everything under the guard: each job's cgroup, the
+// process group of each rank not yet reaped, then each child, until reapAll finds none left
 // and exits. A killed child's own children come to the guard in turn, so
 // the whole tree goes, whatever group or session its processes moved
 // to. It never returns.
@@ -85,6 +85,9 @@ func (g *node) killAll() {
 	g.wakeReaper()
 	for {
 		g.mu.Lock()
+		for _, j := range g.jobs {
+			j.killCgroup()
+		}
 		for pid := range g.ranks {
 			syscall.Kill(-pid, syscall.SIGKILL)
 		}

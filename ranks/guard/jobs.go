@@ -1,0 +1,186 @@
+package guard
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// JobVar names the variable the guard gives each rank: the number of its
+// job on this guard. What the rank starts inherits it, so that a process
+// that left the rank's group and came back to the guard is still known
+// as the job's.
+const JobVar = "PRSH_GUARD_JOB"
+
+// started is a rank the guard started and has not reaped.
+type started struct{ job, rank int }
+
+// job is one job's share of the guard: its cgroup, and whether it is
+// being killed.
+type job struct {
+	id       int
+	cgroup   string // its cgroup's directory; "" for none
+	cgroupFD int    // that directory open, to start ranks in it; -1: they start outside it
+	killing  bool   // its kill has begun: no more starts
+}
+
+var errJobEnding = errors.New("the job is ending")
+
+// jobFor is the job of start s, noted at its first start, with its
+// cgroup opened; an error once it, or the guard, is being killed. Called
+// under the node's lock.
+func (g *node) jobFor(s RankStart) (*job, error) {
+	if g.killing {
+		return nil, errJobEnding
+	}
+	j := g.jobs[s.Job]
+	if j == nil {
+		j = &job{id: s.Job, cgroupFD: -1}
+		if isJobCgroup(s.Cgroup) {
+			j.cgroup = s.Cgroup
+			j.cgroupFD, _ = unix.Open(s.Cgroup, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		}
+		g.jobs[s.Job] = j
+	}
+	if j.killing {
+		return nil, errJobEnding
+	}
+	return j, nil
+}
+
+// startIn starts cmd with start, in the job's cgroup where it has one. A
+// rank the kernel will not start there (clone3 refused, as under some
+// seccomp filters) starts outside it, and so do the job's later ranks.
+// It returns the command that started.
+func (j *job) startIn(cmd *exec.Cmd, start func(*exec.Cmd) error) (*exec.Cmd, error) {
+	if j.cgroupFD < 0 {
+		return cmd, start(cmd)
+	}
+	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, j.cgroupFD
+	placedErr := start(cmd)
+	if placedErr == nil {
+		return cmd, nil
+	}
+	again := unplaced(cmd)
+	if err := start(again); err != nil {
+		return again, err // the program's own failure, most likely
+	}
+	unix.Close(j.cgroupFD)
+	j.cgroupFD = -1
+	return again, nil
+}
+
+// killJob kills job id: its cgroup, its ranks' process groups and every
+// process that came back to the guard and is the job's, round after
+// round until none is left, then removes its cgroup. It runs beside the
+// guard's service: the other jobs go on.
+func (g *node) killJob(id int) {
+	g.mu.Lock()
+	j := g.jobs[id]
+	begin := j != nil && !j.killing && !g.killing
+	if begin {
+		j.killing = true
+	}
+	g.mu.Unlock()
+	if !begin {
+		return
+	}
+	go func() {
+		for g.killRound(j) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		g.mu.Lock()
+		delete(g.jobs, id)
+		g.mu.Unlock()
+		j.removeCgroup()
+	}()
+}
+
+// killRound SIGKILLs what is left of job j and says whether anything
+// was. A child that is a rank is the job's by its record; any other by
+// the JobVar it inherited, or, without one, when j is the guard's only
+// job (ofJob). The children are listed before the lock is taken: a rank
+// started since is not among them.
+func (g *node) killRound(j *job) bool {
+	children := children(os.Getpid())
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	j.killCgroup()
+	left := false
+	for pid, r := range g.ranks {
+		if r.job == j.id {
+			syscall.Kill(-pid, syscall.SIGKILL)
+			left = true
+		}
+	}
+	alone := len(g.jobs) == 1
+	for _, pid := range children {
+		if _, isRank := g.ranks[pid]; !isRank && ofJob(pid, j.id, alone) {
+			killChild(pid)
+			left = true
+		}
+	}
+	return left
+}
+
+// ofJob says whether pid, a process that came back to the guard, is of
+// job id: by the JobVar it inherited; without one (it cleared its
+// environment, or is a zombie), when id is the guard's only job. Such a
+// process is otherwise left until then, or until the guard's end: it may
+// be a running job's.
+func ofJob(pid, id int, alone bool) bool {
+	if job, ok := inheritedJob(pid); ok {
+		return job == id
+	}
+	return alone
+}
+
+// inheritedJob reads JobVar in pid's environment.
+func inheritedJob(pid int) (int, bool) {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return 0, false
+	}
+	for _, v := range bytes.Split(env, []byte{0}) {
+		if val, ok := bytes.CutPrefix(v, []byte(JobVar+"=")); ok {
+			job, err := strconv.Atoi(string(val))
+			return job, err == nil
+		}
+	}
+	return 0, false
+}
+
+// killCgroup kills everything in the job's cgroup, if it has one.
+func (j *job) killCgroup() {
+	if j.cgroup != "" {
+		killCgroupDir(j.cgroup)
+	}
+}
+
+// removeCgroup removes the job's cgroup, once what was in it has died.
+// The daemon removes it too: whichever comes second finds it gone.
+func (j *job) removeCgroup() {
+	if j.cgroupFD >= 0 {
+		unix.Close(j.cgroupFD)
+		j.cgroupFD = -1
+	}
+	if j.cgroup != "" {
+		removeCgroupDir(j.cgroup, 2*time.Second)
+	}
+}
+
+// removeCgroups removes every job's cgroup, at the guard's end, when
+// nothing is left under it: its daemon, killed outright, could not.
+func (g *node) removeCgroups() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, j := range g.jobs {
+		j.removeCgroup()
+	}
+}
