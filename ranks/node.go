@@ -20,6 +20,7 @@ type Node struct {
 	host   *NodeGuard
 	job    int  // the job's number on the guard
 	handed bool // a rank was handed to the guard: its end is the guard's to kill
+	killed bool // the guard was asked to kill the job (once is enough)
 
 	mu    sync.Mutex // the ranks' state, which their goroutines change
 	ranks map[int]*rank
@@ -74,10 +75,10 @@ func (n *Node) Signal(sig syscall.Signal) {
 }
 
 // killOnGuard has the guard kill the job's ranks and all they started,
-// if it was handed any: the guard and the other jobs go on.
+// if it was handed any, once: the guard and the other jobs go on.
 func (n *Node) killOnGuard() {
-	if g := n.host.current(); g != nil && n.handed {
-		g.KillJob(n.job)
+	if g := n.host.current(); g != nil && n.handed && !n.killed {
+		n.killed = g.KillJob(n.job) == nil
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -37,15 +38,11 @@ const cgroupPrefix = "prsh-job-"
 // starts outside it (job.startIn). A probe of its own would cost every
 // node and job a fork.
 func NewCgroup() (*Cgroup, error) {
-	mount, err := cgroup2Mount()
+	base, err := ownCgroupDir()
 	if err != nil {
 		return nil, err
 	}
-	own, err := ownCgroup()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(filepath.Join(mount, own), cgroupPrefix)
+	dir, err := os.MkdirTemp(base, cgroupPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("cgroup v2 not delegated here: %w", err)
 	}
@@ -130,6 +127,21 @@ func removeCgroupDir(dir string, wait time.Duration) error {
 		pause = min(2*pause, 10*time.Millisecond)
 	}
 }
+
+// ownCgroupDir is the directory of the caller's cgroup v2, found once: a
+// DVM's daemon makes a job cgroup in it for every job, and reading the
+// mount table each time was a tenth of its CPU per job.
+var ownCgroupDir = sync.OnceValues(func() (string, error) {
+	mount, err := cgroup2Mount()
+	if err != nil {
+		return "", err
+	}
+	own, err := ownCgroup()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(mount, own), nil
+})
 
 // cgroup2Mount finds where cgroup v2 is mounted (/sys/fs/cgroup, or
 // /sys/fs/cgroup/unified on a hybrid system).
