@@ -104,24 +104,28 @@ func killCgroupDir(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
 }
 
-// removeCgroupDir kills what is left in job cgroup dir and removes it
-// once it is empty, waiting at most wait for the kill to complete; one
+// removeCgroupDir removes job cgroup dir, killing what is left in it
+// first if anything is (an empty one, as at most jobs' ends, is removed
+// at once), and waiting at most wait for the kill to complete; one
 // already gone is removed.
 func removeCgroupDir(dir string, wait time.Duration) error {
-	if err := killCgroupDir(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	} else if !isJobCgroup(dir) {
-		return err
+	if !isJobCgroup(dir) {
+		return fmt.Errorf("not a job cgroup: %s", dir)
 	}
 	deadline := time.Now().Add(wait)
 	pause := 100 * time.Microsecond // the kill completes within a scheduling round, mostly
-	for {
+	for killed := false; ; {
 		err := os.Remove(dir)
 		if err == nil || errors.Is(err, fs.ErrNotExist) { // the guard removed it
 			return nil
 		}
 		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
 			return err
+		}
+		if !killed {
+			killCgroupDir(dir)
+			killed = true
+			continue
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, 10*time.Millisecond)
