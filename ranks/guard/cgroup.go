@@ -104,6 +104,16 @@ func killCgroupDir(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
 }
 
+// cgroupPopulated says whether a process is left in cgroup dir (or below
+// it): cgroup.events' populated; a cgroup gone holds none.
+func cgroupPopulated(dir string) bool {
+	b, err := readProc(filepath.Join(dir, "cgroup.events"))
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	return !strings.Contains(string(b), "populated 0")
+}
+
 // removeCgroupDir removes job cgroup dir, killing what is left in it
 // first if anything is (an empty one, as at most jobs' ends, is removed
 // at once), and waiting at most wait for the kill to complete; one

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -78,8 +79,9 @@ func (j *job) startIn(cmd *exec.Cmd, start func(*exec.Cmd) error) (*exec.Cmd, er
 
 // killJob kills job id: its cgroup, its ranks' process groups and every
 // process that came back to the guard and is the job's, round after
-// round until none is left, then removes its cgroup. It runs beside the
-// guard's service: the other jobs go on.
+// round until none is left, then removes its cgroup (as its daemon does:
+// the second finds it gone, and one of them is left if the other dies).
+// It runs beside the guard's service: the other jobs go on.
 func (g *node) killJob(id int) {
 	g.mu.Lock()
 	j := g.jobs[id]
@@ -103,15 +105,18 @@ func (g *node) killJob(id int) {
 }
 
 // killRound SIGKILLs what is left of job j and says whether anything
-// was. A child that is a rank is the job's by its record; any other by
-// the JobVar it inherited, or, without one, when j is the guard's only
-// job (ofJob). The children are listed before the lock is taken: a rank
-// started since is not among them.
+// was. A job whose ranks all started in its cgroup is that cgroup (its
+// kill takes everything they started, however it left their groups);
+// any other is its ranks, by their record, and the processes that came
+// back to the guard and are the job's (ofJob). Orphans are listed before
+// the lock is taken: a rank started since is not among them.
 func (g *node) killRound(j *job) bool {
-	children := children(os.Getpid())
+	var orphans []int
+	if j.cgroupFD < 0 {
+		orphans = orphaned()
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	j.killCgroup()
 	left := false
 	for pid, r := range g.ranks {
 		if r.job == j.id {
@@ -119,14 +124,38 @@ func (g *node) killRound(j *job) bool {
 			left = true
 		}
 	}
+	if j.cgroup != "" && cgroupPopulated(j.cgroup) { // mostly not: the daemon killed it as it asked
+		j.killCgroup()
+		left = left || j.cgroupFD >= 0
+	}
 	alone := len(g.jobs) == 1
-	for _, pid := range children {
+	for _, pid := range orphans {
 		if _, isRank := g.ranks[pid]; !isRank && ofJob(pid, j.id, alone) {
 			killChild(pid)
 			left = true
 		}
 	}
 	return left
+}
+
+// orphaned lists the processes that came back to the guard, and its
+// ranks started by its first thread: the kernel gives an orphan to its
+// subreaper's first live thread, the leader, which a Go program keeps
+// (kernel/exit.c, find_alive_thread). Reading that one list, not every
+// thread's, was most of a guard's CPU at each job's end.
+func orphaned() []int {
+	pid := strconv.Itoa(os.Getpid())
+	b, err := readProc("/proc/" + pid + "/task/" + pid + "/children")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if child, err := strconv.Atoi(f); err == nil {
+			out = append(out, child)
+		}
+	}
+	return out
 }
 
 // ofJob says whether pid, a process that came back to the guard, is of
@@ -164,7 +193,6 @@ func (j *job) killCgroup() {
 }
 
 // removeCgroup removes the job's cgroup, once what was in it has died.
-// The daemon removes it too: whichever comes second finds it gone.
 func (j *job) removeCgroup() {
 	if j.cgroupFD >= 0 {
 		unix.Close(j.cgroupFD)

@@ -134,23 +134,37 @@ func children(pid int) []int {
 
 // statFields are the fields of /proc/pid/stat after the command name
 // (which may hold spaces but ends at the last parenthesis): state first.
-//
-// It reads with plain system calls: a guard asks once a second for the
-// whole life of its rank, and os.ReadFile's registration of the file with
-// the poller (which /proc refuses) doubles the calls each time.
 func statFields(pid int) []string {
-	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
+	b, err := readProc("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil || len(b) == 0 {
 		return nil
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+}
+
+// readProc reads a small file of /proc or of a cgroup with plain system
+// calls: a guard asks once a second for the whole life of its rank, and
+// os.ReadFile's registration of the file with the poller (which such
+// files refuse) doubles the calls each time.
+func readProc(path string) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
 	}
 	defer syscall.Close(fd)
-	var buf [1024]byte // a stat line is at most a few hundred bytes
-	n, err := syscall.Read(fd, buf[:])
-	if err != nil || n <= 0 {
-		return nil
+	var buf [1024]byte
+	var out []byte
+	for {
+		n, err := syscall.Read(fd, buf[:])
+		if err != nil {
+			return out, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		out = append(out, buf[:n]...)
 	}
-	s := string(buf[:n])
-	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 }
 
 // hung says whether pid cannot act: stopped by a signal (state T; a stop
