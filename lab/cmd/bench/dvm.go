@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,8 +30,10 @@ node: -np 1), then starts a DVM on the same nodes (mpirun --dvm-start)
 and runs the same jobs through it (mpirun --dvm URI). A job's time is
 from its mpirun's start to its exit. The table has each case's median
 and 99th percentile, and the ratio of the fresh mpirun's median to the
-DVM's; the line under it is this machine's own floor, a fork, exec and
-reap of /bin/true, timed the same way.`,
+DVM's, and the CPU a job of the DVM's side (mpirun, the orteds and the
+guards with the ranks they reaped, from /proc/PID/stat); the line under
+it is this machine's own floor, a fork, exec and reap of /bin/true,
+timed the same way.`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "nodes", Value: 16, Usage: "testbed nodes"},
 			&cli.IntFlag{Name: "jobs", Value: 200, Usage: "jobs in a row of each case"},
@@ -83,11 +86,13 @@ func benchDVMAction(c *cli.Context, std stdio) error {
 	if err != nil {
 		return err
 	}
-	viaDVM := make([][]time.Duration, len(shapes))
+	viaDVM, cpu := make([][]time.Duration, len(shapes)), make([]time.Duration, len(shapes))
 	for i, s := range shapes {
+		before := dvmCPU(cl, dvm.Process.Pid)
 		if viaDVM[i], err = timeJobs(jobs, run(append([]string{"--dvm", uri}, s.args...)...)); err != nil {
 			break
 		}
+		cpu[i] = (dvmCPU(cl, dvm.Process.Pid) - before) / time.Duration(jobs)
 	}
 	if stopErr := stopDVM(env, mpirun, uri, dvm); err == nil {
 		err = stopErr
@@ -99,7 +104,7 @@ func benchDVMAction(c *cli.Context, std stdio) error {
 	if err != nil {
 		return err
 	}
-	return writeDVMTable(c, std, shapes, fresh, viaDVM, floor)
+	return writeDVMTable(c, std, shapes, fresh, viaDVM, cpu, floor)
 }
 
 // runQuiet runs mpirun with args; a failure is an error with its output.
@@ -154,6 +159,26 @@ func stopDVM(env []string, mpirun, uri string, dvm *exec.Cmd) error {
 	return err
 }
 
+// dvmCPU is the CPU time so far of the DVM's side: mpirun (root) and
+// every process on the nodes (the orteds, the guards), with the children
+// they reaped (the ranks).
+func dvmCPU(cl *testbed.Cluster, root int) time.Duration {
+	var ticks int64
+	for _, p := range append(cl.Leftovers(), testbed.Proc{PID: root}) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // state first: utime is the 12th
+		for _, field := range f[11:min(15, len(f))] {            // utime, stime, cutime, cstime
+			n, _ := strconv.ParseInt(field, 10, 64)
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
+
 // percentile is the p-th (0 < p ≤ 1) of times, the nearest rank's.
 func percentile(times []time.Duration, p float64) time.Duration {
 	sorted := slices.Sorted(slices.Values(times))
@@ -163,20 +188,20 @@ func percentile(times []time.Duration, p float64) time.Duration {
 
 func millis(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
-func writeDVMTable(c *cli.Context, std stdio, shapes []dvmShape, fresh, viaDVM [][]time.Duration, floor []time.Duration) error {
+func writeDVMTable(c *cli.Context, std stdio, shapes []dvmShape, fresh, viaDVM [][]time.Duration, cpu, floor []time.Duration) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d jobs of each in a row.\n\n", c.Int("jobs"))
-	fmt.Fprintln(&b, "| job | fresh mpirun median | p99 | DVM median | p99 | fresh / DVM (medians) |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|")
+	fmt.Fprintln(&b, "| job | fresh mpirun median | p99 | DVM median | p99 | fresh / DVM (medians) | DVM side's CPU a job |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|")
 	for i, s := range shapes {
-		dm := percentile(viaDVM[i], 0.5)
+		dm, dp := millis(percentile(viaDVM[i], 0.5)), millis(percentile(viaDVM[i], 0.99))
 		if len(fresh[i]) == 0 {
-			fmt.Fprintf(&b, "| %s | | | %s | %s | |\n", s.name, millis(dm), millis(percentile(viaDVM[i], 0.99)))
+			fmt.Fprintf(&b, "| %s | | | %s | %s | | %s |\n", s.name, dm, dp, millis(cpu[i]))
 			continue
 		}
 		fm := percentile(fresh[i], 0.5)
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.1f× |\n", s.name, millis(fm), millis(percentile(fresh[i], 0.99)),
-			millis(dm), millis(percentile(viaDVM[i], 0.99)), fm.Seconds()/dm.Seconds())
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.1f× | %s |\n", s.name, millis(fm), millis(percentile(fresh[i], 0.99)),
+			dm, dp, fm.Seconds()/percentile(viaDVM[i], 0.5).Seconds(), millis(cpu[i]))
 	}
 	fmt.Fprintf(&b, "\nThe machine's floor, fork+exec+reap of /bin/true: median %s, p99 %s.\n",
 		millis(percentile(floor, 0.5)), millis(percentile(floor, 0.99)))
