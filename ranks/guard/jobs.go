@@ -111,8 +111,11 @@ func (g *node) killJob(id int) {
 // back to the guard and are the job's (ofJob). Orphans are listed before
 // the lock is taken: a rank started since is not among them.
 func (g *node) killRound(j *job) bool {
+	g.mu.Lock()
+	contained := j.cgroupFD >= 0
+	g.mu.Unlock()
 	var orphans []int
-	if j.cgroupFD < 0 {
+	if !contained {
 		orphans = orphaned()
 	}
 	g.mu.Lock()
@@ -126,7 +129,7 @@ func (g *node) killRound(j *job) bool {
 	}
 	if j.cgroup != "" && cgroupPopulated(j.cgroup) { // mostly not: the daemon killed it as it asked
 		j.killCgroup()
-		left = left || j.cgroupFD >= 0
+		left = left || contained
 	}
 	alone := len(g.jobs) == 1
 	for _, pid := range orphans {

@@ -74,10 +74,11 @@ func (g *node) isKilling() bool {
 }
 
 // killAll kills everything under the guard: each job's cgroup, the
-// process group of each rank not yet reaped, then each child, until reapAll finds none left
-// and exits. A killed child's own children come to the guard in turn, so
-// the whole tree goes, whatever group or session its processes moved
-// to. It never returns.
+// process group of each rank not yet reaped, then each child, until
+// reapAll finds none left, removes the jobs' cgroups and exits. A killed
+// child's own children come to the guard in turn, so the whole tree
+// goes, whatever group or session its processes moved to. It never
+// returns.
 func (g *node) killAll() {
 	g.mu.Lock()
 	g.killing = true
