@@ -45,7 +45,9 @@ func (g *node) jobFor(s RankStart) (*job, error) {
 		j = &job{id: s.Job, cgroupFD: -1}
 		if isJobCgroup(s.Cgroup) {
 			j.cgroup = s.Cgroup
-			j.cgroupFD, _ = unix.Open(s.Cgroup, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if fd, err := unix.Open(s.Cgroup, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+				j.cgroupFD = fd
+			}
 		}
 		g.jobs[s.Job] = j
 	}
@@ -99,8 +101,10 @@ func (g *node) killJob(id int) {
 		}
 		g.mu.Lock()
 		delete(g.jobs, id)
+		fd := j.cgroupFD
+		j.cgroupFD = -1
 		g.mu.Unlock()
-		j.removeCgroup()
+		removeCgroup(j.cgroup, fd)
 	}()
 }
 
@@ -195,14 +199,14 @@ func (j *job) killCgroup() {
 	}
 }
 
-// removeCgroup removes the job's cgroup, once what was in it has died.
-func (j *job) removeCgroup() {
-	if j.cgroupFD >= 0 {
-		unix.Close(j.cgroupFD)
-		j.cgroupFD = -1
+// removeCgroup closes a job's cgroup directory (fd, if open) and removes
+// the cgroup, once what was in it has died.
+func removeCgroup(dir string, fd int) {
+	if fd >= 0 {
+		unix.Close(fd)
 	}
-	if j.cgroup != "" {
-		removeCgroupDir(j.cgroup, 2*time.Second)
+	if dir != "" {
+		removeCgroupDir(dir, 2*time.Second)
 	}
 }
 
@@ -212,6 +216,7 @@ func (g *node) removeCgroups() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, j := range g.jobs {
-		j.removeCgroup()
+		removeCgroup(j.cgroup, j.cgroupFD)
+		j.cgroupFD = -1
 	}
 }
