@@ -48,7 +48,7 @@ type Config struct {
 
 	// The driver's seams; nil is production's. Network: TCP with Secret,
 	// Bind and Ports. Clock: the wall clock. Ranks: the node's real ranks
-	// (ranks.NewNode).
+	// (a ranks.NodeGuard's Job).
 	Network Network
 	Clock   Clock
 	Ranks   func(log hclog.Logger, report func(ranks.Event)) ranks.Starter
@@ -110,7 +110,9 @@ type Daemon struct {
 	// jobs are the local ranks of each job, by job (jobranks.go): a plain
 	// mpirun's job 0, a DVM's jobs from their start here to their release.
 	jobs map[int]*jobRanks
-	dvm  *dvmRoot // mpirun of a DVM: its clients
+	// nodeGuard starts every job's ranks, for the daemon's life.
+	nodeGuard *ranks.NodeGuard
+	dvm       *dvmRoot // mpirun of a DVM: its clients
 
 	nodeAttrs nodeAttrs
 	pmix      *pmixHost       // the PMIx server of the local ranks, once started
@@ -161,6 +163,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 	defer d.stop()
 	defer d.stopPMIx()
+	defer func() { d.nodeGuard.Close() }() // after the last job's starter
 	defer d.closeStarters()
 	defer d.removeStage()
 	if cfg.Lifeline != nil {

@@ -41,7 +41,10 @@ func (d *Daemon) newStarter(job int) ranks.Starter {
 	if d.cfg.Ranks != nil {
 		return d.cfg.Ranks(log, report)
 	}
-	return ranks.NewNode(log, report)
+	if d.nodeGuard == nil {
+		d.nodeGuard = ranks.NewNodeGuard(log)
+	}
+	return d.nodeGuard.Job(log, report)
 }
 
 // signalRanks signals job's ranks, or every job's (protocol.AllJobs). A

@@ -160,9 +160,9 @@ func (d *Daemon) outputNeverStarted(job, rank int) {
 	}()
 }
 
-// releaseJob lets go of a DVM job's ranks: their starter (the node's
-// guard, the job cgroup), the PMI bridge's records and waiters, their
-// stdin pipes.
+// releaseJob lets go of a DVM job's ranks: their starter (the guard
+// kills what they left and stays, the job cgroup goes), the PMI bridge's
+// records and waiters, their stdin pipes.
 func (d *Daemon) releaseJob(job int) {
 	if jr, ok := d.jobs[job]; ok {
 		jr.starter.Close()

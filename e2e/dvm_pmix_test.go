@@ -111,13 +111,25 @@ func pmixFootprint(t *testing.T, c *testbed.Cluster) map[string]pmixHeld {
 		for _, node := range []string{"node001", "node002"} {
 			now[node] = ortedHolds(t, ortedOf(t, c, node))
 		}
-		if fmt.Sprint(now) == fmt.Sprint(last) && !guardsRun(c) {
+		if fmt.Sprint(now) == fmt.Sprint(last) && !ranksRun(c) {
 			same++
 		} else {
 			last, same = now, 1
 		}
 	}
 	return last
+}
+
+// ranksRun says whether a rank of a job runs on the cluster: a process
+// that is none of the DVM's (mpirun, the orteds, the nodes' guards).
+func ranksRun(c *testbed.Cluster) bool {
+	for _, p := range c.Leftovers() {
+		if !strings.Contains(p.Cmdline, "orted") && !strings.Contains(p.Cmdline, "__rank-guard") &&
+			!strings.Contains(p.Cmdline, "--dvm-start") {
+			return true
+		}
+	}
+	return false
 }
 
 // ortedHolds reads pid's pmixHeld in /proc and its server's directory,

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"prsh/ranks/guard"
 	"prsh/testbed"
 )
 
@@ -208,21 +209,27 @@ func TestDVMNoLeak(t *testing.T) {
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
-// dvmFootprint is mpirun's and each orted's open descriptors and the
-// command lines running on the nodes, once the last job is let go of
-// everywhere (a client has its status before the orteds release its job,
-// and a rank's pipes close just after their last byte went up): the
-// same three times in a row.
+// dvmFootprint is mpirun's, each orted's and each node's guard's open
+// descriptors (the guard named by its pid: it lives as long as the DVM)
+// and the command lines running on the nodes, once the last job is let
+// go of everywhere (a client has its status before the orteds release
+// its job, and a rank's pipes close just after their last byte went
+// up): the same three times in a row.
 func dvmFootprint(t *testing.T, c *testbed.Cluster, root int) (string, []string) {
 	t.Helper()
-	pids := map[string]int{"mpirun": root, "node001": ortedOf(t, c, "node001"), "node002": ortedOf(t, c, "node002")}
+	pids := map[string]int{"mpirun": root}
+	for _, node := range []string{"node001", "node002"} {
+		pids[node] = ortedOf(t, c, node)
+		guard := guardOf(t, c, node)
+		pids[fmt.Sprintf("%s's guard %d", node, guard)] = guard
+	}
 	last, same := "", 0
 	for deadline := time.Now().Add(30 * time.Second); same < 3; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the daemons did not settle: %s", last)
 		}
 		now := footprint(t, c, pids)
-		if now == last && !guardsRun(c) {
+		if now == last {
 			same++
 		} else {
 			last, same = now, 1
@@ -291,6 +298,117 @@ func TestDVMClientGone(t *testing.T) {
 		t.Errorf("%d marks, want 2", n)
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMJobEscapeesEnd: what a DVM job's ranks started, out of their
+// process group or session, ends with that job, while the DVM and each
+// node's guard (the same process job after job) go on.
+func TestDVMJobEscapeesEnd(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 2})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	if res := dvmRun(t, c, uri, "/bin/true"); res.status != 0 {
+		t.Fatalf("the first job: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	guards := map[string]int{"node001": guardOf(t, c, "node001"), "node002": guardOf(t, c, "node002")}
+	for _, e := range escapees {
+		marks := t.TempDir()
+		res := dvmRun(t, c, uri, "-x", "M="+marks, "sh", "-c", e.start+waitMark+"exit 0")
+		if res.status != 0 || countMarks(marks) != 2 {
+			t.Fatalf("%s: status %d, %d of 2 escapees ran; stderr:\n%s", e.name, res.status, countMarks(marks), res.stderr)
+		}
+		waitEscapeesGone(t, c, e.name)
+		for node, pid := range guards {
+			if now := guardOf(t, c, node); now != pid {
+				t.Errorf("%s: %s's guard is %d, was %d: it must serve the DVM's whole life", e.name, node, now, pid)
+			}
+		}
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// waitEscapeesGone waits until no escapee (a sleep 77x) runs on any node:
+// a client has its status before the orteds release its job.
+func waitEscapeesGone(t *testing.T, c *testbed.Cluster, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var left []string
+		for _, p := range c.Leftovers() {
+			if strings.Contains(p.Cmdline, "sleep 77") {
+				left = append(left, p.Node+": "+p.Cmdline)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: escapees outlived their job: %q", what, left)
+		}
+	}
+}
+
+// TestDVMJobCgroup: where cgroup v2 is delegated (here, as root), each
+// DVM job's ranks run in a cgroup of that job's own, removed at its end;
+// the node's guard, which outlives the job, runs outside it.
+func TestDVMJobCgroup(t *testing.T) {
+	probe, err := guard.NewCgroup()
+	if err != nil {
+		t.Skipf("no job cgroup here: %v", err)
+	}
+	base := filepath.Dir(probe.Dir()) // the orteds run in our cgroup
+	probe.Remove(time.Second)
+	c := cluster(t, testbed.Config{Nodes: 1})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	seen := map[string]bool{}
+	for job := range 2 {
+		res := dvmRun(t, c, uri, "sh", "-c", `sed -n 's/^0:://p' /proc/self/cgroup /proc/$PPID/cgroup`)
+		got := lines(res.stdout)
+		if res.status != 0 || len(got) != 2 {
+			t.Fatalf("job %d: status %d, cgroups %q (want the rank's and its guard's); stderr:\n%s", job, res.status, got, res.stderr)
+		}
+		rank, guardCg := got[0], got[1]
+		if !strings.HasPrefix(filepath.Base(rank), "prsh-job-") || seen[rank] || rank == guardCg {
+			t.Errorf("job %d: rank in cgroup %s, its guard in %s, earlier jobs' %v: want a prsh-job-* of its own", job, rank, guardCg, seen)
+		}
+		seen[rank] = true
+		dir := filepath.Join(base, filepath.Base(rank))
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(dir); os.IsNotExist(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %d: its cgroup %s is left behind", job, dir)
+			}
+		}
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMOrtedKilledEscapees: an orted of a DVM killed outright while a
+// job's ranks and their escapees run, its guard having served an earlier
+// job: the guard still takes everything down, and nothing is left.
+func TestDVMOrtedKilledEscapees(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	dvm, _, uri := dvmUp(t, c)
+	if res := dvmRun(t, c, uri, "/bin/true"); res.status != 0 {
+		t.Fatalf("the first job: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	marks := t.TempDir()
+	client, stderr, _ := started(t, c, 3, "--dvm", uri, "-x", "M="+marks, "sh", "-c",
+		escapees[1].start+waitMark+`touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
+	syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGKILL)
+	if st := waitExit(t, client); st != 255 {
+		t.Errorf("the client exited %d, want 255; stderr:\n%s", st, stderr)
+	}
+	if st := waitExit(t, dvm); st != 255 {
+		t.Errorf("the DVM exited %d, want 255", st)
+	}
+	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Errorf("left running after a DVM's orted was killed: %+v", left)
+	}
+	if n := countMarks(marks); n != 3 {
+		t.Errorf("%d of 3 escapees ran", n)
+	}
 }
 
 // BenchmarkDVMJob: a small job (/bin/true, one rank on each of 16
@@ -391,14 +509,16 @@ func TestDVMClientSignals(t *testing.T) {
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
-// guardsRun says whether a rank guard runs on a node.
-func guardsRun(c *testbed.Cluster) bool {
+// guardOf is the pid of node's guard, which must run.
+func guardOf(t *testing.T, c *testbed.Cluster, node string) int {
+	t.Helper()
 	for _, p := range c.Leftovers() {
-		if strings.Contains(p.Cmdline, "__rank-guard") {
-			return true
+		if p.Node == node && strings.Contains(p.Cmdline, guard.GuardArgPrefix) {
+			return p.PID
 		}
 	}
-	return false
+	t.Fatalf("no guard on %s", node)
+	return 0
 }
 
 // TestDVMUsage: DVM commands given wrongly are one line and exit 2.

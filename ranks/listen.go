@@ -2,31 +2,17 @@ package ranks
 
 import (
 	"syscall"
-	"time"
 
 	"prsh/errmgr"
 	"prsh/errmgr/status"
 	"prsh/ranks/guard"
 )
 
-// listen hears the guard's reports until it ends.
-func (n *Node) listen(g *guard.Guard) {
-	for {
-		rep, err := g.Next()
-		if err != nil {
-			break
-		}
-		n.heard(rep)
-	}
-	n.guardEnded(g, g.Wait())
-}
-
 // heard passes on a report of the guard's: an answer to a start to its
 // waiting Start, an end to the daemon.
 func (n *Node) heard(rep guard.Report) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.heardAt = time.Now()
 	r := n.ranks[rep.Rank]
 	if r == nil || r.exited {
 		return
@@ -58,9 +44,6 @@ func answer(r *rank, rep guard.Report) {
 func (n *Node) guardEnded(g *guard.Guard, ws syscall.WaitStatus) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.guard == g {
-		n.guard = nil
-	}
 	why := guardEndedWhy(g, ws)
 	for _, r := range n.ranks {
 		switch {

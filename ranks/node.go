@@ -8,23 +8,22 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"prsh/iof"
 	"prsh/ranks/guard"
 )
 
-// Node is the Starter of a node's real ranks: each a process started
-// by the node's guard, in the job's cgroup where there can be one.
+// Node is the Starter of one job's real ranks on this node: each a
+// process started by the node's guard (NodeGuard), in the job's cgroup
+// where there can be one.
 type Node struct {
 	log    hclog.Logger
 	report func(Event)
+	host   *NodeGuard
+	job    int  // the job's number on the guard
+	handed bool // a rank was handed to the guard: its end is the guard's to kill
+	killed bool // the guard was asked to kill the job (once is enough)
 
 	mu    sync.Mutex // the ranks' state, which their goroutines change
 	ranks map[int]*rank
-	guard *guard.Guard // the node's guard, once started, until it ends
-	// heardAt is when the guard last reported, for watchAnswers.
-	heardAt time.Time
-
-	pumps *iof.Pumps // read the ranks' output pipes
 
 	cgroup *guard.Cgroup // the job's cgroup on this node, where there can be one
 	// oomExplained is how many of the job cgroup's OOM kills explain
@@ -56,14 +55,8 @@ type rank struct {
 	oom       oomCount // its OOM kills, where the job cgroup counts them
 }
 
-// NewNode makes the Starter of this node's ranks; report hears every
-// Event after a rank's start.
-func NewNode(log hclog.Logger, report func(Event)) *Node {
-	return &Node{log: log, report: report, ranks: map[int]*rank{}, pumps: iof.NewPumps(), kernelLoggedOOMKill: guard.KernelLoggedOOMKill}
-}
-
 // Signal signals every rank's process group (Starter); SIGKILL also
-// has the guard kill all it started.
+// kills the job's cgroup and has the guard kill all the job started.
 func (n *Node) Signal(sig syscall.Signal) {
 	n.mu.Lock()
 	if sig == syscall.SIGKILL {
@@ -75,10 +68,17 @@ func (n *Node) Signal(sig syscall.Signal) {
 	for _, r := range n.ranks {
 		r.signalGroup(sig)
 	}
-	g := n.guard
 	n.mu.Unlock()
-	if sig == syscall.SIGKILL && g != nil {
-		g.Kill()
+	if sig == syscall.SIGKILL {
+		n.killOnGuard()
+	}
+}
+
+// killOnGuard has the guard kill the job's ranks and all they started,
+// if it was handed any, once: the guard and the other jobs go on.
+func (n *Node) killOnGuard() {
+	if g := n.host.current(); g != nil && n.handed && !n.killed {
+		n.killed = g.KillJob(n.job) == nil
 	}
 }
 
@@ -94,15 +94,12 @@ func (n *Node) Live(id int) bool {
 	return running && !r.guard.RankExiting(r.pid)
 }
 
-// Close ends the guard, which kills what is left under it, and removes
-// the job's cgroup, killing what is left in it (Starter).
+// Close kills what is left of the job (Starter): the guard kills all its
+// ranks started, and the job's cgroup is removed, killing what is left
+// in it. The node's guard goes on, for the daemon's next job.
 func (n *Node) Close() {
-	n.mu.Lock()
-	g := n.guard
-	n.mu.Unlock()
-	if g != nil {
-		g.End()
-	}
+	n.killOnGuard()
+	n.host.forget(n.job)
 	if n.cgroup == nil {
 		return
 	}
@@ -145,6 +142,14 @@ func (n *Node) pipeClosed(r *rank) {
 	}
 }
 
+// cgroupDir is the job's cgroup, "" where it has none.
+func (n *Node) cgroupDir() string {
+	if n.cgroup == nil {
+		return ""
+	}
+	return n.cgroup.Dir()
+}
+
 // openCgroup makes the job's cgroup, where cgroup v2 is delegated to us;
 // elsewhere the guard alone contains the ranks.
 func (n *Node) openCgroup() {
@@ -158,31 +163,4 @@ func (n *Node) openCgroup() {
 	}
 	n.log.Debug("job cgroup", "dir", cg.Dir())
 	n.cgroup = cg
-}
-
-// startGuard starts the node's guard unless it runs, in the job's
-// cgroup where there is one: the ranks it starts are born there. A
-// guard that could not start in it (Linux < 5.7, clone3 filtered) runs
-// outside it, and the node does without.
-func (n *Node) startGuard(stoppedLimit time.Duration) (*guard.Guard, error) {
-	n.mu.Lock()
-	g := n.guard
-	n.mu.Unlock()
-	if g != nil {
-		return g, nil
-	}
-	g, err := guard.Start(stoppedLimit, n.cgroup)
-	if err != nil {
-		return nil, err
-	}
-	if n.cgroup != nil && g.OutsideCgroup != nil {
-		n.log.Debug("no job cgroup: cannot start a process in it (Linux < 5.7, or clone3 filtered); the guard alone contains the ranks", "error", g.OutsideCgroup)
-		n.cgroup.Remove(2 * time.Second)
-		n.cgroup = nil
-	}
-	n.mu.Lock()
-	n.guard = g
-	n.mu.Unlock()
-	go n.listen(g)
-	return g, nil
 }

@@ -23,7 +23,7 @@ func TestOOMKillNamed(t *testing.T) {
 	const kill = "was killed by signal 9 (SIGKILL)"
 	kills := 3
 	count := func() (int, error) { return kills, nil }
-	n := NewNode(hclog.NewNullLogger(), func(Event) {})
+	n := NewNodeGuard(hclog.NewNullLogger()).Job(hclog.NewNullLogger(), func(Event) {})
 	const loggedPid = 7 // the kernel's log has the OOM kill of this pid only
 	n.kernelLoggedOOMKill = func(pid int) bool { return pid == loggedPid }
 	first := &rank{oom: oomCount{kills: count, before: 3}}
@@ -142,7 +142,7 @@ func TestGuardKillIsNotOOM(t *testing.T) {
 	for _, r := range d.node.ranks {
 		r.oom = oomCount{kills: count}
 	}
-	guardPid := d.node.guard.Pid()
+	guardPid := d.node.host.current().Pid()
 	d.node.mu.Unlock()
 	mu.Lock()
 	kills = 1

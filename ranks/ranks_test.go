@@ -40,9 +40,16 @@ type daemon struct {
 }
 
 func newDaemon(t *testing.T) *daemon {
+	host := NewNodeGuard(hclog.NewNullLogger())
+	t.Cleanup(host.Close)
+	return newJob(t, host)
+}
+
+// newJob is the fake daemon of one job on host's guard.
+func newJob(t *testing.T, host *NodeGuard) *daemon {
 	d := &daemon{events: make(chan Event, 16), stdin: map[int]*os.File{},
 		output: map[iof.Stream]map[int]string{iof.Stdout: {}, iof.Stderr: {}}}
-	d.node = NewNode(hclog.NewNullLogger(), func(ev Event) {
+	d.node = host.Job(hclog.NewNullLogger(), func(ev Event) {
 		if e, ok := ev.(Exited); ok {
 			d.hook(fmt.Sprint("exited ", e.Rank))()
 		}
@@ -268,7 +275,7 @@ func TestSilentGuardKilled(t *testing.T) {
 	if failed := d.node.Start(d.request(nil, "exec sleep 60")); len(failed) != 0 {
 		t.Fatal(failed)
 	}
-	syscall.Kill(d.node.guard.Pid(), syscall.SIGSTOP)
+	syscall.Kill(d.node.host.current().Pid(), syscall.SIGSTOP)
 	req := d.request(nil, "", "exit 0")
 	req.Ranks = req.Ranks[1:]
 	req.GuardStopped = 300 * time.Millisecond
@@ -349,4 +356,40 @@ func TestGoroutinesNotPerRank(t *testing.T) {
 	}
 	d.node.Signal(syscall.SIGKILL)
 	d.ended(t, ranks)
+}
+
+// TestJobsShareTheGuard: two jobs' Starters run at once on one node's
+// guard, each hearing its own rank 0; killing one job ends its rank and
+// what that rank started, alone, under the same guard, and the other
+// job's rank runs on to its own end.
+func TestJobsShareTheGuard(t *testing.T) {
+	host := NewNodeGuard(hclog.NewNullLogger())
+	t.Cleanup(host.Close)
+	one, two := newJob(t, host), newJob(t, host)
+	dir := t.TempDir()
+	mark, goOn := filepath.Join(dir, "escapee"), filepath.Join(dir, "go")
+	one.node.Start(one.request(nil, `( setsid sh -c 'echo $$ > `+mark+`.tmp; mv `+mark+`.tmp `+mark+`; exec sleep 60' >/dev/null 2>&1 & ); exec sleep 60`))
+	two.node.Start(two.request(nil, `while [ ! -e `+goOn+` ]; do sleep 0.01; done; exit 5`))
+	escapee := waitPid(t, mark)
+	guardPid := host.current().Pid()
+	one.node.Signal(syscall.SIGKILL)
+	if e := one.ended(t, 1)[0]; e.Status != 137 {
+		t.Errorf("the killed job's rank: %+v, want 137", e)
+	}
+	one.node.Close()
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(escapee, 0) == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the killed job's escapee outlived its job")
+		}
+	}
+	if !two.node.Live(0) {
+		t.Fatal("the other job's rank went with the killed job")
+	}
+	os.WriteFile(goOn, nil, 0o644)
+	if e := two.ended(t, 1)[0]; e.Status != 5 {
+		t.Errorf("the other job's rank: %+v, want its own exit 5", e)
+	}
+	if g := host.current(); g == nil || g.Pid() != guardPid {
+		t.Error("the node's guard did not outlive the job it killed")
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"time"
 
 	"prsh/errmgr"
 	"prsh/errmgr/status"
@@ -25,9 +24,9 @@ func (n *Node) Start(req Request) []NotStarted {
 		return nil
 	}
 	n.openCgroup()
-	g, err := n.startGuard(req.GuardStopped)
+	g, err := n.host.start(req.GuardStopped)
 	if err == nil {
-		defer n.watchAnswers(g, req.GuardStopped)()
+		defer n.host.watchAnswers(g, req.GuardStopped)()
 	}
 	bound, bindErr := bindRanks(req.Bind, len(req.Ranks))
 	if err == nil {
@@ -53,39 +52,6 @@ func (n *Node) Start(req Request) []NotStarted {
 		}
 	}
 	return notStarted
-}
-
-// watchAnswers kills guard g if it stays silent for limit while a start
-// waits on it (a guard stopped by hand, or stuck in the kernel): the
-// daemon's loop must not wait on it for ever. The listener then fails
-// the ranks with the guard's status. Slow is not failed: each report
-// heard from the guard starts the bound again. The returned func ends
-// the watch.
-func (n *Node) watchAnswers(g *guard.Guard, limit time.Duration) (stop func()) {
-	done := make(chan struct{})
-	n.mu.Lock()
-	n.heardAt = time.Now()
-	n.mu.Unlock()
-	go func() {
-		tick := time.NewTicker(max(limit/4, 10*time.Millisecond))
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			n.mu.Lock()
-			silent := time.Since(n.heardAt)
-			n.mu.Unlock()
-			if silent >= limit {
-				n.log.Warn("the ranks' guard gave no answer; killing it", "pid", g.Pid(), "silent", silent)
-				g.KillProcess()
-				return
-			}
-		}
-	}()
-	return func() { close(done) }
 }
 
 // handed is a rank handed to the guard, with the daemon's ends of its
@@ -125,7 +91,8 @@ func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Bindin
 	var r *rank
 	if err == nil {
 		r = n.track(g, id, att)
-		err = g.StartRank(guard.RankStart{Rank: id, Path: cmd.Path, Args: cmd.Args, Dir: cmd.Dir, CPUs: bound.CPUs,
+		n.handed = true
+		err = g.StartRank(guard.RankStart{Job: n.job, Cgroup: n.cgroupDir(), Rank: id, Path: cmd.Path, Args: cmd.Args, Dir: cmd.Dir, CPUs: bound.CPUs,
 			Env:   slices.Concat(req.slurmTaskEnv(cmd.Env, local), req.rankEnv(local), req.crowdingEnv(cmd.Env, cpus), att.Env),
 			Stdin: out.childIn, Stdout: out.childOut, Stderr: out.childStderr(), Files: att.Files})
 	}
@@ -155,9 +122,7 @@ func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Bindin
 // how the guard ended and what it said, rather than with the broken
 // socket: so unless the listener has already seen to the guard's ranks.
 func (n *Node) answeredByListener(g *guard.Guard, err error) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return errors.Is(err, guard.ErrGone) && n.guard == g
+	return errors.Is(err, guard.ErrGone) && n.host.current() == g
 }
 
 // track notes a rank about to be handed to the guard, whose reports on
@@ -216,7 +181,7 @@ func (n *Node) pump(sink iof.Sink, r *rank, stream iof.Stream, pipe *os.File) {
 		pipe.Close()
 		n.pipeClosed(r)
 	}
-	if err := n.pumps.Add(sink, r.id, stream, pipe, done); err != nil {
+	if err := n.host.pumps.Add(sink, r.id, stream, pipe, done); err != nil {
 		n.log.Debug("output read on a goroutine of its own", "rank", r.id, "error", err)
 		go func() { done(iof.Pump(sink, r.id, stream, pipe)) }()
 	}

@@ -1,6 +1,6 @@
 // Command prsh-guard is a node's guard (ranks/guard): orted starts it
 // once per node, at its first start of ranks, from beside its own
-// binary, as
+// binary, and keeps it for its life (a DVM's orted, for all its jobs), as
 //
 //	prsh-guard __rank-guard-vN STOPPED-MS
 //

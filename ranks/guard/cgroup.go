@@ -10,42 +10,39 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
 // A Cgroup is a cgroup v2 of the daemon's own, below the one it runs in,
-// that holds every guard and rank of one job on this node: whatever a
-// rank starts is born in it, and cgroup.kill ends all of it at once, as
-// Slurm's cgroup tracking does. Where cgroup v2 is not mounted, not
-// delegated to the user (mkdir fails), or too old for cgroup.kill (Linux
-// before 5.14) or for starting a process in a cgroup (before 5.7), the
-// daemon does without, and the guards alone keep anything from escaping.
+// that holds every rank of one job on this node: the guard starts them
+// in it (RankStart.Cgroup), whatever a rank starts is born in it, and
+// cgroup.kill ends all of it at once, as Slurm's cgroup tracking does.
+// The guard itself runs outside it, in the daemon's cgroup: a DVM's
+// guard outlives its jobs. Where cgroup v2 is not mounted, not delegated
+// to the user (mkdir fails), or too old for cgroup.kill (Linux before
+// 5.14), the daemon does without, and the guard alone keeps anything
+// from escaping.
 type Cgroup struct {
 	dir string
-	fd  *os.File // the directory, to start the guards in it
 }
 
 // cgroupPrefix names the job cgroups; only a directory so named is ever
 // killed or removed.
 const cgroupPrefix = "prsh-job-"
 
-// NewCgroup makes the job's cgroup below the caller's own. Whether the
-// kernel can start a process in it (Linux 5.7 and later, clone3 not
-// filtered) is found by the first guard started in it: a guard that
-// cannot be starts outside it (Guard.Start), and the daemon then does
-// without the cgroup. A probe of its own would cost every node and job a
-// fork.
+// NewCgroup makes a job's cgroup below the caller's own. Whether the
+// kernel can start a process in it (clone3 into a cgroup, not filtered)
+// is found by the guard at the job's first rank: a rank that cannot be
+// starts outside it (job.startIn). A probe of its own would cost every
+// node and job a fork.
 func NewCgroup() (*Cgroup, error) {
-	mount, err := cgroup2Mount()
+	base, err := ownCgroupDir()
 	if err != nil {
 		return nil, err
 	}
-	own, err := ownCgroup()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(filepath.Join(mount, own), cgroupPrefix)
+	dir, err := os.MkdirTemp(base, cgroupPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("cgroup v2 not delegated here: %w", err)
 	}
@@ -54,10 +51,6 @@ func NewCgroup() (*Cgroup, error) {
 		os.Remove(dir)
 		return nil, fmt.Errorf("cgroup v2 without cgroup.kill (Linux < 5.14): %w", err)
 	}
-	if c.fd, err = os.Open(dir); err != nil {
-		os.Remove(dir)
-		return nil, err
-	}
 	return c, nil
 }
 
@@ -65,15 +58,6 @@ func (c *Cgroup) file(name string) string { return filepath.Join(c.dir, name) }
 
 // Dir is the cgroup's directory.
 func (c *Cgroup) Dir() string { return c.dir }
-
-// Place makes cmd start in the cgroup.
-func (c *Cgroup) Place(cmd *exec.Cmd) {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.UseCgroupFD = true
-	cmd.SysProcAttr.CgroupFD = int(c.fd.Fd())
-}
 
 // OOMKills is how many processes in the cgroup, or below it, the
 // kernel's OOM killer has killed (memory.events' oom_kill). It fails
@@ -101,47 +85,77 @@ func unplaced(cmd *exec.Cmd) *exec.Cmd {
 }
 
 // Kill kills every process in the cgroup.
-func (c *Cgroup) Kill() error {
-	return os.WriteFile(c.file("cgroup.kill"), []byte("1"), 0)
-}
+func (c *Cgroup) Kill() error { return killCgroupDir(c.dir) }
 
 // Remove kills what is left and removes the cgroup once it is empty,
 // waiting at most wait for the kill to complete.
-func (c *Cgroup) Remove(wait time.Duration) error {
-	defer c.fd.Close()
-	if !strings.HasPrefix(filepath.Base(c.dir), cgroupPrefix) {
-		return fmt.Errorf("not a job cgroup: %s", c.dir)
+func (c *Cgroup) Remove(wait time.Duration) error { return removeCgroupDir(c.dir, wait) }
+
+// isJobCgroup says whether dir may be killed and removed as a job's
+// cgroup: only a directory so named ever is.
+func isJobCgroup(dir string) bool {
+	return dir != "" && strings.HasPrefix(filepath.Base(dir), cgroupPrefix)
+}
+
+func killCgroupDir(dir string) error {
+	if !isJobCgroup(dir) {
+		return fmt.Errorf("not a job cgroup: %s", dir)
 	}
-	c.Kill()
+	return os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+}
+
+// cgroupPopulated says whether a process is left in cgroup dir (or below
+// it): cgroup.events' populated; a cgroup gone holds none.
+func cgroupPopulated(dir string) bool {
+	b, err := readProc(filepath.Join(dir, "cgroup.events"))
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	return !strings.Contains(string(b), "populated 0")
+}
+
+// removeCgroupDir removes job cgroup dir, killing what is left in it
+// first if anything is (an empty one, as at most jobs' ends, is removed
+// at once), and waiting at most wait for the kill to complete; one
+// already gone is removed.
+func removeCgroupDir(dir string, wait time.Duration) error {
+	if !isJobCgroup(dir) {
+		return fmt.Errorf("not a job cgroup: %s", dir)
+	}
 	deadline := time.Now().Add(wait)
 	pause := 100 * time.Microsecond // the kill completes within a scheduling round, mostly
-	for {
-		err := os.Remove(c.dir)
-		if err == nil || errors.Is(err, fs.ErrNotExist) { // the guards' last removed it
+	for killed := false; ; {
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, fs.ErrNotExist) { // the guard removed it
 			return nil
 		}
 		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
 			return err
+		}
+		if !killed {
+			killCgroupDir(dir)
+			killed = true
+			continue
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, 10*time.Millisecond)
 	}
 }
 
-// leaveCgroup moves the guard out of the job's cgroup, into the one
-// above, and removes the job's cgroup if that leaves it empty: the last
-// guard out removes it when its daemon died and could not.
-func leaveCgroup() {
-	mount, err1 := cgroup2Mount()
-	own, err2 := ownCgroup()
-	if err1 != nil || err2 != nil || !strings.HasPrefix(filepath.Base(own), cgroupPrefix) {
-		return
+// ownCgroupDir is the directory of the caller's cgroup v2, found once: a
+// DVM's daemon makes a job cgroup in it for every job, and reading the
+// mount table each time was a tenth of its CPU per job.
+var ownCgroupDir = sync.OnceValues(func() (string, error) {
+	mount, err := cgroup2Mount()
+	if err != nil {
+		return "", err
 	}
-	above := filepath.Join(mount, filepath.Dir(own), "cgroup.procs")
-	if os.WriteFile(above, []byte("0"), 0) == nil { // "0": the writer
-		os.Remove(filepath.Join(mount, own))
+	own, err := ownCgroup()
+	if err != nil {
+		return "", err
 	}
-}
+	return filepath.Join(mount, own), nil
+})
 
 // cgroup2Mount finds where cgroup v2 is mounted (/sys/fs/cgroup, or
 // /sys/fs/cgroup/unified on a hybrid system).

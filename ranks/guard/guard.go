@@ -10,7 +10,8 @@
 //
 // The daemon starts the guard once per node, at its first start of
 // ranks, as `prsh-guard GuardArg STOPPED-MS`, with its end of a unix
-// SOCK_SEQPACKET socket pair as descriptor 3. Each message is cut into
+// SOCK_SEQPACKET socket pair as descriptor 3, and keeps it for its own
+// life: a DVM's daemon, for every job it runs. Each message is cut into
 // datagrams of at most 32 KiB; a datagram's first byte is 1 when more of
 // the message follows and 0 in its last, and the descriptors a message
 // passes (SCM_RIGHTS) ride on its first datagram. A message is its kind,
@@ -18,24 +19,35 @@
 // string (s: a varint length, then the bytes); a list is a count, then
 // its items. The daemon sends:
 //
-//	'S' start a rank: rank n, path s, dir s, argv [s], env [s], CPUs [n]
-//	    (none: unbound), has-stdin n (0 or 1), extra n; it passes, in
-//	    order, the rank's stdout, its stderr, its stdin if it has one
-//	    (else /dev/null), and the extra descriptors, which the rank gets
-//	    from 3 on (its PMI socket).
-//	'K' kill: kill everything under the guard, report the ranks' ends,
-//	    and exit.
+//	'S' start a rank: job n, job cgroup s ("" none), rank n, path s,
+//	    dir s, argv [s], env [s], CPUs [n] (none: unbound), has-stdin n
+//	    (0 or 1), extra n; it passes, in order, the rank's stdout, its
+//	    stderr, its stdin if it has one (else /dev/null), and the extra
+//	    descriptors, which the rank gets from 3 on (its PMI socket).
+//	'K' kill a job: job n. Its ranks' process groups, its cgroup and
+//	    every process under the guard that is the job's (below) are
+//	    killed until none is left; later starts of the job fail. The
+//	    guard and the other jobs go on.
 //
 // and the guard answers each start, in order, then reports the end of
 // each rank that ran:
 //
-//	'R' running: rank n, pid n (the rank's process group is its pid)
-//	'F' not started: rank n, the shell's status n (127, 126...), why s
-//	'X' exited: rank n, its raw wait status n
+//	'R' running: job n, rank n, pid n (the rank's process group is its pid)
+//	'F' not started: job n, rank n, the shell's status n (127, 126...), why s
+//	'X' exited: job n, rank n, its raw wait status n
 //
-// The daemon's end closing (it exited, or was killed) is the end of the
-// job: the guard kills everything under it and exits. The daemon
-// signals the ranks' process groups itself.
+// The daemon's end closing (it exited, or was killed) ends every job:
+// the guard kills everything under it, removes the jobs' cgroups and
+// exits. The daemon signals the ranks' process groups itself.
+//
+// Which job a process under the guard is of, once it left its rank's
+// group and its parent died (it came back to the guard, the subreaper):
+// the guard gives each rank JobVar (the job's number), which what it
+// starts inherits; a process without it (it cleared its environment) is
+// of the job being killed when that job is the guard's only one, and is
+// otherwise left for such a moment or the guard's end, never killed
+// while it may be a running job's. Where a job has a cgroup, its kill
+// takes everything in it, whatever its environment.
 package guard
 
 import (
@@ -59,7 +71,7 @@ import (
 // and messages), raised by any change to them, so that a prsh-guard of
 // another prsh left beside orted refuses to guard (GuardArgPrefix)
 // instead of misreading what it is given.
-const GuardArg = GuardArgPrefix + "-v4"
+const GuardArg = GuardArgPrefix + "-v5"
 
 // GuardArgPrefix begins the GuardArg of every version, and is the whole
 // of it before versions.
@@ -73,10 +85,10 @@ const GuardArgPrefix = "__rank-guard"
 // session (setsid, a double fork, a daemon) still comes back to the
 // guard when its parent dies, and cannot reach init. The guard runs in
 // a process group of its own, so that the daemon's signals to a rank's
-// group never reach it. It kills everything under it when its daemon
-// asks (the job's end), when the daemon's end of the socket closes (the
-// daemon exited or died), or when the daemon stays stopped or stuck in
-// the kernel too long (watch).
+// group never reach it. It kills a job's processes when its daemon asks
+// (the job's end), and everything under it when the daemon's end of the
+// socket closes (the daemon exited or died) or the daemon stays stopped
+// or stuck in the kernel too long (watch).
 //
 // Why a process beside the daemon, and why its own binary. The
 // guarantees need a process that outlives the daemon: a daemon killed
@@ -88,7 +100,8 @@ const GuardArgPrefix = "__rank-guard"
 // go to init when the daemon dies, and nothing watches a stopped daemon.
 // One guard serves all the node's ranks, handed each rank's pipes and PMI
 // socket over its socket, so that a node of 64 ranks runs one guard, not
-// 64. It is a binary of its own (cmd/prsh-guard: static, without the
+// 64, and a DVM's daemon one for all its jobs, not one a job (a guard's
+// start is most of a small job's cost on a node). It is a binary of its own (cmd/prsh-guard: static, without the
 // PMIx libraries); orted guards with itself (GuardArg) where that binary
 // is not beside it.
 
@@ -108,15 +121,13 @@ type Guard struct {
 	reap   sync.Once
 	waited chan struct{}
 	status syscall.WaitStatus
-	// OutsideCgroup is why the guard could not start in its cgroup, if
-	// it was placed in one and started outside it.
-	OutsideCgroup error
 }
 
-// Start starts the node's guard, in cg unless it is nil. stoppedLimit
-// is how long the guard lets its daemon stay stopped (the job's
-// guard-stopped bound).
-func Start(stoppedLimit time.Duration, cg *Cgroup) (*Guard, error) {
+// Start starts the node's guard. stoppedLimit is how long the guard lets
+// its daemon stay stopped (the job's guard-stopped bound). The guard
+// runs in the daemon's cgroup; each job's ranks in their job's
+// (RankStart.Cgroup).
+func Start(stoppedLimit time.Duration) (*Guard, error) {
 	if stoppedLimit < time.Millisecond {
 		return nil, fmt.Errorf("the guard's bound on a stopped daemon must be at least 1ms, not %v", stoppedLimit)
 	}
@@ -137,28 +148,11 @@ func Start(stoppedLimit time.Duration, cg *Cgroup) (*Guard, error) {
 	g := &Guard{sock: ours, waited: make(chan struct{})}
 	g.cmd = &exec.Cmd{Path: self, Args: []string{self, GuardArg, strconv.FormatInt(stoppedLimit.Milliseconds(), 10)},
 		Dir: "/", Stderr: &g.said, ExtraFiles: []*os.File{theirs}, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
-	if cg != nil {
-		cg.Place(g.cmd)
-	}
-	if err := g.start(); err != nil {
+	if err := g.cmd.Start(); err != nil {
 		ours.close()
 		return nil, fmt.Errorf("cannot start the ranks' guard %s: %w", self, err)
 	}
 	return g, nil
-}
-
-// start starts the guard's process: a guard that the kernel will not
-// start in the cgroup it was placed in starts outside it, and
-// OutsideCgroup says why.
-func (g *Guard) start() error {
-	err := g.cmd.Start()
-	if err != nil && g.cmd.SysProcAttr.UseCgroupFD {
-		again := unplaced(g.cmd)
-		if again.Start() == nil {
-			g.cmd, g.OutsideCgroup, err = again, err, nil
-		}
-	}
-	return err
 }
 
 // GuardBinary is the name of the guard's own binary, which the daemon
@@ -192,9 +186,9 @@ func (g *Guard) StartRank(s RankStart) error {
 	return g.send(m, files)
 }
 
-// Kill asks the guard to kill everything under it, report the ranks'
-// ends and exit.
-func (g *Guard) Kill() { g.send(newMessage(kindKill), nil) }
+// KillJob asks the guard to kill job's ranks and everything they
+// started; their ends are reported as they are reaped.
+func (g *Guard) KillJob(job int) error { return g.send(newMessage(kindKill).int(job), nil) }
 
 // KillProcess kills the guard's own process, for a guard that does not
 // answer: what it started is then the caller's to kill.

@@ -38,7 +38,7 @@ func BenchmarkGuard(b *testing.B) {
 		cpu := childCPU(b, func() {
 			if g == nil {
 				var err error
-				if g, err = Start(time.Minute, nil); err != nil {
+				if g, err = Start(time.Minute); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -20,11 +20,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// startGuard starts a node guard in cg (nil: none); the test's end ends
-// it.
-func startGuard(t *testing.T, cg *Cgroup) *Guard {
+// startGuard starts a node guard; the test's end ends it.
+func startGuard(t *testing.T) *Guard {
 	t.Helper()
-	g, err := Start(time.Minute, cg)
+	g, err := Start(time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,17 +41,17 @@ func endGuard(g *Guard) syscall.WaitStatus {
 	}
 }
 
-// startRank has g start script as rank, its stdout to out (nil:
+// startRank has g start script as rank of job, its stdout to out (nil:
 // /dev/null), and returns the guard's answer, the next report.
-func startRank(t *testing.T, g *Guard, rank int, script string, out *os.File, env ...string) Report {
+func startRank(t *testing.T, g *Guard, rank int, script string, out *os.File, job int, env ...string) Report {
 	t.Helper()
-	handRank(t, g, rank, script, out, env...)
+	handRank(t, g, rank, script, out, job, env...)
 	return next(t, g)
 }
 
-// handRank asks g to start script as rank, its stdout to out (nil:
-// /dev/null).
-func handRank(t *testing.T, g *Guard, rank int, script string, out *os.File, env ...string) {
+// handRank asks g to start script as rank of job, its stdout to out
+// (nil: /dev/null).
+func handRank(t *testing.T, g *Guard, rank int, script string, out *os.File, job int, env ...string) {
 	t.Helper()
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -62,7 +61,7 @@ func handRank(t *testing.T, g *Guard, rank int, script string, out *os.File, env
 	if out == nil {
 		out = null
 	}
-	s := RankStart{Rank: rank, Path: "/bin/sh", Args: []string{"sh", "-c", script}, Dir: "/",
+	s := RankStart{Job: job, Rank: rank, Path: "/bin/sh", Args: []string{"sh", "-c", script}, Dir: "/",
 		Env: append([]string{"PATH=" + os.Getenv("PATH")}, env...), Stdout: out, Stderr: null}
 	if err := g.StartRank(s); err != nil {
 		t.Fatal(err)
@@ -98,11 +97,11 @@ func alive(pid int) bool {
 // TestGuardReportsEachRank: each rank's end is reported with its exact
 // status, after its start; a program that cannot run is not started.
 func TestGuardReportsEachRank(t *testing.T) {
-	g := startGuard(t, nil)
-	if rep := startRank(t, g, 0, "kill -SEGV $$", nil); rep.Kind != Running || rep.Pid <= 0 {
+	g := startGuard(t)
+	if rep := startRank(t, g, 0, "kill -SEGV $$", nil, 0); rep.Kind != Running || rep.Pid <= 0 {
 		t.Fatalf("answer %+v, want rank 0 running", rep)
 	}
-	handRank(t, g, 1, "exit 3", nil) // its answer may come after rank 0's end
+	handRank(t, g, 1, "exit 3", nil, 0) // its answer may come after rank 0's end
 	running, ended := map[int]bool{0: true}, map[int]syscall.WaitStatus{}
 	for rep := next(t, g); ; rep = next(t, g) {
 		switch {
@@ -137,14 +136,14 @@ func TestGuardReportsEachRank(t *testing.T) {
 // TestGuardPassesLongMessages: a start larger than a datagram (a long
 // environment) reaches the rank whole, as do its pipes.
 func TestGuardPassesLongMessages(t *testing.T) {
-	g := startGuard(t, nil)
+	g := startGuard(t)
 	long := strings.Repeat("x", 3*maxDatagram)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	startRank(t, g, 0, `printf %s "$LONG"`, w, "LONG="+long)
+	startRank(t, g, 0, `printf %s "$LONG"`, w, 0, "LONG="+long)
 	w.Close()
 	got, _ := io.ReadAll(r)
 	if string(got) != long {
@@ -157,9 +156,9 @@ func TestGuardPassesLongMessages(t *testing.T) {
 // the guard, and not after: it came back to the guard, not to init.
 func TestGuardKillsEscapees(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "pid")
-	g := startGuard(t, nil)
+	g := startGuard(t)
 	startRank(t, g, 0, `( setsid sh -c 'echo $$ > `+file+`.tmp; mv `+file+`.tmp `+file+`; exec sleep 60' & ); `+
-		`while [ ! -e `+file+` ]; do sleep 0.01; done`, nil)
+		`while [ ! -e `+file+` ]; do sleep 0.01; done`, nil, 0)
 	escapee := waitPid(t, file)
 	if rep := next(t, g); rep.Kind != Exited || rep.Wait.ExitStatus() != 0 {
 		t.Fatalf("report %+v, want rank 0's exit 0", rep)
@@ -176,8 +175,8 @@ func TestGuardKillsEscapees(t *testing.T) {
 // TestGuardKeepsOutOfTheGroup: SIGKILL to a rank's group does not take
 // the guard, which reports the rank's end.
 func TestGuardKeepsOutOfTheGroup(t *testing.T) {
-	g := startGuard(t, nil)
-	rep := startRank(t, g, 0, `exec sleep 60`, nil)
+	g := startGuard(t)
+	rep := startRank(t, g, 0, `exec sleep 60`, nil, 0)
 	if pgid, _ := syscall.Getpgid(rep.Pid); pgid != rep.Pid {
 		t.Fatalf("the rank's group is %d, want its own %d", pgid, rep.Pid)
 	}
@@ -194,8 +193,8 @@ func TestGuardKeepsOutOfTheGroup(t *testing.T) {
 // left behind; once it has exited (its guard about to report it, or
 // gone) it is.
 func TestRankExitingSeesTheRank(t *testing.T) {
-	g := startGuard(t, nil)
-	rep := startRank(t, g, 0, `( sleep 60 & ); exec sleep 60`, nil)
+	g := startGuard(t)
+	rep := startRank(t, g, 0, `( sleep 60 & ); exec sleep 60`, nil, 0)
 	if g.RankExiting(rep.Pid) {
 		t.Fatal("a running rank reads as exiting")
 	}
@@ -208,24 +207,63 @@ func TestRankExitingSeesTheRank(t *testing.T) {
 	}
 }
 
-// TestGuardKill: asked to kill, the guard kills every rank, reports each
-// end, and exits; a start after that is refused.
-func TestGuardKill(t *testing.T) {
-	g := startGuard(t, nil)
-	for rank := range 3 {
-		startRank(t, g, rank, `exec sleep 60`, nil)
+// TestGuardKillsOneJob: asked to kill a job, the guard kills its ranks
+// (reporting each end) and what they started, wherever it went, and
+// nothing of the other job, which it goes on serving; a process that
+// cleared its environment, whose job cannot be told while two run, is
+// left until the guard's end.
+func TestGuardKillsOneJob(t *testing.T) {
+	dir := t.TempDir()
+	g := startGuard(t)
+	escape := func(job, rank int, clean string) int {
+		file := filepath.Join(dir, strconv.Itoa(job)+"-"+strconv.Itoa(rank))
+		handRank(t, g, rank, `( setsid `+clean+` /bin/sh -c 'echo $$ > `+file+`.tmp; /bin/mv `+file+`.tmp `+file+`; exec /bin/sleep 60' & ); exec sleep 60`, nil, job)
+		if rep := next(t, g); rep.Kind != Running || rep.Job != job || rep.Rank != rank {
+			t.Fatalf("answer %+v, want job %d rank %d running", rep, job, rank)
+		}
+		return waitPid(t, file)
 	}
-	g.Kill()
+	one := []int{escape(1, 0, ""), escape(1, 1, "")}
+	cleared := escape(1, 2, "env -i")
+	two := []int{escape(2, 0, ""), escape(2, 1, "")}
+	if err := g.KillJob(1); err != nil {
+		t.Fatal(err)
+	}
 	for range 3 {
-		if rep := next(t, g); rep.Kind != Exited || rep.Wait.Signal() != syscall.SIGKILL {
-			t.Fatalf("report %+v, want a rank killed by SIGKILL", rep)
+		if rep := next(t, g); rep.Kind != Exited || rep.Job != 1 || rep.Wait.Signal() != syscall.SIGKILL {
+			t.Fatalf("report %+v, want a rank of job 1 killed by SIGKILL", rep)
 		}
 	}
-	if _, err := g.Next(); err != io.EOF {
-		t.Fatalf("after the kill: %v, want the guard's end", err)
+	for _, pid := range one {
+		waitGone(t, pid)
 	}
-	if ws := g.Wait(); ws.ExitStatus() != 0 {
-		t.Errorf("the guard ended %v, want exit 0", ws)
+	for _, pid := range append(two, cleared, g.Pid()) {
+		if !alive(pid) {
+			t.Errorf("process %d went with job 1's kill", pid)
+		}
+	}
+	if rep := startRank(t, g, 5, "exit 4", nil, 3); rep.Kind != Running || rep.Job != 3 {
+		t.Fatalf("a start after a job's kill: %+v, want running", rep)
+	}
+	if rep := next(t, g); rep.Kind != Exited || rep.Job != 3 || rep.Wait.ExitStatus() != 4 {
+		t.Fatalf("report %+v, want job 3's rank 5 exited 4", rep)
+	}
+	endGuard(g)
+	for _, pid := range append(two, cleared) {
+		if alive(pid) {
+			t.Errorf("process %d outlived the guard", pid)
+		}
+	}
+}
+
+// waitGone waits until pid has exited (a zombie counts: its parent is to
+// reap it).
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !exiting(pid); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still runs", pid)
+		}
 	}
 }
 
@@ -233,7 +271,7 @@ func TestGuardKill(t *testing.T) {
 // fails as ErrGone, not as a broken pipe, and Ended then says how the
 // guard ended, once it is reaped: the rank is told the guard's end.
 func TestStartAfterTheGuardEnded(t *testing.T) {
-	g, err := Start(time.Minute, nil)
+	g, err := Start(time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,22 @@ import (
 	"syscall"
 )
 
-// RankStart is a rank for the guard to start: its program, where it
-// runs, its CPUs, and its descriptors, which the guard gets copies of.
+// RankStart is a rank for the guard to start: its job, its program,
+// where it runs, its CPUs, and its descriptors, which the guard gets
+// copies of.
 type RankStart struct {
-	Rank int
-	Path string
-	Args []string
-	Env  []string
-	Dir  string
-	CPUs []int // none: unbound
+	// Job is the guard's number for the rank's job: one guard serves
+	// every job of its daemon (a DVM's), and kills them one by one.
+	Job int
+	// Cgroup is the job's cgroup (a prsh-job-* directory) to start the
+	// rank in; "" for none.
+	Cgroup string
+	Rank   int
+	Path   string
+	Args   []string
+	Env    []string
+	Dir    string
+	CPUs   []int // none: unbound
 	// Stdin nil reads /dev/null.
 	Stdin, Stdout, Stderr *os.File
 	// Files are the rank's from descriptor 3 on (its PMI socket).
@@ -23,7 +30,7 @@ type RankStart struct {
 
 // encode is the start message and the descriptors it passes.
 func (s RankStart) encode() (message, []*os.File) {
-	m := newMessage(kindStart).int(s.Rank).string(s.Path).string(s.Dir).strings(s.Args).strings(s.Env)
+	m := newMessage(kindStart).int(s.Job).string(s.Cgroup).int(s.Rank).string(s.Path).string(s.Dir).strings(s.Args).strings(s.Env)
 	m = m.int(len(s.CPUs))
 	for _, cpu := range s.CPUs {
 		m = m.int(cpu)
@@ -41,7 +48,7 @@ func (s RankStart) encode() (message, []*os.File) {
 // decodeStart reads a start message's fields after its kind.
 func decodeStart(body []byte, files []*os.File) (RankStart, error) {
 	r := &reader{b: body}
-	s := RankStart{Rank: r.int(), Path: r.string(), Dir: r.string(), Args: r.strings(), Env: r.strings()}
+	s := RankStart{Job: r.int(), Cgroup: r.string(), Rank: r.int(), Path: r.string(), Dir: r.string(), Args: r.strings(), Env: r.strings()}
 	cpus := r.int()
 	for i := 0; i < cpus && r.err == nil; i++ {
 		s.CPUs = append(s.CPUs, r.int())
@@ -68,10 +75,11 @@ const (
 	Exited  ReportKind = kindExited
 )
 
-// Report is what the guard says of a rank: it runs (Pid), it could not
-// start (Status: the shell's, Err: why), or it ended (Wait).
+// Report is what the guard says of a rank of Job: it runs (Pid), it
+// could not start (Status: the shell's, Err: why), or it ended (Wait).
 type Report struct {
 	Kind   ReportKind
+	Job    int
 	Rank   int
 	Pid    int
 	Wait   syscall.WaitStatus
@@ -80,7 +88,7 @@ type Report struct {
 }
 
 func (r Report) encode() message {
-	m := newMessage(byte(r.Kind)).int(r.Rank)
+	m := newMessage(byte(r.Kind)).int(r.Job).int(r.Rank)
 	switch r.Kind {
 	case Running:
 		m = m.int(r.Pid)
@@ -98,7 +106,7 @@ func decodeReport(body []byte) (Report, error) {
 	}
 	rep := Report{Kind: ReportKind(body[0])}
 	r := &reader{b: body[1:]}
-	rep.Rank = r.int()
+	rep.Job, rep.Rank = r.int(), r.int()
 	switch rep.Kind {
 	case Running:
 		rep.Pid = r.int()

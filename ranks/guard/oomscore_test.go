@@ -15,8 +15,8 @@ func TestRankIsTheOOMKillersFirstChoice(t *testing.T) {
 	if own == oomScoreAdjMax {
 		t.Skip("this test runs at the largest oom_score_adj: the rank cannot be raised above it")
 	}
-	g := startGuard(t, nil)
-	rank := startRank(t, g, 0, `exec sleep 60`, nil).Pid // answered once the guard has lowered its own score
+	g := startGuard(t)
+	rank := startRank(t, g, 0, `exec sleep 60`, nil, 0).Pid // answered once the guard has lowered its own score
 	if got, err := readOOMScoreAdj(procFile(rank)); got != min(own+rankOOMScoreRaise, oomScoreAdjMax) || err != nil {
 		t.Errorf("the rank's oom_score_adj is %d (%v), want %d raised by %d", got, err, own, rankOOMScoreRaise)
 	}

@@ -27,7 +27,7 @@ func (g *node) reapAll() {
 		case err == nil && pid > 0:
 			g.reap(pid)
 		case err != nil && g.isKilling(): // ECHILD: nothing under the guard
-			leaveCgroup()
+			g.removeCgroups()
 			os.Exit(0)
 		default: // no child ended, or none runs
 			select {
@@ -43,9 +43,9 @@ func (g *node) reap(pid int) {
 	defer g.mu.Unlock()
 	var ws syscall.WaitStatus
 	syscall.Wait4(pid, &ws, 0, nil)
-	if rank, ok := g.ranks[pid]; ok {
+	if r, ok := g.ranks[pid]; ok {
 		delete(g.ranks, pid)
-		g.report(Report{Kind: Exited, Rank: rank, Wait: ws})
+		g.report(Report{Kind: Exited, Job: r.job, Rank: r.rank, Wait: ws})
 	}
 }
 
@@ -73,11 +73,12 @@ func (g *node) isKilling() bool {
 	return g.killing
 }
 
-// killAll kills everything under the guard: the process group of each
-// rank not yet reaped, then each child, until reapAll finds none left
-// and exits. A killed child's own children come to the guard in turn, so
-// the whole tree goes, whatever group or session its processes moved
-// to. It never returns.
+// killAll kills everything under the guard: each job's cgroup, the
+// process group of each rank not yet reaped, then each child, until
+// reapAll finds none left, removes the jobs' cgroups and exits. A killed
+// child's own children come to the guard in turn, so the whole tree
+// goes, whatever group or session its processes moved to. It never
+// returns.
 func (g *node) killAll() {
 	g.mu.Lock()
 	g.killing = true
@@ -85,6 +86,9 @@ func (g *node) killAll() {
 	g.wakeReaper()
 	for {
 		g.mu.Lock()
+		for _, j := range g.jobs {
+			j.killCgroup()
+		}
 		for pid := range g.ranks {
 			syscall.Kill(-pid, syscall.SIGKILL)
 		}
@@ -131,23 +135,37 @@ func children(pid int) []int {
 
 // statFields are the fields of /proc/pid/stat after the command name
 // (which may hold spaces but ends at the last parenthesis): state first.
-//
-// It reads with plain system calls: a guard asks once a second for the
-// whole life of its rank, and os.ReadFile's registration of the file with
-// the poller (which /proc refuses) doubles the calls each time.
 func statFields(pid int) []string {
-	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
+	b, err := readProc("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil || len(b) == 0 {
 		return nil
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+}
+
+// readProc reads a small file of /proc or of a cgroup with plain system
+// calls: a guard asks once a second for the whole life of its rank, and
+// os.ReadFile's registration of the file with the poller (which such
+// files refuse) doubles the calls each time.
+func readProc(path string) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
 	}
 	defer syscall.Close(fd)
-	var buf [1024]byte // a stat line is at most a few hundred bytes
-	n, err := syscall.Read(fd, buf[:])
-	if err != nil || n <= 0 {
-		return nil
+	var buf [1024]byte
+	var out []byte
+	for {
+		n, err := syscall.Read(fd, buf[:])
+		if err != nil {
+			return out, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		out = append(out, buf[:n]...)
 	}
-	s := string(buf[:n])
-	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 }
 
 // hung says whether pid cannot act: stopped by a signal (state T; a stop

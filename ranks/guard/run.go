@@ -23,9 +23,10 @@ type node struct {
 	sock   *socket
 	sendMu sync.Mutex // one message at a time on the socket
 
-	mu      sync.Mutex  // ranks and killing; held across a start, so that a rank's end is reported after its start
-	ranks   map[int]int // the rank of each pid started and not yet reaped
-	killing bool        // the job is over: no more starts
+	mu      sync.Mutex      // ranks, jobs and killing; held across a start, so that a rank's end is reported after its start
+	ranks   map[int]started // each rank started and not yet reaped, by pid
+	jobs    map[int]*job    // each job with a rank started, until its kill is done
+	killing bool            // the daemon is gone: everything goes, no more starts
 	// wake tells the reaper, waiting for a child, that one was started
 	// or that the guard is killing; exits that a child ended.
 	wake  chan struct{}
@@ -54,7 +55,7 @@ func RunGuard(args []string) {
 		fmt.Fprintf(os.Stderr, "orted: guard: its socket: %v\n", err)
 		os.Exit(errmgr.StatusFailed)
 	}
-	g := &node{sock: sock, ranks: map[int]int{}, wake: make(chan struct{}, 1), exits: make(chan os.Signal, 1)}
+	g := &node{sock: sock, ranks: map[int]started{}, jobs: map[int]*job{}, wake: make(chan struct{}, 1), exits: make(chan os.Signal, 1)}
 	signal.Notify(g.exits, syscall.SIGCHLD) // before the first start: no end goes unnoticed
 	go g.reapAll()
 	go g.watch(parent, time.Duration(stoppedMS)*time.Millisecond)
@@ -90,15 +91,21 @@ func (g *node) serve() {
 	for {
 		body, files, err := g.sock.receive()
 		switch {
-		case err != nil || len(body) == 0 || body[0] == kindKill: // the daemon ended, died, or asks
+		case err != nil || len(body) == 0: // the daemon ended or died
 			closeFiles(files)
 			g.killAll()
+		case body[0] == kindKill:
+			closeFiles(files)
+			r := &reader{b: body[1:]}
+			if id := r.int(); r.err == nil {
+				g.killJob(id)
+			}
 		case body[0] == kindStart:
 			s, err := decodeStart(body[1:], files)
 			if err == nil {
 				g.start(s, &own)
 			} else {
-				g.report(Report{Kind: Failed, Rank: s.Rank, Status: errmgr.StatusFailed, Err: err.Error()})
+				g.report(Report{Kind: Failed, Job: s.Job, Rank: s.Rank, Status: errmgr.StatusFailed, Err: err.Error()})
 			}
 			closeFiles(files) // the rank has its copies
 		}
@@ -106,34 +113,34 @@ func (g *node) serve() {
 }
 
 // start starts a rank in a session (and so a process group) of its own,
-// on its CPUs, at a raised oom_score_adj, and says whether it runs. A
+// in its job's cgroup, on its CPUs, at a raised oom_score_adj, and says whether it runs. A
 // session per rank, as Hydra's proxy makes: with the kernel's autogroup
 // scheduling each session is one group whose share of the CPUs is
 // that of a single process, so 64 ranks in mpirun's session together got
 // what one process of another session gets (an MPICH barrier of 64
 // ranks on a loaded 2-core host: 7-8 s, against 4 s under Hydra).
 func (g *node) start(s RankStart, own *unix.CPUSet) {
-	cmd := &exec.Cmd{Path: s.Path, Args: s.Args, Env: s.Env, Dir: s.Dir, Stdout: s.Stdout, Stderr: s.Stderr,
+	cmd := &exec.Cmd{Path: s.Path, Args: s.Args, Env: append(s.Env, JobVar+"="+strconv.Itoa(s.Job)), Dir: s.Dir, Stdout: s.Stdout, Stderr: s.Stderr,
 		ExtraFiles: s.Files, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if s.Stdin != nil {
 		cmd.Stdin = s.Stdin
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	err := fmt.Errorf("the job is ending")
-	if !g.killing {
-		err = startOn(cmd, s.CPUs, own)
+	j, err := g.jobFor(s)
+	if err == nil {
+		cmd, err = j.startIn(cmd, func(cmd *exec.Cmd) error { return startOn(cmd, s.CPUs, own) })
 	}
 	if err != nil {
-		g.report(Report{Kind: Failed, Rank: s.Rank, Status: status.ExecStatus(err),
+		g.report(Report{Kind: Failed, Job: s.Job, Rank: s.Rank, Status: status.ExecStatus(err),
 			Err: fmt.Sprintf("cannot run %s: %v", s.Args[0], status.UnwrapExec(err))})
 		return
 	}
 	pid := cmd.Process.Pid
 	cmd.Process.Release() // its pidfd: the reaper waits for the rank, by pid
-	g.ranks[pid] = s.Rank
+	g.ranks[pid] = started{job: s.Job, rank: s.Rank}
 	g.mem.noteStart()
-	g.report(Report{Kind: Running, Rank: s.Rank, Pid: pid})
+	g.report(Report{Kind: Running, Job: s.Job, Rank: s.Rank, Pid: pid})
 	g.wakeReaper()
 }
 

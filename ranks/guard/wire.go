@@ -26,7 +26,7 @@ const maxFiles = 64
 // The messages' kinds.
 const (
 	kindStart   = 'S' // daemon → guard: start a rank
-	kindKill    = 'K' // daemon → guard: kill all, report, exit
+	kindKill    = 'K' // daemon → guard: kill one job's ranks and all they started
 	kindRunning = 'R' // guard → daemon: a rank runs
 	kindFailed  = 'F' // guard → daemon: a rank could not start
 	kindExited  = 'X' // guard → daemon: a rank ended

@@ -5,6 +5,7 @@
 //	bench launch --nodes 16,64 --degrees 2,8,32,flat --runs 3 [--peers] [flags]
 //	bench slurm --nodes 8,32,64 --runs 3 [--csv F] [--table F] [--plot F]
 //	bench onenode --ranks 16,64,256 --runs 3 [--table F]
+//	bench dvm --nodes 16 --jobs 200 --throughput 1000 --at-once 64 [--peers --uts] [--table F]
 //	bench sweep-plot --csv sweep.csv --plot sweep.png
 //
 // launch measures launches of /bin/true on a cluster, by our mpirun and by

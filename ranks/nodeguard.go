@@ -1,0 +1,164 @@
+package ranks
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"prsh/iof"
+	"prsh/ranks/guard"
+)
+
+// NodeGuard is the node's guard as a daemon holds it for its whole life:
+// one process that starts the ranks of every job the daemon runs (a
+// DVM's, job after job) and kills each job's at that job's end
+// (Node.Close), not itself. Its start is most of a small job's cost on a
+// node, so a DVM pays it once. It starts at the daemon's first rank, and
+// again at the next start after one that ended.
+type NodeGuard struct {
+	log   hclog.Logger
+	pumps *iof.Pumps // read the ranks' output pipes, of every job
+
+	mu    sync.Mutex
+	guard *guard.Guard // once started, until it ends
+	// heardAt is when the guard last reported, for watchAnswers.
+	heardAt time.Time
+	jobs    map[int]*Node // the jobs that hear the guard's reports, by number
+	lastJob int
+}
+
+// NewNodeGuard makes the node's guard, to be started at the first rank.
+func NewNodeGuard(log hclog.Logger) *NodeGuard {
+	return &NodeGuard{log: log, pumps: iof.NewPumps(), jobs: map[int]*Node{}}
+}
+
+// Job makes the Starter of a new job's ranks; report hears every Event
+// after a rank's start.
+func (h *NodeGuard) Job(log hclog.Logger, report func(Event)) *Node {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lastJob++
+	n := &Node{log: log, report: report, host: h, job: h.lastJob, ranks: map[int]*rank{},
+		kernelLoggedOOMKill: guard.KernelLoggedOOMKill}
+	h.jobs[n.job] = n
+	return n
+}
+
+// forget stops passing the guard's reports on job to its Node.
+func (h *NodeGuard) forget(job int) {
+	h.mu.Lock()
+	delete(h.jobs, job)
+	h.mu.Unlock()
+}
+
+// current is the guard while it runs; nil before its start or after its
+// end.
+func (h *NodeGuard) current() *guard.Guard {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.guard
+}
+
+// Close ends the guard, which kills everything left under it, and waits
+// (at most a few seconds) until it has: nothing of the daemon's jobs
+// outlives the daemon. A nil NodeGuard (a daemon with no ranks of its
+// own to start) has nothing to end.
+func (h *NodeGuard) Close() {
+	if h == nil {
+		return
+	}
+	g := h.current()
+	if g == nil {
+		return
+	}
+	g.End()
+	ended := make(chan struct{})
+	go func() { g.Ended(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(2 * time.Second):
+		h.log.Warn("the ranks' guard did not end; killing it", "pid", g.Pid())
+		g.KillProcess()
+	}
+}
+
+// start starts the node's guard unless it runs.
+func (h *NodeGuard) start(stoppedLimit time.Duration) (*guard.Guard, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.guard != nil {
+		return h.guard, nil
+	}
+	g, err := guard.Start(stoppedLimit)
+	if err != nil {
+		return nil, err
+	}
+	h.guard = g
+	go h.listen(g)
+	return g, nil
+}
+
+// listen hears the guard's reports until it ends, and passes each on to
+// its job.
+func (h *NodeGuard) listen(g *guard.Guard) {
+	for {
+		rep, err := g.Next()
+		if err != nil {
+			break
+		}
+		h.mu.Lock()
+		h.heardAt = time.Now()
+		n := h.jobs[rep.Job]
+		h.mu.Unlock()
+		if n != nil {
+			n.heard(rep)
+		}
+	}
+	ws := g.Wait()
+	h.mu.Lock()
+	if h.guard == g {
+		h.guard = nil
+	}
+	jobs := make([]*Node, 0, len(h.jobs))
+	for _, n := range h.jobs {
+		jobs = append(jobs, n)
+	}
+	h.mu.Unlock()
+	for _, n := range jobs {
+		n.guardEnded(g, ws)
+	}
+}
+
+// watchAnswers kills guard g if it stays silent for limit while a start
+// waits on it (a guard stopped by hand, or stuck in the kernel): the
+// daemon's loop must not wait on it for ever. The listener then fails
+// the ranks with the guard's status. Slow is not failed: each report
+// heard from the guard starts the bound again. The returned func ends
+// the watch.
+func (h *NodeGuard) watchAnswers(g *guard.Guard, limit time.Duration) (stop func()) {
+	done := make(chan struct{})
+	h.mu.Lock()
+	h.heardAt = time.Now()
+	h.mu.Unlock()
+	go func() {
+		tick := time.NewTicker(max(limit/4, 10*time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			h.mu.Lock()
+			silent := time.Since(h.heardAt)
+			h.mu.Unlock()
+			if silent >= limit {
+				h.log.Warn("the ranks' guard gave no answer; killing it", "pid", g.Pid(), "silent", silent)
+				g.KillProcess()
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
+}
