@@ -323,14 +323,14 @@ func (zeros) Read(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// TestDVMOpenMPITripwire: an Open MPI program in a DVM (which has no
-// PMIx server yet) fails its own job with a plain mpirun's line naming
-// the rank, found through the PMIx namespace of its job, while a job
-// beside it runs on to its end; the DVM goes on.
+// TestDVMOpenMPITripwire: an Open MPI program in a DVM started with
+// --pmix off (no PMIx server) fails its own job with a plain mpirun's
+// line naming the rank, found through the PMIx namespace of its job,
+// while a job beside it runs on to its end; the DVM goes on.
 func TestDVMOpenMPITripwire(t *testing.T) {
 	hello := testProgram(t, openMPIPrograms, "Open MPI is not installed (apt-get install openmpi-bin libopenmpi-dev)", "hello")
 	c := cluster(t, testbed.Config{Nodes: 2})
-	dvm, dvmErr, uri := dvmUp(t, c)
+	dvm, dvmErr, uri := dvmUp(t, c, "--pmix", "off")
 	marks := marksDir(t)
 	long, longOut, _ := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", "2", "sh", "-c", meet("long", []string{"go"}, `echo "long $PRSH_RANK"`))
 	awaitMarks(t, marks, "long0", "long1")
@@ -338,7 +338,7 @@ func TestDVMOpenMPITripwire(t *testing.T) {
 	if res.status != 255 {
 		t.Errorf("an Open MPI program: exit %d, want 255; stderr:\n%s", res.status, res.stderr)
 	}
-	checkMpirunLine(t, res.stderr, `^mpirun: node00[12]: rank [01] cannot start: it speaks PMIx \(Open MPI\), but mpirun started no PMIx server`)
+	checkMpirunLine(t, res.stderr, `^mpirun: node00[12]: rank [01] cannot start: it speaks PMIx \(Open MPI\), but its DVM was started with --pmix off$`)
 	if err := os.WriteFile(filepath.Join(marks, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
