@@ -70,7 +70,9 @@ func meet(name string, others []string, then string) string {
 // TestDVMJobsAtOnce: two jobs at once on the same nodes, each rank of
 // each waiting until every rank of the other runs: each client gets its
 // own job's lines, all of them and no other's, and its own status (the
-// second job's rank 1 exits 3: its line and 3 are its client's alone).
+// second job's rank 1 exits 3: its line and 3 are its client's alone;
+// it waits for its own job's ranks too, or its failure could kill a rank
+// of its job before that rank ran, leaving the first job waiting).
 func TestDVMJobsAtOnce(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3})
 	dvm, dvmErr, uri := dvmUp(t, c)
@@ -79,7 +81,7 @@ func TestDVMJobsAtOnce(t *testing.T) {
 	a, aOut, aErr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", "3", "sh", "-c",
 		meet("a", []string{"b0", "b1", "b2"}, numbered("a")))
 	b, bOut, bErr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", "3", "sh", "-c",
-		meet("b", []string{"a0", "a1", "a2"}, numbered("b")+`; [ "$PRSH_RANK" = 1 ] && exit 3; exit 0`))
+		meet("b", []string{"a0", "a1", "a2", "b0", "b1", "b2"}, numbered("b")+`; [ "$PRSH_RANK" = 1 ] && exit 3; exit 0`))
 	if st := waitExit(t, a); st != 0 || aErr.String() != "" {
 		t.Errorf("job a: status %d, stderr %q", st, aErr)
 	}
