@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,11 +29,7 @@ func TestDVMOpenMPI(t *testing.T) {
 		if res.status != 0 || res.stderr != "" {
 			t.Fatalf("-np %d: exit %d, stderr:\n%s", np, res.status, res.stderr)
 		}
-		var want []string
-		for r := range np {
-			want = append(want, fmt.Sprintf("rank %d of %d sum %d", r, np, np*(np-1)/2))
-		}
-		checkLines(t, res.stdout, want)
+		checkLines(t, res.stdout, helloLines(np))
 	}
 	for _, np := range []int{6, 1, 4} {
 		helloJob(np)
@@ -46,46 +41,11 @@ func TestDVMOpenMPI(t *testing.T) {
 	checkMpirunLine(t, res.stderr, `^mpirun: node003: rank 2 called MPI_Abort with status 7$`)
 	checkMpirunLine(t, plain.stderr, `^mpirun: node003: rank 2 called MPI_Abort with status 7$`)
 	helloJob(6)
-	openMPIAtOnce(t, c, uri, hello)
+	sizes := map[string]int{"a": 3, "b": 2, "c": 1} // the 6 slots
+	for job, cl := range jobsAtOnce(t, c, uri, sizes, func(string) string { return hello }) {
+		cl.checkHello(t, job, sizes[job])
+	}
 	dvmStop(t, c, dvm, dvmErr, uri)
-}
-
-// openMPIAtOnce runs three jobs of hello at once in the DVM at uri, on
-// its 6 slots: each job's ranks wait until every rank of the three runs,
-// then exec hello, so that three namespaces and their fences are in the
-// nodes' servers at once; each job sees its own world.
-func openMPIAtOnce(t *testing.T, c *testbed.Cluster, uri, hello string) {
-	t.Helper()
-	marks := marksDir(t)
-	sizes := map[string]int{"a": 3, "b": 2, "c": 1}
-	var all []string
-	for job, np := range sizes {
-		for r := range np {
-			all = append(all, job+itoa(r))
-		}
-	}
-	type client struct {
-		cmd         *exec.Cmd
-		out, stderr *lockedBuffer
-	}
-	clients := map[string]client{}
-	for job, np := range sizes {
-		cmd, out, stderr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", itoa(np), "--map-by", "node",
-			"sh", "-c", meet(job, all, "exec "+hello))
-		clients[job] = client{cmd, out, stderr}
-	}
-	for job, cl := range clients {
-		np := sizes[job]
-		if st := waitExit(t, cl.cmd); st != 0 || cl.stderr.String() != "" {
-			t.Errorf("job %s at once: exit %d, stderr:\n%s", job, st, cl.stderr)
-			continue
-		}
-		var want []string
-		for r := range np {
-			want = append(want, fmt.Sprintf("rank %d of %d sum %d", r, np, np*(np-1)/2))
-		}
-		checkLines(t, cl.out.String(), want)
-	}
 }
 
 // TestDVMOpenMPINoLeak: Open MPI jobs in a row leave each node's PMIx

@@ -158,47 +158,71 @@ func TestDVMMPICHAtOnce(t *testing.T) {
 	hello, abort := mpich(t, "hello"), mpich(t, "abort")
 	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2})
 	dvm, dvmErr, uri := dvmUp(t, c)
-	marks := marksDir(t)
 	sizes := map[string]int{"x": 8, "y": 3, "z": 5, "abort": 4}
-	var all []string
-	for job, np := range sizes {
-		for r := range np {
-			all = append(all, fmt.Sprintf("%s%d", job, r))
-		}
-	}
-	type client struct {
-		cmd           *exec.Cmd
-		stdout, stder *lockedBuffer
-	}
-	clients := map[string]client{}
-	for job, np := range sizes {
-		program := hello
+	clients := jobsAtOnce(t, c, uri, sizes, func(job string) string {
 		if job == "abort" {
-			program = abort
+			return abort
 		}
-		cmd, out, stderr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", itoa(np), "--map-by", "node", "sh", "-c", meet(job, all, "exec "+program))
-		clients[job] = client{cmd, out, stderr}
-	}
+		return hello
+	})
 	for job, cl := range clients {
-		np := sizes[job]
 		if job == "abort" {
 			if st := waitExit(t, cl.cmd); st != 7 {
 				t.Errorf("MPI_Abort(7) beside the others: exit %d, want 7", st)
 			}
-			checkMpirunLine(t, cl.stder.String(), `^mpirun: node003: rank 2 called MPI_Abort with status 7`)
+			checkMpirunLine(t, cl.stderr.String(), `^mpirun: node003: rank 2 called MPI_Abort with status 7`)
 			continue
 		}
-		if st := waitExit(t, cl.cmd); st != 0 || cl.stder.String() != "" {
-			t.Errorf("job %s (-np %d): status %d, stderr:\n%s", job, np, st, cl.stder)
-			continue
-		}
-		var want []string
-		for r := range np {
-			want = append(want, fmt.Sprintf("rank %d of %d sum %d", r, np, np*(np-1)/2))
-		}
-		checkLines(t, cl.stdout.String(), want)
+		cl.checkHello(t, job, sizes[job])
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// atOnce is a client of a job of jobsAtOnce.
+type atOnce struct {
+	cmd            *exec.Cmd
+	stdout, stderr *lockedBuffer
+}
+
+// jobsAtOnce starts a client per job of sizes (its -np), mapped by node,
+// whose ranks wait until every rank of every job runs, then exec the
+// job's program: the jobs are known to run at once.
+func jobsAtOnce(t *testing.T, c *testbed.Cluster, uri string, sizes map[string]int, program func(job string) string) map[string]atOnce {
+	t.Helper()
+	marks := marksDir(t)
+	var all []string
+	for job, np := range sizes {
+		for r := range np {
+			all = append(all, job+itoa(r))
+		}
+	}
+	clients := map[string]atOnce{}
+	for job, np := range sizes {
+		cmd, out, stderr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", itoa(np), "--map-by", "node",
+			"sh", "-c", meet(job, all, "exec "+program(job)))
+		clients[job] = atOnce{cmd, out, stderr}
+	}
+	return clients
+}
+
+// checkHello: the client of job's hello (the MPI test program) of np
+// ranks exits 0 with each rank's sum of its world and nothing on stderr.
+func (cl atOnce) checkHello(t *testing.T, job string, np int) {
+	t.Helper()
+	if st := waitExit(t, cl.cmd); st != 0 || cl.stderr.String() != "" {
+		t.Errorf("job %s (-np %d): status %d, stderr:\n%s", job, np, st, cl.stderr)
+		return
+	}
+	checkLines(t, cl.stdout.String(), helloLines(np))
+}
+
+// helloLines is what hello (the MPI test program) prints in a world of np.
+func helloLines(np int) []string {
+	var want []string
+	for r := range np {
+		want = append(want, fmt.Sprintf("rank %d of %d sum %d", r, np, np*(np-1)/2))
+	}
+	return want
 }
 
 // TestDVMSlowClient: a client that does not read its output holds up its
