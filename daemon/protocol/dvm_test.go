@@ -91,7 +91,7 @@ func TestDVMJobKilled(t *testing.T) {
 	fromParent(m, JobEnd{Job: 2})
 	fromParent(m, Launch{Job: 3, RankNode: RankMap{1}})
 	got := jobActions(m.Step(RankExited{Job: 3, Rank: 0, Status: 3, How: "exited with status 3"}))
-	if want := `send {Msg:node1: rank 0 exited with status 3 Status:3 Job:3}; send {Kind:3 Job:3}`; got != want {
+	if want := `send {Msg:node1: rank 0 exited with status 3 Status:3 Job:3 Lost:0}; send {Kind:3 Job:3}`; got != want {
 		t.Errorf("job 3's failing rank: %q, want %q", got, want)
 	}
 }
