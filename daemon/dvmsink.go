@@ -31,11 +31,11 @@ const backlogBytes = 8 << 20
 type jobOutbox struct {
 	job   int
 	conn  *dvm.Conn
-	open  int        // the job's streams not yet ended
+	open  int         // the job's streams not yet ended
 	ended map[int]int // by rank, its streams that ended (or were given up on)
-	queue []outFrame // in order
-	bytes int        // the output the queue holds
-	held  bool       // the job's ranks are held for its client
+	queue []outFrame  // in order
+	bytes int         // the output the queue holds
+	held  bool        // the job's ranks are held for its client
 	// heldAt is the backlog when the hold last went out: a hold undone
 	// meanwhile (the client's own SIGCONT, fg) is sent again a bound on.
 	heldAt int

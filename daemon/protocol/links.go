@@ -151,7 +151,7 @@ func (m *Machine) isChild(peer int) bool {
 // reachable says whether a message to id can go out now: a link exists or
 // phase 2 told us its address.
 func (m *Machine) reachable(id int) bool {
-	if _, ok := m.links[id]; ok {
+	if _, ok := m.links[id]; ok || m.lost[id] { // deliver routes around the lost
 		return true
 	}
 	_, ok := m.flood.Lookup(id)
