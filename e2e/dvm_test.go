@@ -386,10 +386,12 @@ func TestDVMJobCgroup(t *testing.T) {
 
 // TestDVMOrtedKilledEscapees: an orted of a DVM killed outright while a
 // job's ranks and their escapees run, its guard having served an earlier
-// job: the guard still takes everything down, and nothing is left.
+// job: the guard still takes everything down there (nothing else reaches
+// that node any more: the DVM goes on without it), and nothing is left
+// once the DVM is stopped.
 func TestDVMOrtedKilledEscapees(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3})
-	dvm, _, uri := dvmUp(t, c)
+	dvm, dvmErr, uri := dvmUp(t, c)
 	if res := dvmRun(t, c, uri, "/bin/true"); res.status != 0 {
 		t.Fatalf("the first job: status %d; stderr:\n%s", res.status, res.stderr)
 	}
@@ -400,13 +402,7 @@ func TestDVMOrtedKilledEscapees(t *testing.T) {
 	if st := waitExit(t, client); st != 255 {
 		t.Errorf("the client exited %d, want 255; stderr:\n%s", st, stderr)
 	}
-	if st := waitExit(t, dvm); st != 255 {
-		t.Errorf("the DVM exited %d, want 255", st)
-	}
-	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
-		c.KillLeftovers()
-		t.Errorf("left running after a DVM's orted was killed: %+v", left)
-	}
+	dvmStop(t, c, dvm, dvmErr, uri)
 	if n := countMarks(marks); n != 3 {
 		t.Errorf("%d of 3 escapees ran", n)
 	}
@@ -593,6 +589,33 @@ func TestDVMLostInnerDaemon(t *testing.T) {
 		t.Errorf("the job on node002 exited %d, want 0; stderr:\n%s", st, otherErr)
 	}
 	checkLostLater(t, c, uri, `^mpirun: warning: the DVM lost node001 \(and 1 below it\)$`, "node003", "-np", "2")
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMLostStoppedDaemon: an orted stopped with SIGSTOP under two
+// jobs goes silent: the job with a rank there fails with the node's
+// "stopped answering" line and 255 once the silence bound has passed,
+// the other ends with 0, a later job runs on the nodes left, and the
+// stopped orted and its ranks are gone (their guard) by the DVM's stop.
+func TestDVMLostStoppedDaemon(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	dvm, dvmErr, uri := dvmUp(t, c, stoppedBounds...)
+	client, stderr, _ := started(t, c, 3, "--dvm", uri, "-np", "3", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
+	other, otherErr, marks := started(t, c, 1, "--dvm", uri, "-np", "1", "-H", "node001", "sh", "-c", waitForGo)
+	syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGSTOP)
+	if st := waitExit(t, client); st != 255 {
+		t.Errorf("the job with a rank on node002 exited %d, want 255; stderr:\n%s", st, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: node002: orted stopped answering \(nothing heard from it for 10s\)$`)
+	letGo(t, marks)
+	if st := waitExit(t, other); st != 0 {
+		t.Errorf("the job on node001 exited %d, want 0; stderr:\n%s", st, otherErr)
+	}
+	res := dvmRun(t, c, uri, "-np", "2", "/bin/true")
+	if res.status != 0 {
+		t.Errorf("a job on the nodes left: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: warning: the DVM lost node002$`)
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
