@@ -72,21 +72,23 @@ func TestScenariosThroughTheDriver(t *testing.T) {
 
 // notThroughTheDriver are the scenarios left out, and why.
 var notThroughTheDriver = map[string]string{
-	"allgather":          "its ranks would speak PMI-2's allgather; the fake ranks speak PMI-1 (fences)",
-	"ring":               "its ranks would speak PMI-2's ring; the fake ranks speak PMI-1 (fences)",
-	"dmodex":             "direct modex is asked by a PMIx server, which the fake ranks do not run",
-	"hung-daemon":        "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
-	"hung-relay":         "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
-	"hung-leaf":          "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
-	"hung-before-launch": "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
-	"no-callback":        "needs an orted that starts but never calls back (a fault the fake agent does not play yet)",
-	"hold-launch":        "needs an orted that starts but never calls back (a fault the fake agent does not play yet)",
-	"waiting-fails":      "needs an orted that starts but never calls back (a fault the fake agent does not play yet)",
-	"silent-node":        "needs a session whose orted never starts (a fault the fake agent does not play yet)",
-	"slow-machine":       "needs orteds that call back late in virtual time (a fault the fake agent does not play yet)",
-	"waiting":            "needs orteds that call back late in virtual time (a fault the fake agent does not play yet)",
-	"waiting-skip":       "needs orteds that call back late in virtual time (a fault the fake agent does not play yet)",
-	"dvm-ctrl-z":         "a client's Ctrl-Z stops the client's process, which the driver test has not (e2e/dvm_test.go plays it)",
+	"allgather":               "its ranks would speak PMI-2's allgather; the fake ranks speak PMI-1 (fences)",
+	"ring":                    "its ranks would speak PMI-2's ring; the fake ranks speak PMI-1 (fences)",
+	"dmodex":                  "direct modex is asked by a PMIx server, which the fake ranks do not run",
+	"hung-daemon":             "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
+	"hung-relay":              "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
+	"hung-leaf":               "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
+	"hung-before-launch":      "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
+	"no-callback":             "needs an orted that starts but never calls back (a fault the fake agent does not play yet)",
+	"hold-launch":             "needs an orted that starts but never calls back (a fault the fake agent does not play yet)",
+	"waiting-fails":           "needs an orted that starts but never calls back (a fault the fake agent does not play yet)",
+	"silent-node":             "needs a session whose orted never starts (a fault the fake agent does not play yet)",
+	"slow-machine":            "needs orteds that call back late in virtual time (a fault the fake agent does not play yet)",
+	"waiting":                 "needs orteds that call back late in virtual time (a fault the fake agent does not play yet)",
+	"waiting-skip":            "needs orteds that call back late in virtual time (a fault the fake agent does not play yet)",
+	"dvm-ctrl-z":              "a client's Ctrl-Z stops the client's process, which the driver test has not (e2e/dvm_test.go plays it)",
+	"dvm-lost-daemon-goes-on": "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostDaemon plays it)",
+	"dvm-lost-inner":          "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostInnerDaemon plays it)",
 }
 
 // scenario is what the driver test plays of a sim scenario.
@@ -195,6 +197,9 @@ func (sc *scenario) directive(f []string, line string) error {
 		s := dvmSubmit{job: num("job"), at: num("at"), rankMS: num("rank-ms"), status: map[int]int{}}
 		if _, ok := kv["rank"]; ok {
 			s.status[num("rank")] = num("status")
+		}
+		if _, ok := kv["nodes"]; ok && sc.unsupported == "" {
+			sc.unsupported = "submit nodes="
 		}
 		sc.submits = append(sc.submits, s)
 	case "stop": // at the end of the submits

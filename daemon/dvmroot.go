@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +37,10 @@ type dvmRoot struct {
 	clients map[int]*dvmClient // by job, from its submission to its answer
 	stopper *dvmClient         // who asked the DVM to stop
 	lastJob int
+	// hello is what each client is told first; it changes as the DVM
+	// loses nodes (lost).
+	hello atomic.Pointer[dvm.Hello]
+	lost  map[string]bool
 }
 
 // dvmClient is one client connection and its job.
@@ -75,7 +80,9 @@ func (d *Daemon) listenDVM() error {
 	if err != nil {
 		return err
 	}
-	d.dvm = &dvmRoot{ln: ln, sink: newDVMSink(d.post), clients: map[int]*dvmClient{}}
+	d.dvm = &dvmRoot{ln: ln, sink: newDVMSink(d.post), clients: map[int]*dvmClient{}, lost: map[string]bool{}}
+	d.dvm.hello.Store(&dvm.Hello{Version: dvm.Version, Hosts: d.cfg.Job.Hosts,
+		HostArgs: d.cfg.DVM.HostArgs, Hostfile: d.cfg.DVM.Hostfile})
 	return nil
 }
 
@@ -88,7 +95,49 @@ func (d *Daemon) dvmAction(a protocol.Action) {
 		d.jobDone(a)
 	case protocol.JobStopped:
 		d.dvm.sink.frame(a.Job, dvm.KindStopped, nil)
+	case protocol.DaemonsLost:
+		d.daemonsLost(a)
 	}
+}
+
+// daemonsLost tells every later client which nodes the DVM lost.
+func (d *Daemon) daemonsLost(a protocol.DaemonsLost) {
+	r := d.dvm
+	hello := *r.hello.Load()
+	hello.Lost = append(slices.Clone(hello.Lost), a.Hosts...)
+	hello.Warnings = append(slices.Clone(hello.Warnings), a.Line)
+	r.hello.Store(&hello)
+	for _, h := range a.Hosts {
+		r.lost[h] = true
+	}
+	lost := map[int]bool{}
+	for _, id := range a.IDs {
+		lost[id] = true
+	}
+	for job, c := range r.clients { // their ranks there send no stream's end
+		var ranks []int
+		for rank, id := range c.submit.App.RankNode {
+			if lost[id] {
+				ranks = append(ranks, rank)
+			}
+		}
+		r.sink.forget(job, ranks)
+	}
+}
+
+// statusUsage is a client's status for a job it cannot submit as asked
+// (mpirun's usage errors').
+const statusUsage = 2
+
+// lostNode is the first node of app's ranks that the DVM lost, or "".
+func (d *Daemon) lostNode(app protocol.Launch) string {
+	hosts := d.machine.Job().Hosts
+	for _, id := range app.RankNode {
+		if id >= 0 && id < len(hosts) && d.dvm.lost[hosts[id]] {
+			return hosts[id]
+		}
+	}
+	return ""
 }
 
 // dvmUp says where the DVM is, and takes clients from now on.
@@ -105,14 +154,12 @@ func (d *Daemon) dvmUp() {
 }
 
 func (d *Daemon) acceptClients() {
-	hello := dvm.Hello{Version: dvm.Version, Hosts: d.machine.Job().Hosts,
-		HostArgs: d.cfg.DVM.HostArgs, Hostfile: d.cfg.DVM.Hostfile}
 	for {
 		conn, err := d.dvm.ln.Accept()
 		if err != nil {
 			return // closed as the DVM ends
 		}
-		go d.serveClient(&dvmClient{conn: conn}, hello)
+		go d.serveClient(&dvmClient{conn: conn}, *d.dvm.hello.Load())
 	}
 }
 
@@ -232,6 +279,11 @@ func (d *Daemon) submitJob(c *dvmClient) {
 		c.conn.SetWriteDeadline(time.Now().Add(abandonWait))
 		c.conn.Write(dvm.KindLine, []byte("mpirun: the DVM ended before the job started"))
 		d.answer(c, errmgr.StatusFailed)
+		return
+	}
+	if node := d.lostNode(c.submit.App); node != "" { // its client planned before the loss
+		c.conn.Write(dvm.KindLine, []byte("mpirun: --dvm: the DVM lost "+node+", where the job places ranks"))
+		d.answer(c, statusUsage)
 		return
 	}
 	r.lastJob++

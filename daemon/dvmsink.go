@@ -31,10 +31,11 @@ const backlogBytes = 8 << 20
 type jobOutbox struct {
 	job   int
 	conn  *dvm.Conn
-	open  int        // the job's streams not yet ended
-	queue []outFrame // in order
-	bytes int        // the output the queue holds
-	held  bool       // the job's ranks are held for its client
+	open  int         // the job's streams not yet ended
+	ended map[int]int // by rank, its streams that ended (or were given up on)
+	queue []outFrame  // in order
+	bytes int         // the output the queue holds
+	held  bool        // the job's ranks are held for its client
 	// heldAt is the backlog when the hold last went out: a hold undone
 	// meanwhile (the client's own SIGCONT, fg) is sent again a bound on.
 	heldAt int
@@ -57,7 +58,7 @@ func newDVMSink(post func(any) bool) *dvmSink {
 // begin opens job's output to conn: 2 streams per rank; once each has
 // ended and been written, the loop hears outputEnded.
 func (s *dvmSink) begin(job int, conn *dvm.Conn, ranks int) {
-	o := &jobOutbox{job: job, conn: conn, open: 2 * ranks, wake: make(chan struct{}, 1)}
+	o := &jobOutbox{job: job, conn: conn, open: 2 * ranks, ended: map[int]int{}, wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.jobs[job] = o
 	s.mu.Unlock()
@@ -78,7 +79,8 @@ func (s *dvmSink) Send(c iof.Chunk) error {
 	c.Data = append([]byte(nil), c.Data...)
 	o.queue = append(o.queue, outFrame{chunk: c})
 	o.bytes += len(c.Data)
-	if c.EOF {
+	if c.EOF && o.ended[c.Rank] < 2 {
+		o.ended[c.Rank]++
 		o.open--
 	}
 	if o.bytes > backlogBytes && (!o.held || o.bytes > o.heldAt+backlogBytes) {
@@ -97,6 +99,22 @@ func (s *dvmSink) frame(job int, kind byte, payload []byte) {
 		o.queue = append(o.queue, outFrame{kind: kind, payload: payload})
 		poke(o.wake)
 	}
+}
+
+// forget stops waiting for the streams of job's ranks that have not
+// ended: their daemon was lost, and their ends will never come.
+func (s *dvmSink) forget(job int, ranks []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.jobs[job]
+	if !ok {
+		return
+	}
+	for _, r := range ranks {
+		o.open -= 2 - o.ended[r]
+		o.ended[r] = 2
+	}
+	poke(o.wake)
 }
 
 // finish gives job's client its status after everything queued, then

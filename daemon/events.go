@@ -200,7 +200,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			} else {
 				fmt.Fprintln(d.cfg.Stderr, a.Line)
 			}
-		case protocol.DVMUp, protocol.JobDone, protocol.JobStopped:
+		case protocol.DVMUp, protocol.JobDone, protocol.JobStopped, protocol.DaemonsLost:
 			if d.dvm != nil { // mpirun of a DVM only
 				d.dvmAction(a)
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -381,10 +382,12 @@ func TestDVMJobCgroup(t *testing.T) {
 
 // TestDVMOrtedKilledEscapees: an orted of a DVM killed outright while a
 // job's ranks and their escapees run, its guard having served an earlier
-// job: the guard still takes everything down, and nothing is left.
+// job: the guard still takes everything down there (nothing else reaches
+// that node any more: the DVM goes on without it), and nothing is left
+// once the DVM is stopped.
 func TestDVMOrtedKilledEscapees(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3})
-	dvm, _, uri := dvmUp(t, c)
+	dvm, dvmErr, uri := dvmUp(t, c)
 	if res := dvmRun(t, c, uri, "/bin/true"); res.status != 0 {
 		t.Fatalf("the first job: status %d; stderr:\n%s", res.status, res.stderr)
 	}
@@ -395,13 +398,7 @@ func TestDVMOrtedKilledEscapees(t *testing.T) {
 	if st := waitExit(t, client); st != 255 {
 		t.Errorf("the client exited %d, want 255; stderr:\n%s", st, stderr)
 	}
-	if st := waitExit(t, dvm); st != 255 {
-		t.Errorf("the DVM exited %d, want 255", st)
-	}
-	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
-		c.KillLeftovers()
-		t.Errorf("left running after a DVM's orted was killed: %+v", left)
-	}
+	dvmStop(t, c, dvm, dvmErr, uri)
 	if n := countMarks(marks); n != 3 {
 		t.Errorf("%d of 3 escapees ran", n)
 	}
@@ -537,31 +534,115 @@ func TestDVMUsage(t *testing.T) {
 	}
 }
 
-// TestDVMLostDaemon: an orted killed under two jobs ends the DVM (slice
-// 1's policy, DVM.md): each job's client and the DVM say which node, all
-// exit 255, and nothing is left running.
+// TestDVMLostDaemon: a leaf orted killed (SIGKILL) under two jobs: the
+// job with a rank there fails with the node's line and 255, the other
+// goes on and ends with 0, and the DVM goes on without the node (DVM.md,
+// "Failure policy"): a later job that fits the other nodes runs, one
+// that needs the lost node's slot or names it is refused with 2 naming
+// it, each later client is told of the loss in one line, and --dvm-stop
+// leaves nothing anywhere.
 func TestDVMLostDaemon(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3})
 	dvm, dvmErr, uri := dvmUp(t, c)
 	client, stderr, _ := started(t, c, 3, "--dvm", uri, "-np", "3", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
-	other, otherErr, _ := started(t, c, 1, "--dvm", uri, "-np", "1", "-H", "node001", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
+	other, otherErr, marks := started(t, c, 1, "--dvm", uri, "-np", "1", "-H", "node001", "sh", "-c", waitForGo)
 	syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGKILL)
-	for _, cl := range []struct {
-		cmd    *exec.Cmd
-		stderr *lockedBuffer
-	}{{client, stderr}, {other, otherErr}} {
-		if st := waitExit(t, cl.cmd); st != 255 {
-			t.Errorf("a client exited %d, want 255; stderr:\n%s", st, cl.stderr)
+	if st := waitExit(t, client); st != 255 {
+		t.Errorf("the job with a rank on node002 exited %d, want 255; stderr:\n%s", st, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: node002: orted exited unexpectedly: `)
+	letGo(t, marks)
+	if st := waitExit(t, other); st != 0 {
+		t.Errorf("the job on node001 exited %d, want 0; stderr:\n%s", st, otherErr)
+	}
+	checkOneLine(t, otherErr.String(), "")
+	lost := `^mpirun: warning: the DVM lost node002$`
+	checkLostLater(t, c, uri, lost, "node002", "-np", "3")
+	if got := lines(dvmErr.String()); len(got) != 2 || !strings.HasPrefix(got[0], "mpirun: node002: orted exited unexpectedly: ") ||
+		!regexp.MustCompile(lost).MatchString(got[1]) {
+		t.Errorf("the DVM's stderr:\n%s\nwant node002's line, then %s", dvmErr, lost)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMLostInnerDaemon: with --spawn-degree 2, node001's orted
+// spawned node003's; killing node001's loses both (node003's orted loses
+// its lifeline and ends): the job on node001 and node003 fails with
+// node001's line, the job on node002 ends with 0, later clients are told
+// of the two, a job on node003 is refused and one on node002 runs.
+func TestDVMLostInnerDaemon(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	dvm, dvmErr, uri := dvmUp(t, c, "--spawn-degree", "2")
+	client, stderr, _ := started(t, c, 2, "--dvm", uri, "-np", "2", "-H", "node001,node003", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
+	other, otherErr, marks := started(t, c, 1, "--dvm", uri, "-np", "1", "-H", "node002", "sh", "-c", waitForGo)
+	syscall.Kill(ortedOf(t, c, "node001"), syscall.SIGKILL)
+	if st := waitExit(t, client); st != 255 {
+		t.Errorf("the job on node001 and node003 exited %d, want 255; stderr:\n%s", st, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: node001: orted exited unexpectedly: `)
+	letGo(t, marks)
+	if st := waitExit(t, other); st != 0 {
+		t.Errorf("the job on node002 exited %d, want 0; stderr:\n%s", st, otherErr)
+	}
+	checkLostLater(t, c, uri, `^mpirun: warning: the DVM lost node001 \(and 1 below it\)$`, "node003", "-np", "2")
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMLostStoppedDaemon: an orted stopped with SIGSTOP under two
+// jobs goes silent: the job with a rank there fails with the node's
+// "stopped answering" line and 255 once the silence bound has passed,
+// the other ends with 0, a later job runs on the nodes left, and the
+// stopped orted and its ranks are gone (their guard) by the DVM's stop.
+func TestDVMLostStoppedDaemon(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	dvm, dvmErr, uri := dvmUp(t, c, stoppedBounds...)
+	client, stderr, _ := started(t, c, 3, "--dvm", uri, "-np", "3", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
+	other, otherErr, marks := started(t, c, 1, "--dvm", uri, "-np", "1", "-H", "node001", "sh", "-c", waitForGo)
+	syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGSTOP)
+	if st := waitExit(t, client); st != 255 {
+		t.Errorf("the job with a rank on node002 exited %d, want 255; stderr:\n%s", st, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: node002: orted stopped answering \(nothing heard from it for 10s\)$`)
+	letGo(t, marks)
+	if st := waitExit(t, other); st != 0 {
+		t.Errorf("the job on node001 exited %d, want 0; stderr:\n%s", st, otherErr)
+	}
+	res := dvmRun(t, c, uri, "-np", "2", "/bin/true")
+	if res.status != 0 {
+		t.Errorf("a job on the nodes left: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: warning: the DVM lost node002$`)
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// waitForGo is a rank that leaves its mark, then waits for the test's go.
+const waitForGo = `touch "$MARKS/$PRSH_RANK"; while [ ! -e "$MARKS/go" ]; do sleep 0.05; done`
+
+func letGo(t *testing.T, marks string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(marks, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkLostLater checks the clients that come after a loss: each says
+// it in one line (lost); a job placed on the lost node by -H, or whose
+// -np needs its slot (tooMany), is refused with 2 naming it; a job that
+// fits the nodes left runs.
+func checkLostLater(t *testing.T, c *testbed.Cluster, uri, lost, node string, tooMany ...string) {
+	t.Helper()
+	res := dvmRun(t, c, uri, "-np", "1", "/bin/true")
+	if res.status != 0 {
+		t.Errorf("a job on the nodes left: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	checkOneLine(t, res.stderr, lost)
+	for _, args := range [][]string{{"-H", node, "/bin/true"}, append(tooMany, "/bin/true")} {
+		res := dvmRun(t, c, uri, args...)
+		got := lines(res.stderr)
+		if res.status != 2 || len(got) != 2 || !regexp.MustCompile(lost).MatchString(got[0]) ||
+			!strings.Contains(got[1], node) || !strings.Contains(got[1], "which the DVM lost") {
+			t.Errorf("a job %v: status %d, stderr:\n%s\nwant 2, the loss, and a line naming %s", args, res.status, res.stderr, node)
 		}
-		checkOneLine(t, cl.stderr.String(), `^mpirun: node002: orted exited unexpectedly: `)
-	}
-	if st := waitExit(t, dvm); st != 255 {
-		t.Errorf("the DVM exited %d, want 255", st)
-	}
-	checkOneLine(t, dvmErr.String(), `^mpirun: node002: orted exited unexpectedly: `)
-	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
-		c.KillLeftovers()
-		t.Errorf("the DVM left processes running: %+v", left)
 	}
 }
 

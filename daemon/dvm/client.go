@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"syscall"
 
 	"prsh/daemon/protocol"
@@ -13,8 +14,9 @@ import (
 )
 
 // Place moves a job planned over planHosts (the node of each daemon id
-// of the client's own plan) onto the DVM's daemons, by node name.
-func Place(app protocol.Launch, planHosts, dvmHosts []string) (protocol.Launch, error) {
+// of the client's own plan) onto the DVM's daemons, by node name; a rank
+// on a node the DVM lost cannot run.
+func Place(app protocol.Launch, planHosts, dvmHosts, lost []string) (protocol.Launch, error) {
 	idOf := make(map[string]int, len(dvmHosts))
 	for id, h := range dvmHosts {
 		idOf[h] = id
@@ -24,9 +26,13 @@ func Place(app protocol.Launch, planHosts, dvmHosts []string) (protocol.Launch, 
 		if planID < 0 || planID >= len(planHosts) {
 			return app, fmt.Errorf("rank %d is placed on daemon %d of %d", r, planID, len(planHosts))
 		}
-		id, ok := idOf[planHosts[planID]]
+		host := planHosts[planID]
+		if slices.Contains(lost, host) {
+			return app, fmt.Errorf("rank %d is placed on %s, which the DVM lost", r, host)
+		}
+		id, ok := idOf[host]
 		if !ok {
-			return app, fmt.Errorf("%s is not a node of the DVM", planHosts[planID])
+			return app, fmt.Errorf("%s is not a node of the DVM", host)
 		}
 		rankNode[r] = id
 	}

@@ -15,17 +15,21 @@ import (
 )
 
 // TestPlace: a job planned over the client's hosts lands on the DVM's
-// daemons by node name; a node outside the DVM is named.
+// daemons by node name; a node outside the DVM, or one it lost, is named.
 func TestPlace(t *testing.T) {
 	dvmHosts := []string{"login", "n1", "n2", "n3"}
 	app := protocol.Launch{RankNode: protocol.RankMap{1, 1, 2}}
-	got, err := Place(app, []string{"here", "n3", "n1"}, dvmHosts)
+	got, err := Place(app, []string{"here", "n3", "n1"}, dvmHosts, []string{"n2"})
 	if err != nil || !slices.Equal(got.RankNode, protocol.RankMap{3, 3, 1}) {
 		t.Errorf("Place = %v, %v; want [3 3 1]", got.RankNode, err)
 	}
-	_, err = Place(app, []string{"here", "n9", "n1"}, dvmHosts)
+	_, err = Place(app, []string{"here", "n9", "n1"}, dvmHosts, nil)
 	if err == nil || !strings.Contains(err.Error(), "n9 is not a node of the DVM") {
 		t.Errorf("a host outside the DVM: %v", err)
+	}
+	_, err = Place(app, []string{"here", "n3", "n2"}, dvmHosts, []string{"n2"})
+	if err == nil || err.Error() != "rank 2 is placed on n2, which the DVM lost" {
+		t.Errorf("a host the DVM lost: %v", err)
 	}
 }
 

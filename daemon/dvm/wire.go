@@ -53,6 +53,10 @@ type Hello struct {
 	// started with: a job that names no hosts is placed over them.
 	HostArgs []string
 	Hostfile string
+	// Lost are the nodes the DVM lost (DVM.md, "Failure policy"): a job
+	// places no rank there. Warnings says so, a line for each loss.
+	Lost     []string `json:",omitempty"`
+	Warnings []string `json:",omitempty"`
 }
 
 // Submit is a client's job.

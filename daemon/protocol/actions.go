@@ -8,5 +8,5 @@ var Actions = []Action{
 	Send{}, Dial{}, CloseLink{}, Spawn{}, SpawnStep{}, StopDaemon{}, ForwardInput{}, StartRanks{},
 	StageTo{}, SignalRanks{}, SetTimer{}, CancelTimer{}, Print{}, Warn{}, Waiting{},
 	Reached{}, ForwardStdin{}, StopSelf{}, Exit{}, FenceDone{}, RingDone{},
-	AllgatherDone{}, ServeModex{}, ModexAnswered{}, DVMUp{}, JobDone{}, ReleaseJob{}, JobStopped{},
+	AllgatherDone{}, ServeModex{}, ModexAnswered{}, DVMUp{}, JobDone{}, ReleaseJob{}, JobStopped{}, DaemonsLost{},
 }

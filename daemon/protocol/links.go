@@ -101,7 +101,12 @@ func (m *Machine) childLost(c *child, why string) {
 	c.lostLink = ""
 	c.failed = true
 	m.dropChild(c.id)
-	m.fail(failureAt(c.host, errmgr.StatusFailed, "%s", why))
+	f := failureAt(c.host, errmgr.StatusFailed, "%s", why)
+	if m.job.DVM && !m.ending() {
+		f.Lost = c.id
+		m.dropLost(c)
+	}
+	m.fail(f)
 	m.checkMilestones()
 }
 
@@ -146,7 +151,7 @@ func (m *Machine) isChild(peer int) bool {
 // reachable says whether a message to id can go out now: a link exists or
 // phase 2 told us its address.
 func (m *Machine) reachable(id int) bool {
-	if _, ok := m.links[id]; ok {
+	if _, ok := m.links[id]; ok || m.lost[id] { // deliver routes around the lost
 		return true
 	}
 	_, ok := m.flood.Lookup(id)
@@ -154,13 +159,14 @@ func (m *Machine) reachable(id int) bool {
 }
 
 // deliver sends what the router released. A broadcast for a skipped
-// daemon (an address tombstone) goes to the daemons it would have passed
-// it to; a daemon with an address but no link yet is dialled.
+// daemon (an address tombstone) or one a DVM lost goes to the daemons it
+// would have passed it to; a daemon with an address but no link yet is
+// dialled.
 func (m *Machine) deliver(ds []routed.Delivery[Message]) {
 	for _, d := range ds {
-		if l, ok := m.links[d.Via]; ok {
+		if l, ok := m.links[d.Via]; ok && !m.lost[d.Via] {
 			m.emit(Send{l, d.Msg})
-		} else if addr, _ := m.flood.Lookup(d.Via); addr == "" {
+		} else if addr, _ := m.flood.Lookup(d.Via); addr == "" || m.lost[d.Via] {
 			for _, next := range m.routing.Fanout(d.Via) {
 				m.deliver(m.router.Neighbour(next, d.Msg))
 			}

@@ -75,6 +75,9 @@ type Machine struct {
 	// DVM's jobs over here.
 	jobs     map[int]*jobState
 	released jobSet
+	// lost are the daemons a DVM lost (dvmlost.go): nothing is routed
+	// through them any more.
+	lost map[int]bool
 
 	// milestones are the daemons' own (Spawned, Addressed); Started and
 	// Exited are each job's.
@@ -161,10 +164,10 @@ func New(cfg Config) (*Machine, error) {
 		cfg: cfg, self: cfg.ID, job: job, routing: rt, spawnTree: rt.Tree(),
 		links: map[int]LinkID{}, linkPeer: map[LinkID]int{}, dialing: map[int][]Message{},
 		children: map[int]*child{}, jobs: map[int]*jobState{},
-		acks: map[int]*reduction{},
+		acks: map[int]*reduction{}, lost: map[int]bool{},
 	}
 	if m.self == 0 {
-		m.root = &rootState{m: m, skipped: map[int]bool{}, stops: map[int]bool{}, stopSeq: map[int]int{}}
+		m.root = &rootState{m: m, skipped: map[int]bool{}, stops: map[int]bool{}, stopSeq: map[int]int{}, lostSaid: map[int]bool{}}
 		m.role = m.root
 	} else {
 		m.role = &orted{m: m}

@@ -237,6 +237,9 @@ type Failure struct {
 	// Job is the DVM job a rank's failure ends; 0: a daemon's failure
 	// (or a plain mpirun's), which ends the whole job or DVM.
 	Job int `json:",omitempty"`
+	// Lost is the daemon whose loss this is, in a DVM (its parent saw it
+	// go): the DVM drops its subtree and goes on. 0: none.
+	Lost int `json:",omitempty"`
 }
 
 // Milestone says the sender's whole subtree reached Kind.

@@ -87,6 +87,8 @@ type rootState struct {
 	waitShown   bool // the Waiting line is shown
 	interrupted bool // mpirun got SIGINT, SIGTERM or SIGHUP
 	upSaid      bool // a DVM's DVMUp went out (dvm.go)
+	// lostSaid are the daemons whose loss the DVM took (dvmlost.go).
+	lostSaid map[int]bool
 }
 
 // start sets the --timeout.
@@ -106,6 +108,9 @@ func (r *rootState) launch(app Launch) {
 func (r *rootState) fail(f Failure) {
 	if r.m.job.DVM && f.Job != 0 {
 		r.jobFailed(f)
+		return
+	}
+	if f.Lost > 0 && r.daemonLost(f) {
 		return
 	}
 	if !r.policy.Fail(f.Status) {

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"prsh/daemon"
@@ -110,6 +111,7 @@ func jobMap(req Request, here Here, np, programs int) (*job.Map, hostSource, err
 	if err != nil {
 		return nil, src, usage(err)
 	}
+	src.hosts = slices.DeleteFunc(src.hosts, func(h job.Host) bool { return slices.Contains(req.Lost, h.Name) })
 	here.Log.Debug("hosts", "from", src.from, "nodes", len(src.hosts))
 	if req.DisplayAllocation {
 		displayAllocation(here.Stderr, src)

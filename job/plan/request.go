@@ -25,6 +25,9 @@ type Request struct {
 	// Hosts.
 	Hosts    []string // -H values, each a list such as node[01-16]:4
 	Hostfile string
+	// Lost are hosts left out of the host list: the nodes a DVM lost,
+	// for a job placed over the DVM's own hosts.
+	Lost []string
 
 	// Programs: Args after the options, split at ":", or Appfile.
 	Args    []string

@@ -3,10 +3,13 @@ package mpirun
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/urfave/cli/v2"
 
 	"prsh/daemon/dvm"
@@ -57,24 +60,27 @@ func dvmClient(c *cli.Context) error {
 }
 
 // dvmJob plans the job as a plain mpirun would, over the DVM's hosts
-// unless the command line names some, and places it on the DVM's
-// daemons.
+// (those it did not lose) unless the command line names some, and places
+// it on the DVM's daemons. Each node the DVM lost is said first.
 func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
+	for _, w := range hello.Warnings {
+		fmt.Fprintln(os.Stderr, w)
+	}
 	req := request(c)
 	if len(req.Hosts) == 0 && req.Hostfile == "" {
-		req.Hosts, req.Hostfile = hello.HostArgs, hello.Hostfile
+		req.Hosts, req.Hostfile, req.Lost = hello.HostArgs, hello.Hostfile, hello.Lost
 	}
 	// The DVM's daemons have their PMIx servers or not since its start.
 	req.PMIx = "off"
 	cfg, err := plan.Make(req, here(logger(c, os.Stderr)))
 	var wrong plan.UsageError
 	if errors.As(err, &wrong) {
-		return dvm.Job{}, usageError{wrong.Err}
+		return dvm.Job{}, usageError{lostSlots(req, wrong.Err)}
 	}
 	if err != nil {
 		return dvm.Job{}, err
 	}
-	app, err := dvm.Place(cfg.App, cfg.Job.Hosts, hello.Hosts)
+	app, err := dvm.Place(cfg.App, cfg.Job.Hosts, hello.Hosts, hello.Lost)
 	if err != nil {
 		return dvm.Job{}, usageError{fmt.Errorf("--dvm: %w", err)}
 	}
@@ -82,6 +88,22 @@ func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
 		Submit: dvm.Submit{App: app, TimeoutMS: cfg.Timeout.Milliseconds()},
 		Stdout: os.Stdout, Stderr: os.Stderr, Output: outputOptions(c), Stdin: stdinSource(app.StdinRank),
 	}, nil
+}
+
+// lostSlots words a job that does not fit the nodes a DVM has left, but
+// would with those it lost: the lost nodes are named.
+func lostSlots(req plan.Request, err error) error {
+	if len(req.Lost) == 0 {
+		return err
+	}
+	lost := req.Lost
+	req.Lost, req.DisplayMap, req.DisplayAllocation = nil, false, false
+	h := here(hclog.NewNullLogger())
+	h.Stderr = io.Discard
+	if _, again := plan.Make(req, h); again != nil {
+		return err
+	}
+	return fmt.Errorf("--dvm: the job needs the slots of %s, which the DVM lost: %w", strings.Join(lost, ", "), err)
 }
 
 // dvmFlagsTogether checks that one DVM command is asked for, and

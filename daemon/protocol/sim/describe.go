@@ -51,6 +51,8 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 		return "print " + a.Line
 	case protocol.DVMUp:
 		return "DVM up"
+	case protocol.DaemonsLost:
+		return fmt.Sprintf("lost daemons %v", a.IDs)
 	case protocol.JobDone:
 		return fmt.Sprintf("job %d done: status %d", a.Job, a.Status)
 	case protocol.ReleaseJob:
@@ -108,6 +110,9 @@ func Message(m protocol.Message) string {
 	case protocol.Failure:
 		if m.Job != 0 {
 			return fmt.Sprintf("Failure %d %q (job %d)", m.Status, m.Msg, m.Job)
+		}
+		if m.Lost != 0 {
+			return fmt.Sprintf("Failure %d %q (lost d%d)", m.Status, m.Msg, m.Lost)
 		}
 		return fmt.Sprintf("Failure %d %q", m.Status, m.Msg)
 	case protocol.Milestone:

@@ -128,13 +128,19 @@ func play(script string) (string, error) {
 		case "dmodex": // dmodex D #ID rank=R at=T
 			id, req, rank, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), kv.int("rank"), int64(kv.int("at"))
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.WantModex(id, req, rank) }) })
-		case "submit": // submit job=N at=T [rank=R status=S] [rank-ms=T]
+		case "submit": // submit job=N at=T [rank=R status=S] [rank-ms=T] [nodes=D,D…]
 			job, at, status := kv.int("job"), int64(kv.int("at")), map[int]int{}
 			if kv.has("rank") {
 				status[kv.int("rank")] = kv.int("status")
 			}
 			ms := int64(kv.int("rank-ms"))
-			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Submit(job, status, ms) }) })
+			var nodes []int
+			if kv.has("nodes") {
+				for _, d := range strings.Split(kv["nodes"], ",") {
+					nodes = append(nodes, atoi(d))
+				}
+			}
+			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Submit(job, status, ms, nodes...) }) })
 		case "job-signal": // job-signal SIG job=N at=T
 			name, job, at := f[1], kv.int("job"), int64(kv.int("at"))
 			sig, ok := signals[name]

@@ -294,14 +294,18 @@ func (s *Sim) Interrupt(sig int, name string) {
 
 // Submit hands mpirun of a DVM a client's job now; status gives the
 // exit status of its ranks (by rank; absent: 0), ms how long they run
-// (0: Options.RankMS).
-func (s *Sim) Submit(job int, status map[int]int, ms int64) {
+// (0: Options.RankMS), nodes the daemon of each rank (none: Options.App's).
+func (s *Sim) Submit(job int, status map[int]int, ms int64, nodes ...int) {
 	s.tracef("d0 <- submit job %d", job)
 	if s.jobs == nil {
 		s.jobs = map[int]simJob{}
 	}
 	s.jobs[job] = simJob{status: status, ms: ms}
-	s.step(s.d[0], protocol.Submit{Job: job, App: s.opt.App})
+	app := s.opt.App
+	if len(nodes) > 0 {
+		app.RankNode = nodes
+	}
+	s.step(s.d[0], protocol.Submit{Job: job, App: app})
 }
 
 // JobSignal passes signal sig, which job's client got, to the DVM now.
@@ -644,7 +648,7 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 		s.exit(d, a.Status)
 	case protocol.ForwardInput, protocol.StageTo, protocol.Warn, protocol.Waiting,
 		protocol.ForwardStdin, protocol.StopSelf, protocol.ModexAnswered,
-		protocol.DVMUp, protocol.JobDone, protocol.ReleaseJob, protocol.JobStopped:
+		protocol.DVMUp, protocol.JobDone, protocol.ReleaseJob, protocol.JobStopped, protocol.DaemonsLost:
 		// No stdin, files, log, terminal or process here to act on.
 	default:
 		s.Errors = append(s.Errors, fmt.Sprintf("d%d: unknown action %T", d.id, a))
