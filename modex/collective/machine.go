@@ -88,6 +88,9 @@ type group struct {
 	// entered counts the collectives of each Op each local rank entered.
 	entered   map[Op]map[int]int
 	finalized map[int]bool
+	// left: local ranks that will enter none of the group's collectives
+	// any more; those they did not enter fail (Left).
+	left map[int]bool
 }
 
 // reduction is one collective's reduce-up at this daemon.
@@ -121,7 +124,7 @@ func (m *Machine) Join(name string, members func() Members) []Action {
 	if m.groups[name] != nil {
 		return nil
 	}
-	m.groups[name] = &group{load: members, entered: map[Op]map[int]int{}, finalized: map[int]bool{}}
+	m.groups[name] = &group{load: members, entered: map[Op]map[int]int{}, finalized: map[int]bool{}, left: map[int]bool{}}
 	early := m.early[name]
 	delete(m.early, name)
 	for _, e := range early {
@@ -181,6 +184,29 @@ func (m *Machine) Finalized(name string, rank int) []Action {
 		return nil
 	}
 	g.finalized[rank] = true
+	return m.checkAll(func(id ID) bool { return id.Group == name })
+}
+
+// Left: local rank of group will enter none of its collectives any more
+// (it exited or finalised). Unlike Finalized, which lets the job's
+// collectives go on without a rank, each collective of the group that
+// the rank did not enter completes here without it and fails (its part
+// names the rank in Gone): a subset of ranks that fences together
+// expects every member. The next collective of each Op the group used
+// opens at once, so that the members elsewhere learn of the failure
+// rather than wait for a part that never comes.
+func (m *Machine) Left(name string, rank int) []Action {
+	g := m.groups[name]
+	if g == nil || !g.has(rank) || g.left[rank] {
+		return nil
+	}
+	g.left[rank] = true
+	for _, op := range slices.Sorted(maps.Keys(g.entered)) {
+		id := ID{Group: name, Op: op, Seq: g.entered[op][rank] + 1}
+		if id.Seq > m.completed[series{name, op}] {
+			m.at(id)
+		}
+	}
 	return m.checkAll(func(id ID) bool { return id.Group == name })
 }
 
@@ -282,10 +308,26 @@ func (m *Machine) check(id ID) []Action {
 	}
 	delete(m.open, id)
 	m.completed[series{id.Group, id.Op}] = id.Seq
+	r.part.Gone = append(r.part.Gone, m.goneFrom(id)...)
 	if !m.root {
 		return []Action{SendUp{id, r.part}}
 	}
-	return m.down(id, operations[id.Op].result(r.part))
+	result := operations[id.Op].result(r.part)
+	result.Gone = slices.Sorted(slices.Values(r.part.Gone))
+	return m.down(id, result)
+}
+
+// goneFrom lists the local ranks of the group that left before entering
+// collective id.
+func (m *Machine) goneFrom(id ID) []int {
+	g := m.groups[id.Group]
+	var gone []int
+	for _, rank := range g.members().Ranks {
+		if g.left[rank] && g.entered[id.Op][rank] < id.Seq {
+			gone = append(gone, rank)
+		}
+	}
+	return gone
 }
 
 // ranksIn says whether every local rank of the group entered collective
@@ -293,7 +335,7 @@ func (m *Machine) check(id ID) []Action {
 func (m *Machine) ranksIn(id ID) bool {
 	g := m.groups[id.Group]
 	for _, rank := range g.members().Ranks {
-		if g.entered[id.Op][rank] < id.Seq && !g.finalized[rank] {
+		if g.entered[id.Op][rank] < id.Seq && !g.finalized[rank] && !g.left[rank] {
 			return false
 		}
 	}
