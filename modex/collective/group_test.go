@@ -72,21 +72,46 @@ func TestGroupsInFlightAtOnce(t *testing.T) {
 }
 
 // A member that leaves before entering fails the group's collective: at
-// a leaf whose only member left after fence 1, fence 2 goes up at once,
-// naming it.
+// a leaf whose only member left after fence 1, fence 2 goes up, naming
+// it, as soon as the parent probes for it.
 func TestLeftMemberFailsTheNextCollective(t *testing.T) {
 	m := New(false)
 	m.Join("4,9", members([]int{9}, nil))
 	if _, ok := only[SendUp](t, m.Enter("4,9", Fence, 9, kv("a"))); !ok {
 		t.Fatal("fence 1 did not go up")
 	}
-	acts := m.Left("4,9", 9)
-	want := []Action{SendUp{ID{Group: "4,9", Op: Fence, Seq: 2}, Part{Gone: []int{9}}}}
-	if !reflect.DeepEqual(acts, want) {
+	if acts := m.Left("4,9", 9); len(acts) != 0 {
+		t.Fatalf("Left did %v before a probe", acts)
+	}
+	id := ID{Group: "4,9", Op: Fence, Seq: 2}
+	want := []Action{SendUp{id, Part{Gone: []int{9}}}}
+	if acts := m.Probed(id); !reflect.DeepEqual(acts, want) {
 		t.Fatalf("got %v, want %v", acts, want)
 	}
-	if acts := m.Left("4,9", 9); len(acts) != 0 {
-		t.Fatalf("a second Left did %v", acts)
+	if acts := m.Probed(id); len(acts) != 0 {
+		t.Fatalf("a second probe did %v", acts)
+	}
+}
+
+// A probe opens the collective and goes on down to the children it waits
+// for; one that comes before the Join waits for it. The job's
+// collectives are never probed: a rank that finalised does not fail them.
+func TestProbeGoesDown(t *testing.T) {
+	m := New(false)
+	id := ID{Group: "1-3", Op: Fence, Seq: 1}
+	if acts := m.Probed(id); len(acts) != 0 {
+		t.Fatalf("a probe before the Join did %v", acts)
+	}
+	want := []Action{Probe{2, id}, Probe{4, id}}
+	if acts := m.Join("1-3", members([]int{1}, []int{4, 2})); !reflect.DeepEqual(acts, want) {
+		t.Fatalf("Join: got %v, want %v", acts, want)
+	}
+	m.Join("", members([]int{1}, []int{4, 2}))
+	if acts := m.Enter("", Fence, 1, kv("r1")); len(acts) != 0 {
+		t.Fatalf("the job's fence did %v", acts)
+	}
+	if acts := m.Probed(fence(1)); len(acts) != 0 {
+		t.Fatalf("a probe of the job's fence did %v", acts)
 	}
 }
 
