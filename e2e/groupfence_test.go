@@ -1,0 +1,48 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+
+	"prsh/testbed"
+)
+
+// TestPMIxGroupFence: fences over part of the job (PMIx_Fence with a
+// list of processes). The two halves of 6 ranks on 3 nodes each fence
+// over their own half at once, collecting data, and each rank then gets
+// the value the next rank of its half put; every rank then fences over
+// the whole job. Mapped by slot, each half spans two of the nodes (the
+// third takes no part in its fence); mapped by node, both span all three.
+func TestPMIxGroupFence(t *testing.T) {
+	prog := openMPI(t, "groupfence")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	var want []string
+	for r := range 6 {
+		lo := r / 3 * 3
+		want = append(want, fmt.Sprintf("rank %d of ranks %d-%d got \"value of rank %d\"", r, lo, lo+2, lo+(r-lo+1)%3))
+	}
+	for _, mapping := range []string{"slot", "node"} {
+		res := mpirun(t, c, "-np", "6", "--map-by", mapping, prog, "halves")
+		if res.status != 0 || res.stderr != "" {
+			t.Fatalf("--map-by %s: exit %d, stderr:\n%s", mapping, res.status, res.stderr)
+		}
+		checkLines(t, res.stdout, want)
+	}
+}
+
+// TestPMIxGroupFenceLeft: a rank listed in a fence over part of the job
+// finalises and exits instead of entering it. The fence fails for the
+// ranks in it (PMIX_ERROR, where a fence refused, as before, said
+// NOT-SUPPORTED), which go on and end the job with 0: no hang. Mapped by
+// node, the rank that leaves (rank 2) is on node003 with rank 5, which
+// is in no group: its daemon hears of the group only when asked for its
+// part of the fence.
+func TestPMIxGroupFenceLeft(t *testing.T) {
+	prog := openMPI(t, "groupfence")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "6", "--map-by", "node", prog, "leave")
+	if res.status != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{"rank 0: fence over ranks 0-2: ERROR", "rank 1: fence over ranks 0-2: ERROR"})
+}

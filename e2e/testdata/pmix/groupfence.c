@@ -1,0 +1,69 @@
+// Fences over part of the job (PMIx_Fence with a list of processes).
+// argv[1] "halves": the lower and the upper half of the ranks each put a
+// value, fence over their own half at once with PMIX_COLLECT_DATA, and
+// get the value of the next rank of their half; then every rank fences
+// over the whole job. "leave": rank 2 finalises and exits at once, while
+// ranks 0 and 1 fence over ranks 0-2, which must fail, not hang.
+#include <pmix.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pmix_status_t fence_over(const char *nspace, int first, int n) {
+    pmix_proc_t *procs = calloc(n, sizeof(*procs));
+    for (int i = 0; i < n; i++) {
+        PMIX_LOAD_PROCID(&procs[i], nspace, first + i);
+    }
+    pmix_info_t collect;
+    bool yes = true;
+    PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    pmix_status_t rc = PMIx_Fence(procs, n, &collect, 1);
+    free(procs);
+    return rc;
+}
+
+static void halves(pmix_proc_t me, uint32_t size) {
+    uint32_t half = size / 2;
+    uint32_t lo = me.rank < half ? 0 : half, n = me.rank < half ? half : size - half;
+    char mine[64];
+    snprintf(mine, sizeof mine, "value of rank %u", me.rank);
+    pmix_value_t v;
+    PMIX_VALUE_LOAD(&v, mine, PMIX_STRING);
+    PMIx_Put(PMIX_GLOBAL, "prsh.group", &v);
+    PMIx_Commit();
+    pmix_status_t rc = fence_over(me.nspace, lo, n);
+    if (rc != PMIX_SUCCESS) {
+        printf("rank %u: fence over ranks %u-%u: %s\n", me.rank, lo, lo + n - 1, PMIx_Error_string(rc));
+        return;
+    }
+    pmix_proc_t peer;
+    PMIX_LOAD_PROCID(&peer, me.nspace, lo + (me.rank - lo + 1) % n);
+    pmix_value_t *got = NULL;
+    rc = PMIx_Get(&peer, "prsh.group", NULL, 0, &got);
+    if (rc != PMIX_SUCCESS) {
+        printf("rank %u: get from rank %u: %s\n", me.rank, peer.rank, PMIx_Error_string(rc));
+        return;
+    }
+    printf("rank %u of ranks %u-%u got \"%s\"\n", me.rank, lo, lo + n - 1, got->data.string);
+    PMIX_LOAD_PROCID(&peer, me.nspace, PMIX_RANK_WILDCARD);
+    PMIx_Fence(&peer, 1, NULL, 0);
+}
+
+int main(int argc, char **argv) {
+    pmix_proc_t me, wild;
+    if (argc < 2 || PMIx_Init(&me, NULL, 0) != PMIX_SUCCESS) {
+        fprintf(stderr, "usage: groupfence halves|leave (under a PMIx server)\n");
+        return 1;
+    }
+    pmix_value_t *size = NULL;
+    PMIX_LOAD_PROCID(&wild, me.nspace, PMIX_RANK_WILDCARD);
+    PMIx_Get(&wild, PMIX_JOB_SIZE, NULL, 0, &size);
+    if (strcmp(argv[1], "halves") == 0) {
+        halves(me, size->data.uint32);
+    } else if (me.rank < 2) {
+        pmix_status_t rc = fence_over(me.nspace, 0, 3);
+        printf("rank %u: fence over ranks 0-2: %s\n", me.rank, PMIx_Error_string(rc));
+    }
+    PMIx_Finalize(NULL, 0);
+    return 0;
+}
