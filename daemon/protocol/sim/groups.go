@@ -48,6 +48,7 @@ func (s *Sim) groupFenceDone(d *daemon, a protocol.FenceDone) {
 		got = append(got, kv.Key)
 	}
 	slices.Sort(got)
+	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		s.Errors = append(s.Errors, fmt.Sprintf("d%d: group fence %s gave %v, want %v", d.id, a.Group, got, want))
 	}
