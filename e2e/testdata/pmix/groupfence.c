@@ -23,6 +23,7 @@ static pmix_status_t fence_over(const char *nspace, int first, int n) {
 }
 
 static void halves(pmix_proc_t me, uint32_t size) {
+    bool yes = true;
     uint32_t half = size / 2;
     uint32_t lo = me.rank < half ? 0 : half, n = me.rank < half ? half : size - half;
     char mine[64];
@@ -38,8 +39,12 @@ static void halves(pmix_proc_t me, uint32_t size) {
     }
     pmix_proc_t peer;
     PMIX_LOAD_PROCID(&peer, me.nspace, lo + (me.rank - lo + 1) % n);
+    // Optional: the value must be here already, from the fence, not
+    // fetched from the peer's node (direct modex).
+    pmix_info_t optional;
+    PMIX_INFO_LOAD(&optional, PMIX_OPTIONAL, &yes, PMIX_BOOL);
     pmix_value_t *got = NULL;
-    rc = PMIx_Get(&peer, "prsh.group", NULL, 0, &got);
+    rc = PMIx_Get(&peer, "prsh.group", &optional, 1, &got);
     if (rc != PMIX_SUCCESS) {
         printf("rank %u: get from rank %u: %s\n", me.rank, peer.rank, PMIx_Error_string(rc));
         return;
