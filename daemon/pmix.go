@@ -420,8 +420,8 @@ func asyncModex(env []string) bool {
 }
 
 // pmixFenceEntered: every local rank still connected is in a fence over
-// the whole job, or every local rank listed in one over some ranks. The library counts a rank that left without finalising
-// as done; the machine must not (no fence completes without such a
+// the whole job, or every one listed in a fence over some ranks. The
+// library counts a rank that left without finalising as done; the machine must not (no fence completes without such a
 // rank), so a rank that has begun to exit does not enter: the library saw
 // its socket close only after the kernel marked it exiting. The node's
 // data rides on the first entry, under a key of the node's own, so that
@@ -439,22 +439,21 @@ func (d *Daemon) pmixFenceEntered(f pmix.Fence) {
 	if f.Timeout > 0 {
 		time.AfterFunc(f.Timeout, func() { f.Reply.Send(nil, pmix.ErrTimeout) })
 	}
-	// Queued before the machine hears of it: the fence may complete in
-	// the step.
-	name := protocol.GroupName(f.Ranks)
-	j.queueFence(name, f)
-	data := []modex.KV{{Key: pmixKey(d.cfg.ID), Value: base64.StdEncoding.EncodeToString(f.Data)}}
-	entered := false
+	var in []int
 	for _, id := range slices.Sorted(maps.Keys(jr.ranks)) {
-		if !jr.starter.Live(id) || (f.Ranks != nil && !slices.Contains(f.Ranks, id)) {
-			continue
+		if jr.starter.Live(id) && (f.Ranks == nil || slices.Contains(f.Ranks, id)) {
+			in = append(in, id)
 		}
-		d.step(protocol.FenceEntered{Job: j.job, Rank: id, Puts: data, Group: f.Ranks})
-		data, entered = nil, true
 	}
-	if !entered && f.Ranks != nil { // its ranks here are exiting: it cannot complete
-		j.nextGroupFence(name)
+	if len(in) == 0 && f.Ranks != nil { // its ranks here are exiting: it cannot complete
 		f.Reply.Send(nil, pmix.ErrFailed)
+		return
+	}
+	j.queueFence(protocol.GroupName(f.Ranks), f) // first: it may complete in a step
+	data := []modex.KV{{Key: pmixKey(d.cfg.ID), Value: base64.StdEncoding.EncodeToString(f.Data)}}
+	for _, id := range in {
+		d.step(protocol.FenceEntered{Job: j.job, Rank: id, Puts: data, Group: f.Ranks})
+		data = nil
 	}
 }
 
