@@ -38,7 +38,8 @@ func TestPMIxGroupFence(t *testing.T) {
 // NOT-SUPPORTED), which go on and end the job with 0: no hang. Mapped by
 // node, the rank that leaves (rank 2) is on node003 with rank 5, which
 // is in no group: its daemon hears of the group only when asked for its
-// part of the fence.
+// part of the fence. A listed rank that exits without finalising fails
+// the job with one line instead.
 func TestPMIxGroupFenceLeft(t *testing.T) {
 	prog := openMPI(t, "groupfence")
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
@@ -47,4 +48,11 @@ func TestPMIxGroupFenceLeft(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
 	}
 	checkLines(t, res.stdout, []string{"rank 0: fence over ranks 0-2: ERROR", "rank 1: fence over ranks 0-2: ERROR"})
+
+	// Exiting without finalising fails the job, as in a fence over all.
+	res = mpirun(t, c, "-np", "6", "--map-by", "node", prog, "exit")
+	if res.status != 255 {
+		t.Errorf("rank 2 exits without finalising: exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLine(t, res.stderr, `^mpirun: node003: rank 2 exited with status 0 without finalizing MPI \(PMI\)$`)
 }

@@ -3,7 +3,8 @@
 // value, fence over their own half at once with PMIX_COLLECT_DATA, and
 // get the value of the next rank of their half; then every rank fences
 // over the whole job. "leave": rank 2 finalises and exits at once, while
-// ranks 0 and 1 fence over ranks 0-2, which must fail, not hang.
+// ranks 0 and 1 fence over ranks 0-2, which must fail, not hang; "exit":
+// rank 2 exits with status 0 without finalising instead.
 #include <pmix.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,7 @@ static void halves(pmix_proc_t me, uint32_t size) {
 int main(int argc, char **argv) {
     pmix_proc_t me, wild;
     if (argc < 2 || PMIx_Init(&me, NULL, 0) != PMIX_SUCCESS) {
-        fprintf(stderr, "usage: groupfence halves|leave (under a PMIx server)\n");
+        fprintf(stderr, "usage: groupfence halves|leave|exit (under a PMIx server)\n");
         return 1;
     }
     pmix_value_t *size = NULL;
@@ -65,6 +66,8 @@ int main(int argc, char **argv) {
     PMIx_Get(&wild, PMIX_JOB_SIZE, NULL, 0, &size);
     if (strcmp(argv[1], "halves") == 0) {
         halves(me, size->data.uint32);
+    } else if (me.rank == 2 && strcmp(argv[1], "exit") == 0) {
+        exit(0);
     } else if (me.rank < 2) {
         pmix_status_t rc = fence_over(me.nspace, 0, 3);
         printf("rank %u: fence over ranks 0-2: %s\n", me.rank, PMIx_Error_string(rc));
