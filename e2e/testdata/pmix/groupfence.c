@@ -2,7 +2,10 @@
 // argv[1] "halves": the lower and the upper half of the ranks each put a
 // value, fence over their own half at once with PMIX_COLLECT_DATA, and
 // get the value of the next rank of their half; then every rank fences
-// over the whole job. "leave": rank 2 finalises and exits at once, while
+// over the whole job. "halves-collected" gets it as optional: it must
+// have come with the fence's data (readable so only from the library's
+// shared-memory store: with the hash store an optional get looks in the
+// client's own cache alone). "leave": rank 2 finalises and exits at once, while
 // ranks 0 and 1 fence over ranks 0-2, which must fail, not hang; "exit":
 // rank 2 exits with status 0 without finalising instead.
 #include <pmix.h>
@@ -23,7 +26,7 @@ static pmix_status_t fence_over(const char *nspace, int first, int n) {
     return rc;
 }
 
-static void halves(pmix_proc_t me, uint32_t size) {
+static void halves(pmix_proc_t me, uint32_t size, bool collected) {
     bool yes = true;
     uint32_t half = size / 2;
     uint32_t lo = me.rank < half ? 0 : half, n = me.rank < half ? half : size - half;
@@ -41,11 +44,11 @@ static void halves(pmix_proc_t me, uint32_t size) {
     pmix_proc_t peer;
     PMIX_LOAD_PROCID(&peer, me.nspace, lo + (me.rank - lo + 1) % n);
     // Optional: the value must be here already, from the fence, not
-    // fetched from the peer's node (direct modex).
+    // fetched from the peer's node (direct modex), which a plain get does.
     pmix_info_t optional;
     PMIX_INFO_LOAD(&optional, PMIX_OPTIONAL, &yes, PMIX_BOOL);
     pmix_value_t *got = NULL;
-    rc = PMIx_Get(&peer, "prsh.group", &optional, 1, &got);
+    rc = PMIx_Get(&peer, "prsh.group", collected ? &optional : NULL, collected ? 1 : 0, &got);
     if (rc != PMIX_SUCCESS) {
         printf("rank %u: get from rank %u: %s\n", me.rank, peer.rank, PMIx_Error_string(rc));
         return;
@@ -58,14 +61,14 @@ static void halves(pmix_proc_t me, uint32_t size) {
 int main(int argc, char **argv) {
     pmix_proc_t me, wild;
     if (argc < 2 || PMIx_Init(&me, NULL, 0) != PMIX_SUCCESS) {
-        fprintf(stderr, "usage: groupfence halves|leave|exit (under a PMIx server)\n");
+        fprintf(stderr, "usage: groupfence halves|halves-collected|leave|exit (under a PMIx server)\n");
         return 1;
     }
     pmix_value_t *size = NULL;
     PMIX_LOAD_PROCID(&wild, me.nspace, PMIX_RANK_WILDCARD);
     PMIx_Get(&wild, PMIX_JOB_SIZE, NULL, 0, &size);
-    if (strcmp(argv[1], "halves") == 0) {
-        halves(me, size->data.uint32);
+    if (strncmp(argv[1], "halves", 6) == 0) {
+        halves(me, size->data.uint32, strcmp(argv[1], "halves-collected") == 0);
     } else if (me.rank == 2 && strcmp(argv[1], "exit") == 0) {
         exit(0);
     } else if (me.rank < 2) {
