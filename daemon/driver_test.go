@@ -75,6 +75,8 @@ var notThroughTheDriver = map[string]string{
 	"allgather":               "its ranks would speak PMI-2's allgather; the fake ranks speak PMI-1 (fences)",
 	"ring":                    "its ranks would speak PMI-2's ring; the fake ranks speak PMI-1 (fences)",
 	"dmodex":                  "direct modex is asked by a PMIx server, which the fake ranks do not run",
+	"group-fences":            "fences over a group of ranks come from a PMIx server, which the fake ranks do not run (e2e: TestPMIxGroupFence)",
+	"group-fence-left":        "fences over a group of ranks come from a PMIx server, which the fake ranks do not run (e2e: TestPMIxGroupFenceLeft)",
 	"hung-daemon":             "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
 	"hung-relay":              "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",
 	"hung-leaf":               "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",

@@ -221,8 +221,10 @@ func (d *Daemon) carry(acts []protocol.Action) {
 		case protocol.StopSelf:
 			d.cfg.StopSelf()
 		case protocol.FenceDone:
-			d.fenceDone(a.Job, a.View)
-			d.pmixFenceDone(a.Job, a.View)
+			if a.Group == "" { // a group's fence is PMIx's only
+				d.fenceDone(a.Job, a.View)
+			}
+			d.pmixFenceDone(a)
 		case protocol.RingDone:
 			d.ringDone(a.Job, a.Answers)
 		case protocol.AllgatherDone:

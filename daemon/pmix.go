@@ -41,7 +41,10 @@ type pmixJob struct {
 	ns     string
 	tmpdir string       // the scratch directory of its ranks
 	fences []pmix.Fence // this node's part of the fence in progress
-	nodes  []int        // the daemons that hold ranks, whose data a fence merges
+	// groupFences are this node's parts of the fences over groups of
+	// ranks in progress, by group (protocol.GroupName), oldest first.
+	groupFences map[string][]pmix.Fence
+	nodes       []int // the daemons that hold ranks, whose data a fence merges
 	// storeEnv is added to every rank's environment after the library's
 	// own variables (hashStoreEnv).
 	storeEnv []string
@@ -276,6 +279,9 @@ func (d *Daemon) releasePMIx(job int) {
 	}
 	j := d.pmix.jobs[job]
 	delete(d.pmix.jobs, job)
+	for _, fences := range j.groupFences {
+		j.fences = append(j.fences, fences...)
+	}
 	for _, f := range j.fences {
 		f.Reply.Send(nil, pmix.ErrFailed)
 	}
@@ -414,8 +420,8 @@ func asyncModex(env []string) bool {
 }
 
 // pmixFenceEntered: every local rank still connected is in a fence over
-// the whole job. The library counts a rank that left without finalising
-// as done; the machine must not (no fence completes without such a
+// the whole job, or every one listed in a fence over some ranks. The
+// library counts a rank that left without finalising as done; the machine must not (no fence completes without such a
 // rank), so a rank that has begun to exit does not enter: the library saw
 // its socket close only after the kernel marked it exiting. The node's
 // data rides on the first entry, under a key of the node's own, so that
@@ -426,27 +432,65 @@ func (d *Daemon) pmixFenceEntered(f pmix.Fence) {
 	if j != nil {
 		jr = d.jobs[j.job]
 	}
-	if jr == nil {
+	if jr == nil || (f.Ranks != nil && f.Ranks[len(f.Ranks)-1] >= len(jr.app.RankNode)) {
 		f.Reply.Send(nil, pmix.ErrFailed)
 		return
 	}
-	j.fences = append(j.fences, f)
 	if f.Timeout > 0 {
 		time.AfterFunc(f.Timeout, func() { f.Reply.Send(nil, pmix.ErrTimeout) })
 	}
-	data := []modex.KV{{Key: pmixKey(d.cfg.ID), Value: base64.StdEncoding.EncodeToString(f.Data)}}
+	var in []int
 	for _, id := range slices.Sorted(maps.Keys(jr.ranks)) {
-		if !jr.starter.Live(id) {
-			continue
+		if jr.starter.Live(id) && (f.Ranks == nil || slices.Contains(f.Ranks, id)) {
+			in = append(in, id)
 		}
-		d.step(protocol.FenceEntered{Job: j.job, Rank: id, Puts: data})
+	}
+	if len(in) == 0 && f.Ranks != nil { // its ranks here are exiting: it cannot complete
+		f.Reply.Send(nil, pmix.ErrFailed)
+		return
+	}
+	j.queueFence(protocol.GroupName(f.Ranks), f) // first: it may complete in a step
+	data := []modex.KV{{Key: pmixKey(d.cfg.ID), Value: base64.StdEncoding.EncodeToString(f.Data)}}
+	for _, id := range in {
+		d.step(protocol.FenceEntered{Job: j.job, Rank: id, Puts: data, Group: f.Ranks})
 		data = nil
 	}
 }
 
+// queueFence keeps the node's part of a fence until it completes: one
+// over the whole job (group ""), or over group.
+func (j *pmixJob) queueFence(group string, f pmix.Fence) {
+	if group == "" {
+		j.fences = append(j.fences, f)
+		return
+	}
+	if j.groupFences == nil {
+		j.groupFences = map[string][]pmix.Fence{}
+	}
+	j.groupFences[group] = append(j.groupFences[group], f)
+}
+
+// nextGroupFence takes the node's oldest fence over group, if any.
+func (j *pmixJob) nextGroupFence(group string) (pmix.Fence, bool) {
+	fences := j.groupFences[group]
+	if len(fences) == 0 {
+		return pmix.Fence{}, false
+	}
+	if len(fences) == 1 {
+		delete(j.groupFences, group)
+	} else {
+		j.groupFences[group] = fences[1:]
+	}
+	return fences[0], true
+}
+
 // pmixFenceDone answers the node's fence with every node's data.
-func (d *Daemon) pmixFenceDone(job int, view modex.View) {
-	j := d.pmixJobNum(job)
+func (d *Daemon) pmixFenceDone(done protocol.FenceDone) {
+	if done.Group != "" {
+		d.pmixGroupFenceDone(done)
+		return
+	}
+	j, view := d.pmixJobNum(done.Job), done.View
 	if j == nil || len(j.fences) == 0 {
 		return
 	}
@@ -468,6 +512,39 @@ func (d *Daemon) pmixFenceDone(job int, view modex.View) {
 		}
 	}
 	j.fences = nil
+}
+
+// pmixGroupFenceDone answers the node's oldest fence over the group with
+// the data of the nodes that hold its ranks, or fails it when some of
+// them left before entering it.
+func (d *Daemon) pmixGroupFenceDone(done protocol.FenceDone) {
+	j := d.pmixJobNum(done.Job)
+	if j == nil {
+		return
+	}
+	f, ok := j.nextGroupFence(done.Group)
+	if !ok {
+		return // one that failed: its members here had all left
+	}
+	if len(done.Gone) > 0 {
+		d.log.Warn("PMIx: a fence over some ranks failed: ranks of it ended before entering it", "job", done.Job,
+			"ranks", done.Group, "gone", done.Gone)
+		f.Reply.Send(nil, pmix.ErrFailed)
+		return
+	}
+	var all []byte
+	for _, kv := range done.Puts {
+		b, err := base64.StdEncoding.DecodeString(kv.Value)
+		if err != nil {
+			f.Reply.Send(nil, pmix.ErrFailed)
+			return
+		}
+		all = append(all, b...)
+	}
+	if !f.Collect {
+		all = nil
+	}
+	f.Reply.Send(all, nil)
 }
 
 // pmixDirectModex sends the library's request for a remote rank's data

@@ -3,12 +3,12 @@ package protocol
 import (
 	"prsh/modex"
 	"prsh/modex/collective"
-	"prsh/topo"
 )
 
 // The PMI collectives (fence, allgather, PMIX_Ring) are modex/collective's
 // machine; this file feeds it the ranks' entries and the children's
-// messages (CollectiveUp, CollectiveDown) and carries out what it asks.
+// messages (CollectiveUp, CollectiveDown, CollectiveProbe) and carries
+// out what it asks.
 // Each daemon keeps its own copy of what the fences committed (a
 // modex.View), so that every get after a fence is answered on the node:
 // no get crosses the network.
@@ -20,43 +20,33 @@ const jobGroup = ""
 // RingEntry is one rank's entry in a PMIX_Ring, given or answered.
 type RingEntry = collective.RingEntry
 
-// enter: local rank of job entered its next collective of op with part.
-// A rank that took part in one uses PMI: it must finalise it before it
-// exits.
-func (m *Machine) enter(job, rank int, op collective.Op, part collective.Part) {
-	if j, r, ok := m.rankOf(job, rank); ok && !r.reaped {
-		r.pmi = true
-		m.collectives(j, j.coll.Enter(jobGroup, op, rank, part))
+// enter: local rank of job entered its next collective of op over
+// group with part. A rank that took part in one uses PMI: it must
+// finalise it before it exits.
+func (m *Machine) enter(job, rank int, group string, op collective.Op, part collective.Part) {
+	j, r, ok := m.rankOf(job, rank)
+	if !ok || r.reaped || (group != jobGroup && !m.joinGroup(j, group)) {
+		return
 	}
+	r.pmi = true
+	m.collectives(j, j.coll.Enter(group, op, rank, part))
 }
 
 // joinCollectives: job j's local ranks started; its collectives can tell
 // who takes part here.
 func (m *Machine) joinCollectives(j *jobState) {
 	m.collectives(j, j.coll.Join(jobGroup, func() collective.Members { return m.jobMembers(j.app) }))
+	m.joinEarlyGroups(j)
 }
 
 // jobMembers is who takes part in app's collectives here: every local
 // rank, and the live children whose subtree holds ranks.
 func (m *Machine) jobMembers(app Launch) collective.Members {
-	ranksOn := map[int]int{}
-	for _, d := range app.RankNode {
-		ranksOn[d]++
+	all := make([]int, len(app.RankNode))
+	for r := range all {
+		all[r] = r
 	}
-	toward := func(rank int) int { return m.towardRank(app, rank) }
-	mem := collective.Members{Ranks: localRanks(app, m.self), Toward: toward}
-	for _, c := range m.sortedChildren() {
-		if c.failed {
-			continue
-		}
-		for _, id := range append([]int{c.id}, topo.Subtree(m.spawnTree, c.id)...) {
-			if ranksOn[id] > 0 {
-				mem.Children = append(mem.Children, c.id)
-				break
-			}
-		}
-	}
-	return mem
+	return m.groupMembers(app, all)
 }
 
 // towardRank says where rank lives from here: here, below a live child
@@ -100,6 +90,10 @@ func (m *Machine) collectives(j *jobState, acts []collective.Action) {
 			if c := m.children[a.Child]; c != nil && c.linked() {
 				m.emit(Send{c.link, CollectiveDown{ID: a.ID, Part: a.Part, Job: j.num}})
 			}
+		case collective.Probe:
+			if c := m.children[a.Child]; c != nil && c.linked() {
+				m.emit(Send{c.link, CollectiveProbe{ID: a.ID, Job: j.num}})
+			}
 		case collective.Done:
 			m.collectiveDone(j, a.ID, a.Part)
 		}
@@ -111,6 +105,10 @@ func (m *Machine) collectives(j *jobState, acts []collective.Action) {
 func (m *Machine) collectiveDone(j *jobState, id collective.ID, result collective.Part) {
 	switch id.Op {
 	case collective.Fence:
+		if id.Group != jobGroup { // a group's data is its fence's only
+			m.emit(FenceDone{Job: j.num, Seq: id.Seq, Group: id.Group, Puts: result.KVs, Gone: result.Gone})
+			return
+		}
 		j.view = j.view.With(result.KVs)
 		m.emit(FenceDone{Job: j.num, Seq: id.Seq, View: j.view})
 	case collective.Allgather:

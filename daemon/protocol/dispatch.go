@@ -40,12 +40,16 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 			m.role.report(msg)
 		}
 	case CollectiveUp:
-		if j := m.jobOf(msg.Job); j != nil && m.isChild(peer) {
+		if j := m.jobOf(msg.Job); j != nil && m.isChild(peer) && (msg.ID.Group == jobGroup || m.joinGroup(j, msg.ID.Group)) {
 			m.collectives(j, j.coll.FromChild(peer, msg.ID, msg.Part))
 		}
 	case CollectiveDown:
 		if j := m.jobOf(msg.Job); j != nil && fromParent {
 			m.collectives(j, j.coll.FromParent(msg.ID, msg.Part))
+		}
+	case CollectiveProbe:
+		if j := m.jobOf(msg.Job); j != nil && fromParent && msg.ID.Group != jobGroup && m.joinGroup(j, msg.ID.Group) {
+			m.collectives(j, j.coll.Probed(msg.ID))
 		}
 	case ModexRequest:
 		m.modexRequest(msg)

@@ -139,6 +139,9 @@ type FenceEntered struct {
 	Job  int
 	Rank int
 	Puts []modex.KV
+	// Group lists the ranks of a fence over part of the job (PMIx_Fence
+	// with a list of processes), sorted; nil for the whole job.
+	Group []int
 }
 
 // AllgatherEntered: a local rank entered its next allgather with its
@@ -319,6 +322,12 @@ type FenceDone struct {
 	Job  int
 	Seq  int
 	View modex.View
+	// A group's fence (FenceEntered.Group), by GroupName: its result is
+	// Puts, not added to View; Gone lists its members that left before
+	// entering it, which fails it.
+	Group string
+	Puts  []modex.KV
+	Gone  []int
 }
 
 // ServeModex: ask this daemon's PMIx server for local rank Rank's data,

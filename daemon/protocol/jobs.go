@@ -29,6 +29,10 @@ type jobState struct {
 	started, exited *reduction
 	coll            *collective.Machine // the PMI collectives (collectives.go)
 	view            modex.View          // what the fences committed so far
+	// groups are the groups of ranks whose collectives were joined here;
+	// earlyGroups, those named before the ranks started (groups.go).
+	groups      map[string]bool
+	earlyGroups []string
 	// killed: a JobKill came (DVM): its ranks are being stopped, and no
 	// more failures go up for it.
 	killed bool
@@ -41,7 +45,7 @@ type jobState struct {
 // newJob makes job num's state, its reductions waiting for children.
 func (m *Machine) newJob(num int, children []int) *jobState {
 	return &jobState{
-		num: num, ranks: map[int]*rank{}, coll: collective.New(m.root != nil),
+		num: num, ranks: map[int]*rank{}, coll: collective.New(m.root != nil), groups: map[string]bool{},
 		started: newReduction(children), exited: newReduction(children),
 	}
 }

@@ -49,6 +49,7 @@ var kinds = [...]Message{
 	15: Pending{},
 	16: JobKill{},
 	17: JobEnd{},
+	18: CollectiveProbe{},
 }
 
 var kindOfType = func() map[reflect.Type]byte {
@@ -296,6 +297,14 @@ type CollectiveDown struct {
 	Job  int `json:",omitempty"`
 }
 
+// CollectiveProbe asks a child for its subtree's part of a group's
+// collective ID, which the sender opened and waits for: a member that
+// left in that subtree fails it rather than leave it waiting (groups.go).
+type CollectiveProbe struct {
+	ID  collective.ID
+	Job int `json:",omitempty"`
+}
+
 // ModexRequest asks daemon To for what rank Rank (one of To's) put,
 // for daemon From's request ID (PMIx direct modex). It travels along the
 // routing topology.
@@ -322,23 +331,24 @@ type Pending struct {
 	Slow    []int
 }
 
-func (Hello) message()          {}
-func (Welcome) message()        {}
-func (Addrs) message()          {}
-func (Launch) message()         {}
-func (Failure) message()        {}
-func (Milestone) message()      {}
-func (Teardown) message()       {}
-func (Signal) message()         {}
-func (SignalAck) message()      {}
-func (Skipped) message()        {}
-func (CollectiveUp) message()   {}
-func (CollectiveDown) message() {}
-func (ModexRequest) message()   {}
-func (ModexReply) message()     {}
-func (Pending) message()        {}
-func (JobKill) message()        {}
-func (JobEnd) message()         {}
+func (Hello) message()           {}
+func (Welcome) message()         {}
+func (Addrs) message()           {}
+func (Launch) message()          {}
+func (Failure) message()         {}
+func (Milestone) message()       {}
+func (Teardown) message()        {}
+func (Signal) message()          {}
+func (SignalAck) message()       {}
+func (Skipped) message()         {}
+func (CollectiveUp) message()    {}
+func (CollectiveDown) message()  {}
+func (CollectiveProbe) message() {}
+func (ModexRequest) message()    {}
+func (ModexReply) message()      {}
+func (Pending) message()         {}
+func (JobKill) message()         {}
+func (JobEnd) message()          {}
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.
 const (

@@ -29,6 +29,8 @@ func FuzzDecodeMessage(f *testing.F) {
 		Skipped{ID: 4, Msg: "node004: unreachable"},
 		CollectiveUp{ID: collective.ID{Op: collective.Ring, Seq: 1}, Part: collective.Part{Ring: []RingEntry{{Rank: 2, Count: 1, Left: "a", Right: "b"}}}},
 		CollectiveDown{ID: collective.ID{Group: "g", Op: collective.Fence, Seq: 3}, Part: collective.Part{KVs: []modex.KV{{Key: "k", Value: "v"}}}},
+		CollectiveUp{ID: collective.ID{Group: "0-2,5", Op: collective.Fence, Seq: 2}, Part: collective.Part{Gone: []int{1, 5}}, Job: 3},
+		CollectiveProbe{ID: collective.ID{Group: "0-2,5", Op: collective.Fence, Seq: 2}, Job: 3},
 	} {
 		kind, payload, err := Encode(msg)
 		if err != nil {

@@ -62,6 +62,7 @@ func (m *Machine) rankExited(e RankExited) {
 		return
 	}
 	r.reaped = true
+	m.leaveGroups(j, e.Rank)
 	switch {
 	case m.ending() || j.killed:
 	case e.Status != 0:
@@ -81,6 +82,7 @@ func (m *Machine) pmiEvent(ev Event) {
 		if j, r, ok := m.rankOf(e.Job, e.Rank); ok {
 			r.finalized = true
 			m.collectives(j, j.coll.Finalized(jobGroup, e.Rank))
+			m.leaveGroups(j, e.Rank)
 		}
 	case PMIConnected:
 		if _, r, ok := m.rankOf(e.Job, e.Rank); ok {
@@ -95,11 +97,11 @@ func (m *Machine) pmiEvent(ev Event) {
 			r.pmi, r.pmiErr = r.pmi || e.Used, e.Err
 		}
 	case FenceEntered:
-		m.enter(e.Job, e.Rank, collective.Fence, fencePart(e.Puts))
+		m.enter(e.Job, e.Rank, fenceGroup(e), collective.Fence, fencePart(e.Puts))
 	case AllgatherEntered:
-		m.enter(e.Job, e.Rank, collective.Allgather, allgatherPart(e.Rank, e.Value))
+		m.enter(e.Job, e.Rank, jobGroup, collective.Allgather, allgatherPart(e.Rank, e.Value))
 	case RingEntered:
-		m.enter(e.Job, e.Rank, collective.Ring, ringPart(e))
+		m.enter(e.Job, e.Rank, jobGroup, collective.Ring, ringPart(e))
 	case Aborted:
 		m.aborted(e)
 	}

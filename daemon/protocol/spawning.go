@@ -134,6 +134,9 @@ func (m *Machine) acceptChild(c *child, l LinkID) {
 	// A launch held for this child goes now, not once its whole subtree
 	// has reported its addresses.
 	m.deliver(m.router.Learned(c.id))
+	for _, j := range m.sortedJobs() {
+		m.collectives(j, j.coll.Reprobe(c.id))
+	}
 }
 
 func (m *Machine) spawnFailedToStart(id int, err string) {

@@ -27,7 +27,7 @@ const (
 // result that comes down anyway stops here.
 var outsider = Members{Toward: func(int) int { return Nowhere }}
 
-// Action is what the driver must do: SendUp, SendDown or Done.
+// Action is what the driver must do: SendUp, SendDown, Probe or Done.
 type Action interface{ action() }
 
 // SendUp: send this subtree's part of collective ID to the parent.
@@ -50,7 +50,15 @@ type Done struct {
 	Part Part
 }
 
+// Probe: ask Child for its part of group collective ID (Probed there),
+// which this daemon has just opened and waits for.
+type Probe struct {
+	Child int
+	ID    ID
+}
+
 func (SendUp) action()   {}
+func (Probe) action()    {}
 func (SendDown) action() {}
 func (Done) action()     {}
 
@@ -67,6 +75,7 @@ type Machine struct {
 	open   map[ID]*reduction
 	early  map[string][]childPart // parts of groups not joined yet
 	failed map[int]bool
+	probes []Action // Probe actions of collectives just opened
 	// completed is the last Seq of each group's Op completed here: a
 	// late or repeated part of it must not open it again. Collectives of
 	// one Op complete in Seq order, since every rank enters them and
@@ -88,6 +97,9 @@ type group struct {
 	// entered counts the collectives of each Op each local rank entered.
 	entered   map[Op]map[int]int
 	finalized map[int]bool
+	// left: local ranks that will enter none of the group's collectives
+	// any more; those they did not enter fail (Left).
+	left map[int]bool
 }
 
 // reduction is one collective's reduce-up at this daemon.
@@ -121,13 +133,17 @@ func (m *Machine) Join(name string, members func() Members) []Action {
 	if m.groups[name] != nil {
 		return nil
 	}
-	m.groups[name] = &group{load: members, entered: map[Op]map[int]int{}, finalized: map[int]bool{}}
+	m.groups[name] = &group{load: members, entered: map[Op]map[int]int{}, finalized: map[int]bool{}, left: map[int]bool{}}
 	early := m.early[name]
 	delete(m.early, name)
 	for _, e := range early {
-		m.take(e.child, e.id, e.part)
+		if e.child == probe {
+			m.at(e.id)
+		} else {
+			m.take(e.child, e.id, e.part)
+		}
 	}
-	return m.checkAll(func(id ID) bool { return id.Group == name })
+	return m.withProbes(m.checkAll(func(id ID) bool { return id.Group == name }))
 }
 
 // Enter: local rank entered its next collective of op in group, with its
@@ -143,7 +159,7 @@ func (m *Machine) Enter(name string, op Op, rank int, part Part) []Action {
 	g.entered[op][rank]++
 	id := ID{Group: name, Op: op, Seq: g.entered[op][rank]}
 	m.at(id).part.merge(part)
-	return m.check(id)
+	return m.withProbes(m.check(id))
 }
 
 // FromChild: child sent its subtree's part of collective id. A part that
@@ -158,9 +174,9 @@ func (m *Machine) FromChild(child int, id ID, part Part) []Action {
 		return nil
 	}
 	if !m.take(child, id, part) {
-		return nil
+		return m.withProbes(nil)
 	}
-	return m.check(id)
+	return m.withProbes(m.check(id))
 }
 
 // FromParent: the parent sent collective id's result down.
@@ -183,6 +199,55 @@ func (m *Machine) Finalized(name string, rank int) []Action {
 	g.finalized[rank] = true
 	return m.checkAll(func(id ID) bool { return id.Group == name })
 }
+
+// Left: local rank of group will enter none of its collectives any more
+// (it exited or finalised). Unlike Finalized, which lets the job's
+// collectives go on without a rank, each collective of the group that
+// the rank did not enter completes here without it and fails (its part
+// names the rank in Gone): a subset of ranks that fences together
+// expects every member. One that has not opened here yet does so when
+// the parent probes for it (Probed).
+func (m *Machine) Left(name string, rank int) []Action {
+	g := m.groups[name]
+	if g == nil || !g.has(rank) || g.left[rank] {
+		return nil
+	}
+	g.left[rank] = true
+	return m.withProbes(m.checkAll(func(id ID) bool { return id.Group == name }))
+}
+
+// Probed: the parent opened collective id of a group and waits for this
+// daemon's part: it opens here too, and is probed for below, so that a
+// member that left anywhere in the subtree fails it, rather than leave
+// its members waiting for a part that never comes. A probe of a group not
+// joined yet waits for the Join.
+func (m *Machine) Probed(id ID) []Action {
+	if !id.Op.valid() || id.Group == "" || id.Seq <= m.completed[series{id.Group, id.Op}] {
+		return nil
+	}
+	if m.groups[id.Group] == nil {
+		m.early[id.Group] = append(m.early[id.Group], childPart{child: probe, id: id})
+		return nil
+	}
+	m.at(id)
+	return m.withProbes(m.check(id))
+}
+
+// Reprobe: child has just linked; the probes for it before went
+// nowhere. It is probed again for each group collective that waits for it.
+func (m *Machine) Reprobe(child int) []Action {
+	var acts []Action
+	for _, id := range m.Open() {
+		if id.Group != "" && m.open[id].waiting[child] {
+			acts = append(acts, Probe{child, id})
+		}
+	}
+	return acts
+}
+
+// probe stands, in the parts that came before a Join, for a parent's
+// probe.
+const probe = -1
 
 // ChildFailed drops a child from every collective, open or to come.
 func (m *Machine) ChildFailed(child int) []Action {
@@ -233,7 +298,8 @@ func (g *group) has(rank int) bool {
 	return g.isRank[rank]
 }
 
-// at is collective id's reduction, opened on first use.
+// at is collective id's reduction, opened on first use. A group's
+// (other than the job's) probes the children it waits for.
 func (m *Machine) at(id ID) *reduction {
 	r, ok := m.open[id]
 	if !ok {
@@ -241,6 +307,9 @@ func (m *Machine) at(id ID) *reduction {
 		for _, c := range m.groups[id.Group].members().Children {
 			if !m.failed[c] {
 				r.waiting[c] = true
+				if id.Group != "" {
+					m.probes = append(m.probes, Probe{c, id})
+				}
 			}
 		}
 		m.open[id] = r
@@ -248,9 +317,22 @@ func (m *Machine) at(id ID) *reduction {
 	return r
 }
 
+// withProbes puts the probes of the collectives just opened before acts.
+func (m *Machine) withProbes(acts []Action) []Action {
+	if len(m.probes) == 0 {
+		return acts
+	}
+	acts = append(m.probes, acts...)
+	m.probes = nil
+	return acts
+}
+
 // take adds a child's part, if it is still expected.
 func (m *Machine) take(child int, id ID, part Part) bool {
 	if id.Seq <= m.completed[series{id.Group, id.Op}] {
+		return false
+	}
+	if _, ok := m.open[id]; !ok && !slices.Contains(m.groups[id.Group].members().Children, child) {
 		return false
 	}
 	r := m.at(id)
@@ -259,6 +341,7 @@ func (m *Machine) take(child int, id ID, part Part) bool {
 	}
 	delete(r.waiting, child)
 	r.part.merge(part)
+	m.probes = slices.DeleteFunc(m.probes, func(a Action) bool { return a == Probe{child, id} })
 	return true
 }
 
@@ -282,10 +365,26 @@ func (m *Machine) check(id ID) []Action {
 	}
 	delete(m.open, id)
 	m.completed[series{id.Group, id.Op}] = id.Seq
+	r.part.Gone = append(r.part.Gone, m.goneFrom(id)...)
 	if !m.root {
 		return []Action{SendUp{id, r.part}}
 	}
-	return m.down(id, operations[id.Op].result(r.part))
+	result := operations[id.Op].result(r.part)
+	result.Gone = slices.Sorted(slices.Values(r.part.Gone))
+	return m.down(id, result)
+}
+
+// goneFrom lists the local ranks of the group that left before entering
+// collective id.
+func (m *Machine) goneFrom(id ID) []int {
+	g := m.groups[id.Group]
+	var gone []int
+	for _, rank := range g.members().Ranks {
+		if g.left[rank] && g.entered[id.Op][rank] < id.Seq {
+			gone = append(gone, rank)
+		}
+	}
+	return gone
 }
 
 // ranksIn says whether every local rank of the group entered collective
@@ -293,7 +392,7 @@ func (m *Machine) check(id ID) []Action {
 func (m *Machine) ranksIn(id ID) bool {
 	g := m.groups[id.Group]
 	for _, rank := range g.members().Ranks {
-		if g.entered[id.Op][rank] < id.Seq && !g.finalized[rank] {
+		if g.entered[id.Op][rank] < id.Seq && !g.finalized[rank] && !g.left[rank] {
 			return false
 		}
 	}

@@ -78,6 +78,10 @@ type Part struct {
 	Ordered []string `json:",omitzero"`
 	// Ring: the ranks' inputs, up; the answers of the ranks below, down.
 	Ring []RingEntry `json:",omitzero"`
+	// Gone: the ranks of a group that left (exited or finalised) before
+	// entering this collective. Any at all fails it, for every member:
+	// its result lacks their parts.
+	Gone []int `json:",omitzero"`
 }
 
 // RankValue is one rank's value in an allgather.
@@ -103,6 +107,7 @@ func (p *Part) merge(q Part) {
 	p.KVs = append(p.KVs, q.KVs...)
 	p.Values = append(p.Values, q.Values...)
 	p.Ring = append(p.Ring, q.Ring...)
+	p.Gone = append(p.Gone, q.Gone...)
 }
 
 // operation is what sets one Op apart from the others.

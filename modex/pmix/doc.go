@@ -41,21 +41,26 @@ type Handler interface {
 	Connected(p Proc)
 	Finalized(p Proc)
 	Aborted(p Proc, status int, msg string)
-	// Fence: every local rank entered a fence over the whole job; Data is
-	// their contribution, to be merged with every other node's.
+	// Fence: every local rank in it entered a fence over the whole job or
+	// over some of its ranks; Data is their contribution, to be merged
+	// with that of every other node that holds one.
 	Fence(f Fence)
 	// DirectModex: a local rank wants data that p put and that no fence
 	// has brought here.
 	DirectModex(p Proc, reply *Reply)
 }
 
-// Fence is one node's part of a fence over the whole job (Namespace).
+// Fence is one node's part of a fence over the whole job (Namespace), or
+// over some of its ranks.
 type Fence struct {
 	Namespace string
-	Data      []byte
-	Collect   bool          // the ranks want everyone's data back
-	Timeout   time.Duration // 0 = none
-	Reply     *Reply
+	// Ranks lists the ranks of a fence over part of the job, sorted,
+	// each once; nil for the whole job.
+	Ranks   []int
+	Data    []byte
+	Collect bool          // the ranks want everyone's data back
+	Timeout time.Duration // 0 = none
+	Reply   *Reply
 }
 
 // Errors a Reply can carry back to the ranks.

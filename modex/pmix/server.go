@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/cgo"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -475,9 +476,12 @@ func prshAborted(ns *C.char, rank C.uint32_t, st C.int, msg *C.char) {
 }
 
 //export prshFence
-func prshFence(ns *C.char, data *C.char, n C.size_t, collect, timeout C.int, call *C.prsh_call_t) {
+func prshFence(ns *C.char, ranks *C.uint32_t, nranks C.size_t, data *C.char, n C.size_t, collect, timeout C.int, call *C.prsh_call_t) {
 	f := Fence{Namespace: C.GoString(ns), Data: C.GoBytes(unsafe.Pointer(data), C.int(n)), Collect: collect != 0,
 		Timeout: time.Duration(timeout) * time.Second, Reply: &Reply{call: call}}
+	if nranks > 0 {
+		f.Ranks = groupOf(unsafe.Slice((*uint32)(unsafe.Pointer(ranks)), int(nranks)))
+	}
 	upcall(func(h Handler) { h.Fence(f) })
 }
 
@@ -501,4 +505,15 @@ func prshDmodexDone(st C.int, data *C.char, n C.size_t, handle C.uintptr_t) {
 		err = fmt.Errorf("pmix: %s", C.GoString(C.prsh_error_string(st)))
 	}
 	upcall(func(Handler) { answer(b, err) })
+}
+
+// groupOf is the ranks a fence lists, sorted, each once: the library
+// passes them in the order the ranks gave them.
+func groupOf(ranks []uint32) []int {
+	out := make([]int, len(ranks))
+	for i, r := range ranks {
+		out[i] = int(r)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

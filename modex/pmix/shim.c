@@ -58,20 +58,39 @@ static prsh_call_t *new_call(pmix_modex_cbfunc_t cb, void *cbdata) {
     return call;
 }
 
-// Only whole-namespace fences travel over the daemon tree: a fence over
-// some of the ranks is refused, never answered wrongly.
+// A fence over one namespace travels over the daemon tree: over all of
+// it (a wildcard entry), or over the ranks listed, a group of its own. A
+// fence over several namespaces is refused, never answered wrongly.
 static pmix_status_t fence(const pmix_proc_t procs[], size_t nprocs,
                            const pmix_info_t info[], size_t ninfo,
                            char *data, size_t ndata,
                            pmix_modex_cbfunc_t cb, void *cbdata) {
-    if (nprocs != 1 || procs[0].rank != PMIX_RANK_WILDCARD) {
-        return PMIX_ERR_NOT_SUPPORTED;
+    if (nprocs == 0) {
+        return PMIX_ERR_BAD_PARAM;
+    }
+    uint32_t *ranks = malloc(nprocs * sizeof(*ranks));
+    if (ranks == NULL) {
+        return PMIX_ERR_NOMEM;
+    }
+    size_t nranks = nprocs;
+    for (size_t i = 0; i < nprocs; i++) {
+        if (!PMIX_CHECK_NSPACE(procs[i].nspace, procs[0].nspace)) {
+            free(ranks);
+            return PMIX_ERR_NOT_SUPPORTED;
+        }
+        if (procs[i].rank == PMIX_RANK_WILDCARD) {
+            nranks = 0; // the whole namespace
+        }
+        ranks[i] = procs[i].rank;
     }
     prsh_call_t *call = new_call(cb, cbdata);
     if (call == NULL) {
+        free(ranks);
         return PMIX_ERR_NOMEM;
     }
-    prshFence((char *)procs[0].nspace, data, ndata, wants(info, ninfo, PMIX_COLLECT_DATA), timeout(info, ninfo), call);
+    prshFence((char *)procs[0].nspace, ranks, nranks, data, ndata, wants(info, ninfo, PMIX_COLLECT_DATA),
+              timeout(info, ninfo), call);
+    free(ranks);
     return PMIX_SUCCESS;
 }
 

@@ -75,6 +75,9 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 	case protocol.RingDone:
 		return fmt.Sprintf("ring %d done: %d answers", a.Seq, len(a.Answers))
 	case protocol.FenceDone:
+		if a.Group != "" {
+			return fmt.Sprintf("fence %d of %s done: %d keys, gone %v", a.Seq, a.Group, len(a.Puts), a.Gone)
+		}
 		return fmt.Sprintf("fence %d done: %d keys", a.Seq, a.View.Len())
 	case protocol.ServeModex:
 		return fmt.Sprintf("serve rank %d's data to d%d#%d", a.Rank, a.From, a.ID)
@@ -136,6 +139,8 @@ func Message(m protocol.Message) string {
 		return fmt.Sprintf("CollectiveUp %v: %s%s", m.ID, partUp(m.ID, m.Part), ofJob(m.Job))
 	case protocol.CollectiveDown:
 		return fmt.Sprintf("CollectiveDown %v: %s%s", m.ID, partDown(m.ID, m.Part), ofJob(m.Job))
+	case protocol.CollectiveProbe:
+		return fmt.Sprintf("CollectiveProbe %v%s", m.ID, ofJob(m.Job))
 	case protocol.ModexRequest:
 		return fmt.Sprintf("ModexRequest d%d#%d for rank %d of d%d", m.From, m.ID, m.Rank, m.To)
 	case protocol.ModexReply:
@@ -162,7 +167,15 @@ func partUp(id collective.ID, p collective.Part) string {
 	case collective.Ring:
 		return fmt.Sprintf("%d entries", len(p.Ring))
 	}
-	return fmt.Sprintf("%d keys", len(p.KVs))
+	return fmt.Sprintf("%d keys%s", len(p.KVs), gone(p))
+}
+
+// gone names a group's members that left before its fence, if any.
+func gone(p collective.Part) string {
+	if len(p.Gone) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", gone %v", p.Gone)
 }
 
 func partDown(id collective.ID, p collective.Part) string {
@@ -172,7 +185,7 @@ func partDown(id collective.ID, p collective.Part) string {
 	case collective.Ring:
 		return fmt.Sprintf("%d answers", len(p.Ring))
 	}
-	return fmt.Sprintf("%d keys", len(p.KVs))
+	return fmt.Sprintf("%d keys%s", len(p.KVs), gone(p))
 }
 
 func nodeIDs(ns []spawn.Node) string {

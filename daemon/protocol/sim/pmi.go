@@ -14,7 +14,7 @@ import (
 // every rank gave.
 
 func (s *Sim) usesPMI() bool {
-	return s.opt.Fences > 0 || s.opt.Allgathers > 0 || s.opt.Ring
+	return s.opt.Fences > 0 || s.opt.Allgathers > 0 || s.opt.Ring || len(s.opt.Groups) > 0
 }
 
 // nextCollective moves rank r on to its next step.
@@ -22,6 +22,10 @@ func (s *Sim) nextCollective(d *daemon, r rankID) {
 	st := d.ranks[r]
 	switch {
 	case st == nil:
+	case s.opt.Leave[r.rank]:
+		s.finalize(d, r)
+	case st.groups < len(s.groupsOf(r.rank)):
+		s.enterGroupFence(d, r)
 	case st.fences < s.opt.Fences:
 		s.enterFence(d, r)
 	case st.allgathers < s.opt.Allgathers:
@@ -44,6 +48,10 @@ func (s *Sim) enterFence(d *daemon, r rankID) {
 // fenceDone checks that the fence committed every rank's key, then lets
 // each local rank in it go on.
 func (s *Sim) fenceDone(d *daemon, a protocol.FenceDone) {
+	if a.Group != "" {
+		s.groupFenceDone(d, a)
+		return
+	}
 	if a.View.Len() != a.Seq*len(s.opt.App.RankNode) {
 		s.Errors = append(s.Errors, fmt.Sprintf("d%d: after fence %d the view holds %d keys, want %d", d.id, a.Seq, a.View.Len(), a.Seq*len(s.opt.App.RankNode)))
 	}

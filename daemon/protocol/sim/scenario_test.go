@@ -27,6 +27,9 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //	        [fences=K] [allgathers=G] [ring]
 //	                            each rank runs K PMI fences, G allgathers
 //	                            (and a ring), then finalises
+//	group RANKS [leave=R]       each of RANKS ("0,2", "1-3") fences over
+//	                            them before its job fences; rank R
+//	                            finalises and exits instead
 //	rank R exits S              rank R exits with status S
 //	refuse N "why"              node N's spawn fails (in a step: its task
 //	                            starts and ends at once)
@@ -107,6 +110,18 @@ func play(script string) (string, error) {
 			opt.Fences = kv.int("fences")
 			opt.Allgathers = kv.int("allgathers")
 			opt.Ring = kv.has("ring")
+		case "group": // group RANKS [leave=R]: a fence over RANKS ("0,2", "1-3")
+			g, ok := protocol.GroupRanks(f[1], 1<<20)
+			if !ok {
+				return "", bad(fmt.Errorf("not a list of ranks"))
+			}
+			opt.Groups = append(opt.Groups, g)
+			if kv.has("leave") {
+				if opt.Leave == nil {
+					opt.Leave = map[int]bool{}
+				}
+				opt.Leave[kv.int("leave")] = true
+			}
 		case "rank":
 			r, _ := strconv.Atoi(f[1])
 			s, _ := strconv.Atoi(f[3])

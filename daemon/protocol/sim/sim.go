@@ -79,6 +79,12 @@ type Options struct {
 	// with Ring one PMIX_Ring, before it finalises and runs RankMS.
 	Fences, Allgathers int
 	Ring               bool
+	// Groups are fences over part of the job (PMIx_Fence with a list of
+	// processes), each its ranks sorted: each rank first fences with each
+	// group it is in, in this order; before it does, a rank in Leave
+	// finalises and exits (it leaves every group).
+	Groups [][]int
+	Leave  map[int]bool
 	// Faults by daemon id.
 	Faults map[int]Fault
 	// Trace receives one line per action and injected event; nil = none.
@@ -200,8 +206,10 @@ type simJob struct {
 }
 
 type rankState struct {
-	fences, allgathers int  // collectives of each kind entered
-	ringed             bool // entered its ring
+	fences, allgathers int    // collectives of each kind entered
+	ringed             bool   // entered its ring
+	groups             int    // the group fences of its own it entered
+	inGroup            string // the group whose fence it is in
 }
 
 // New prepares a cluster of opt.Nodes nodes plus mpirun.
