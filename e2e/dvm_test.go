@@ -32,6 +32,11 @@ func dvmUp(t *testing.T, c *testbed.Cluster, args ...string) (*exec.Cmd, *locked
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		if b, err := os.ReadFile(uriFile); err == nil {
 			uri := strings.TrimSpace(string(b))
+			// The printed line comes through a pipe the test reads: it
+			// may come a little after the file.
+			for end := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), "\n") && time.Now().Before(end); {
+				time.Sleep(10 * time.Millisecond)
+			}
 			if got := strings.TrimSpace(stdout.String()); got != uri {
 				t.Errorf("the DVM printed %q, its URI file holds %q", got, uri)
 			}
