@@ -64,9 +64,11 @@ func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
 	if len(req.Hosts) == 0 && req.Hostfile == "" {
 		req.Hosts, req.Hostfile = hello.HostArgs, hello.Hostfile
 	}
-	// The DVM's daemons have their PMIx servers or not since its start.
+	// The DVM's daemons have their PMIx servers or not since its start;
+	// the job's --pmix says whether it gets a namespace in them.
 	req.PMIx = "off"
-	cfg, err := plan.Make(req, here(logger(c, os.Stderr)))
+	log := logger(c, os.Stderr)
+	cfg, err := plan.Make(req, here(log))
 	var wrong plan.UsageError
 	if errors.As(err, &wrong) {
 		return dvm.Job{}, usageError{wrong.Err}
@@ -77,6 +79,9 @@ func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
 	app, err := dvm.Place(cfg.App, cfg.Job.Hosts, hello.Hosts)
 	if err != nil {
 		return dvm.Job{}, usageError{fmt.Errorf("--dvm: %w", err)}
+	}
+	if app.NoPMIx, err = plan.NoPMIx(c.String("pmix"), app, log); err != nil {
+		return dvm.Job{}, usageError{err}
 	}
 	return dvm.Job{
 		Submit: dvm.Submit{App: app, TimeoutMS: cfg.Timeout.Milliseconds()},
