@@ -19,9 +19,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"prsh/testbed"
 )
 
 func dvmCommand(std stdio) *cli.Command {
@@ -71,8 +74,15 @@ type dvmRow struct {
 	wide, one         []float64 // latencies (s): one rank on every node, one rank on one node
 	perSecond         float64   // one-rank jobs a second, --at-once at a time; 0: not measured
 	jobs              int       // of the throughput run
-	failure           string
+	// cpu is a DVM job's CPU seconds, one rank per node and one rank:
+	// the DVM's side (mpirun, the orteds, the guards and the ranks they
+	// reaped) and the client; nil for a fresh launcher.
+	cpu     *[2]dvmCPU
+	failure string
 }
+
+// dvmCPU is the CPU a job of the DVM's side and of its client.
+type dvmCPU struct{ side, client float64 }
 
 // dvmPeerPrograms are the programs each peer runs: its own MPI's barrier
 // (ours runs every program).
@@ -124,21 +134,21 @@ func (b *bench) dvmRows(programs map[string]string) ([]dvmRow, error) {
 			}
 			row := dvmRow{launcher: l.name + ", fresh", program: prog, failure: l.unavailable, jobs: fresh}
 			if row.failure == "" {
-				b.measureDVM(&row, withProgram(l.argv(all, n, n), path, n), withProgram(l.argv(one, 1, 1), path, 1), fresh)
+				b.measureDVM(&row, withProgram(l.argv(all, n, n), path, n), withProgram(l.argv(one, 1, 1), path, 1), fresh, nil)
 			}
 			rows = append(rows, row)
 		}
 	}
-	uri, stop, err := b.startDVM(all.slots)
+	uri, stop, sideCPU, err := b.startDVM(all.slots)
 	if err != nil {
 		return nil, err
 	}
 	mpirun := b.ours[0].argv(all, n, n)[0]
 	for _, prog := range dvmPrograms(programs) {
 		path, _ := programPath(programs, prog)
-		row := dvmRow{launcher: "prsh, DVM", program: prog, jobs: b.c.Int("throughput")}
+		row := dvmRow{launcher: "prsh, DVM", program: prog, jobs: b.c.Int("throughput"), cpu: &[2]dvmCPU{}}
 		b.measureDVM(&row, withProgram([]string{mpirun, "--dvm", uri, "-np", strconv.Itoa(n), path}, path, n),
-			withProgram([]string{mpirun, "--dvm", uri, "-np", "1", path}, path, 1), b.c.Int("jobs"))
+			withProgram([]string{mpirun, "--dvm", uri, "-np", "1", path}, path, 1), b.c.Int("jobs"), sideCPU)
 		rows = append(rows, row)
 	}
 	if err := stop(); err != nil {
@@ -165,14 +175,18 @@ func withProgram(argv []string, path string, np int) []string {
 	return argv
 }
 
-// measureDVM runs latency jobs of wide and of one, one after another, then
-// row.jobs of one, --at-once at a time, into row; the first failure
-// ends it.
-func (b *bench) measureDVM(row *dvmRow, wide, one []string, latency int) {
-	for _, kind := range []struct {
+// measureDVM runs latency jobs of wide and of one, one after another,
+// then row.jobs of one, --at-once at a time, into row; the first failure
+// ends it. sideCPU, for a DVM, reads its side's CPU seconds so far.
+func (b *bench) measureDVM(row *dvmRow, wide, one []string, latency int, sideCPU func() float64) {
+	for i, kind := range []struct {
 		argv  []string
 		walls *[]float64
 	}{{wide, &row.wide}, {one, &row.one}} {
+		side, client := 0.0, childrenCPU()
+		if sideCPU != nil {
+			side = sideCPU()
+		}
 		for range latency {
 			start := time.Now()
 			if err := b.job(kind.argv); err != nil {
@@ -181,6 +195,9 @@ func (b *bench) measureDVM(row *dvmRow, wide, one []string, latency int) {
 			}
 			*kind.walls = append(*kind.walls, time.Since(start).Seconds())
 		}
+		if sideCPU != nil {
+			row.cpu[i] = dvmCPU{(sideCPU() - side) / float64(latency), (childrenCPU() - client) / float64(latency)}
+		}
 	}
 	perSecond, err := b.atOnce(one, row.jobs)
 	if err != nil {
@@ -188,6 +205,34 @@ func (b *bench) measureDVM(row *dvmRow, wide, one []string, latency int) {
 		return
 	}
 	row.perSecond = perSecond
+}
+
+// childrenCPU is the CPU seconds of the children this process reaped:
+// the clients.
+func childrenCPU() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// dvmSideCPU is the CPU seconds so far of the DVM's side: its mpirun
+// (root) and every process on the nodes (the orteds, the guards), with
+// the children they reaped (the ranks).
+func dvmSideCPU(cl *testbed.Cluster, root int) float64 {
+	var ticks int64
+	for _, p := range append(cl.Leftovers(), testbed.Proc{PID: root}) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // the state first: utime is the 12th
+		for _, field := range f[11:min(15, len(f))] {            // utime, stime, cutime, cstime
+			n, _ := strconv.ParseInt(field, 10, 64)
+			ticks += n
+		}
+	}
+	return float64(ticks) / 100 // USER_HZ
 }
 
 // job runs one job to its end; a failure or a hang is an error naming
@@ -252,31 +297,32 @@ func concurrently(total, atOnce int, f func() error) (float64, error) {
 }
 
 // startDVM starts our DVM on the hosts of hostfile through the bench's
-// agent, and returns its URI and what stops it (and checks that nothing
-// is left on the nodes).
-func (b *bench) startDVM(hostfile string) (string, func() error, error) {
+// agent, and returns its URI, what stops it (and checks that nothing is
+// left on the nodes) and what reads its side's CPU seconds so far.
+func (b *bench) startDVM(hostfile string) (string, func() error, func() float64, error) {
 	mpirun := b.ours[0].argv(hostsFiles{}, 0, 0)[0]
 	uriFile := filepath.Join(b.cluster.Dir(), "dvm.uri")
 	cmd := exec.Command(mpirun, "--dvm-start", "--dvm-uri", uriFile, "--hostfile", hostfile, "--launch-agent", b.agent+" %h")
 	var stderr bytes.Buffer
 	cmd.Env, cmd.Stderr = b.env, &stderr
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	for deadline := time.Now().Add(b.c.Duration("timeout")); ; time.Sleep(10 * time.Millisecond) {
 		if uri := dvmURI(uriFile); uri != "" {
-			return uri, func() error { return b.stopDVM(mpirun, uri, exited) }, nil
+			return uri, func() error { return b.stopDVM(mpirun, uri, exited) },
+				func() float64 { return dvmSideCPU(b.cluster, cmd.Process.Pid) }, nil
 		}
 		select {
 		case err := <-exited:
-			return "", nil, fmt.Errorf("the DVM did not start: %v: %s", err, lastLine(stderr.String()))
+			return "", nil, nil, fmt.Errorf("the DVM did not start: %v: %s", err, lastLine(stderr.String()))
 		default:
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
-			return "", nil, fmt.Errorf("the DVM was not up after --timeout %v", b.c.Duration("timeout"))
+			return "", nil, nil, fmt.Errorf("the DVM was not up after --timeout %v", b.c.Duration("timeout"))
 		}
 	}
 }
@@ -323,21 +369,21 @@ func writeDVMTables(c *cli.Context, out io.Writer, limit float64, rows []dvmRow)
 	n := c.Int("nodes")
 	fmt.Fprintf(&t, "%d nodes; this machine forks, execs and reaps %.0f /bin/true a second (%d, %d at a time)\n\n",
 		n, limit, c.Int("throughput"), c.Int("at-once"))
-	fmt.Fprintf(&t, "| launcher | program | jobs (latency, throughput) | %d ranks median (s) | p99 (s) | 1 rank median (s) | p99 (s) | one-rank jobs/s (%d at a time) | of the limit |\n",
-		n, c.Int("at-once"))
-	fmt.Fprint(&t, "|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&t, "| launcher | program | jobs (latency, throughput) | %d ranks median (s) | p99 (s) | 1 rank median (s) | p99 (s) | one-rank jobs/s (%d at a time) | of the limit | CPU a job (ms): DVM side + client, %d ranks; 1 rank |\n",
+		n, c.Int("at-once"), n)
+	fmt.Fprint(&t, "|---|---|---|---|---|---|---|---|---|---|\n")
 	var failures []string
 	for _, r := range rows {
 		if r.failure != "" {
 			failures = append(failures, fmt.Sprintf("%s, %s: %s", r.launcher, r.program, r.failure))
 		}
 		if len(r.wide) == 0 {
-			fmt.Fprintf(&t, "| %s | %s | | | | | | | failed |\n", r.launcher, r.program)
+			fmt.Fprintf(&t, "| %s | %s | | | | | | | failed | |\n", r.launcher, r.program)
 			continue
 		}
-		fmt.Fprintf(&t, "| %s | %s | %d, %d | %.4f | %.4f | %s | %s | %s | %s |\n", r.launcher, r.program, len(r.wide), r.jobs,
+		fmt.Fprintf(&t, "| %s | %s | %d, %d | %.4f | %.4f | %s | %s | %s | %s | %s |\n", r.launcher, r.program, len(r.wide), r.jobs,
 			median(r.wide), percentile(r.wide, 99), seconds(median(r.one), len(r.one)), seconds(percentile(r.one, 99), len(r.one)),
-			rate(r.perSecond, "%.1f"), rate(r.perSecond/limit, "%.2f"))
+			rate(r.perSecond, "%.1f"), rate(r.perSecond/limit, "%.2f"), r.cpuText())
 	}
 	if goals := dvmGoals(rows, n); goals != "" {
 		fmt.Fprintf(&t, "\n%s", goals)
@@ -350,6 +396,15 @@ func writeDVMTables(c *cli.Context, out io.Writer, limit float64, rows []dvmRow)
 		return os.WriteFile(path, []byte(t.String()), 0o644)
 	}
 	return nil
+}
+
+// cpuText is a DVM row's CPU a job, where measured.
+func (r dvmRow) cpuText() string {
+	if r.cpu == nil || len(r.one) == 0 {
+		return ""
+	}
+	ms := func(c dvmCPU) string { return fmt.Sprintf("%.1f + %.1f", c.side*1000, c.client*1000) }
+	return ms(r.cpu[0]) + "; " + ms(r.cpu[1])
 }
 
 func seconds(x float64, n int) string {
