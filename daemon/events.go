@@ -105,6 +105,8 @@ func (d *Daemon) handle(ev any) {
 		d.pmixFenceEntered(e.fence)
 	case pmixDirectModex:
 		d.pmixDirectModex(e)
+	case tripwireHit:
+		d.tripwireHit(e)
 	case timerExpired:
 		if d.timers[e.timer] == e.t { // not cancelled or set again since
 			delete(d.timers, e.timer)

@@ -230,9 +230,12 @@ func startPMIxServer(dir, node string, manyJobs bool, h pmix.Handler) (*pmix.Ser
 
 // startPMIx registers the job of app in the booted server, in a
 // namespace of its own (its PMI key-value space's name), for the local
-// ranks of app. Without it, the ranks get no PMIx environment.
+// ranks of app. Without it, the ranks get the tripwire's address. A DVM
+// job that its client found needs none (Launch.NoPMIx) is not
+// registered: a namespace on every node costs a small job about a tenth
+// of its time (DVM.md, PMIx in a DVM).
 func (d *Daemon) startPMIx(app protocol.Launch, mine []int) {
-	if len(mine) == 0 || !d.pmixUp() {
+	if len(mine) == 0 || app.NoPMIx || !d.pmixUp() {
 		return
 	}
 	spec := d.machine.Job()
@@ -310,6 +313,24 @@ func (d *Daemon) removeJobDir(j *pmixJob) {
 var errNotBooted = errors.New("it speaks PMIx (Open MPI), but mpirun started no PMIx server " +
 	"(--pmix off, or --pmix auto found no MPI library in the program): run it with --pmix on")
 
+// errJobNoPMIx is why a rank that speaks PMIx fails in a DVM job whose
+// client decided that it needs no namespace.
+var errJobNoPMIx = errors.New("it speaks PMIx (Open MPI), but its job has no PMIx namespace " +
+	"(--pmix off, or --pmix auto found no MPI library in the program): submit it with --pmix on")
+
+// pmixWhyOf is why job's ranks have no namespace: a DVM job submitted
+// without one has its own reason, unless its DVM has no server at all.
+func (d *Daemon) pmixWhyOf(job int) error {
+	jr := d.jobs[job]
+	if jr != nil && jr.app.NoPMIx && (d.pmix != nil || d.pmixBoot != nil) {
+		return errJobNoPMIx
+	}
+	if d.pmixWhy == nil {
+		return errNotBooted
+	}
+	return d.pmixWhy
+}
+
 // errDVMNotBooted is why a rank that speaks PMIx fails in a DVM started
 // without PMIx servers.
 var errDVMNotBooted = errors.New("it speaks PMIx (Open MPI), but its DVM was started with --pmix off")
@@ -367,7 +388,7 @@ func OpenMPIVars() []string {
 func (d *Daemon) pmixEnvOf(jr *jobRanks, id int) ([]string, error) {
 	j := d.pmixJobNum(jr.num)
 	if j == nil {
-		return d.pmixTripwire(kvsName(d.machine.Job(), jr.app), id, d.pmixWhy)
+		return d.pmixTripwire(kvsName(d.machine.Job(), jr.app), id)
 	}
 	env, err := d.pmix.server.Client(j.ns, id)
 	if err != nil {

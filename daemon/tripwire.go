@@ -24,9 +24,9 @@ import (
 // that needs no PMIx costs no descriptor and no goroutine for it.
 // The tripwire's namespace is the job's own (a DVM job's names it), so a
 // client that trips it names its job.
-func (d *Daemon) pmixTripwire(ns string, rank int, why error) ([]string, error) {
+func (d *Daemon) pmixTripwire(ns string, rank int) ([]string, error) {
 	if d.tripwire == "" {
-		addr, err := d.openTripwire(why)
+		addr, err := d.openTripwire()
 		if err != nil {
 			return nil, err
 		}
@@ -42,10 +42,7 @@ func (d *Daemon) pmixTripwire(ns string, rank int, why error) ([]string, error) 
 
 // openTripwire listens on loopback until the daemon ends; each client
 // that connects is named by the rank of the process it belongs to.
-func (d *Daemon) openTripwire(why error) (string, error) {
-	if why == nil {
-		why = errNotBooted
-	}
+func (d *Daemon) openTripwire() (string, error) {
 	job := d.machine.Job().ID
 	ln, err := tcp.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -61,10 +58,21 @@ func (d *Daemon) openTripwire(why error) (string, error) {
 			if err != nil {
 				return
 			}
-			go d.tripped(c, job, why)
+			go d.tripped(c, job)
 		}
 	}()
 	return ln.Addr().String(), nil
+}
+
+// tripwireHit is a rank's client at the tripwire: the loop fails its job
+// for the reason of that job (pmixWhyOf).
+type tripwireHit struct{ job, rank int }
+
+// tripwireHit fails the rank's job, unless the job is gone.
+func (d *Daemon) tripwireHit(e tripwireHit) {
+	if _, ok := d.jobs[e.job]; ok {
+		d.step(protocol.PMIUnserved{Job: e.job, Rank: e.rank, Why: d.pmixWhyOf(e.job).Error()})
+	}
 }
 
 // tripped fails the job for the rank whose client made conn. The
@@ -72,14 +80,14 @@ func (d *Daemon) openTripwire(why error) (string, error) {
 // exits as soon as it is, and its exit must not be the first failure
 // that reaches mpirun (a loaded machine can pause this goroutine between
 // the two for long).
-func (d *Daemon) tripped(conn net.Conn, job string, why error) {
+func (d *Daemon) tripped(conn net.Conn, job string) {
 	defer conn.Close()
 	num, rank, err := tripwireRank(conn, job)
 	if err != nil {
 		d.log.Warn("a PMIx client connected where there is no PMIx server, but is not known as a rank", "error", err)
 		return
 	}
-	d.post(protocol.PMIUnserved{Job: num, Rank: rank, Why: why.Error()})
+	d.post(tripwireHit{num, rank})
 }
 
 // tripwireRank finds the DVM job (0: a plain mpirun's) and the rank

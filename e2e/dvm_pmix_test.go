@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"prsh/modex/pmix"
 	"prsh/testbed"
 )
 
@@ -166,4 +167,42 @@ func procTempDir(pid int) string {
 		}
 	}
 	return "/tmp"
+}
+
+// TestDVMPMIxOnlyWhenNeeded: a DVM job gets a PMIx namespace only when
+// its client's --pmix says it may need one (auto: as a plain mpirun
+// decides to boot the server); without one its ranks get the
+// tripwire's address, and an Open MPI program that auto cannot see
+// (run by env with a PATH of its own) fails saying to pass --pmix on,
+// with which it runs.
+func TestDVMPMIxOnlyWhenNeeded(t *testing.T) {
+	if !pmix.Available {
+		t.Skip("built without PMIx: no server to register in")
+	}
+	hello := openMPI(t, "hello")
+	c := cluster(t, testbed.Config{Nodes: 2, UTS: true})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	echo := []string{"sh", "-c", `echo "$PMIX_SERVER_URI41"`}
+	checkServers(t, dvmRun(t, c, uri, append([]string{"-np", "2"}, echo...)...), 2, false)
+	checkServers(t, dvmRun(t, c, uri, append([]string{"-np", "2", "--pmix", "on"}, echo...)...), 2, true)
+	res := dvmRun(t, c, uri, "-np", "2", hello)
+	if res.status != 0 || strings.Count(res.stdout, " of 2 sum 1\n") != 2 {
+		t.Errorf("Open MPI with --pmix auto: exit %d; stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	hidden := []string{"env", "PATH=" + filepath.Dir(hello), filepath.Base(hello)}
+	res = dvmRun(t, c, uri, append([]string{"-np", "2"}, hidden...)...)
+	if res.status != 255 {
+		t.Errorf("Open MPI unseen by --pmix auto: exit %d, want 255; stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkMpirunLine(t, res.stderr, `^mpirun: node00[12]: rank [01] cannot start: it speaks PMIx \(Open MPI\), but its job has no PMIx namespace \(--pmix off, or --pmix auto found no MPI library in the program\): submit it with --pmix on$`)
+	res = dvmRun(t, c, uri, append([]string{"-np", "2", "--pmix", "on"}, hidden...)...)
+	if res.status != 0 || strings.Count(res.stdout, " of 2 sum 1\n") != 2 {
+		t.Errorf("Open MPI unseen, --pmix on: exit %d; stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	res = dvmRun(t, c, uri, "--pmix", "maybe", "/bin/true")
+	if res.status != 2 {
+		t.Errorf("--pmix maybe: exit %d, want 2", res.status)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: --pmix must be auto, on or off, not "maybe" \(see mpirun --help\)$`)
+	dvmStop(t, c, dvm, dvmErr, uri)
 }

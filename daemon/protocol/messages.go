@@ -187,6 +187,10 @@ type Launch struct {
 	RankNode RankMap  // daemon id of each rank; on the wire, runs ("1-512*4")
 	// Job is the job's number in a DVM, from 1; 0 in a plain mpirun.
 	Job int `json:",omitempty"`
+	// NoPMIx: a DVM job whose client found that no program of it may use
+	// PMIx (its --pmix): the daemons register no namespace for it. A
+	// plain mpirun's daemons boot no server at all instead (JobSpec).
+	NoPMIx bool `json:",omitempty"`
 	// RanksByNode says RankNode never decreases (ranks placed node by
 	// node). mpirun finds it out once, so that each of n daemons finds
 	// its ranks by a binary search, not a scan of every rank.

@@ -66,7 +66,7 @@ func Make(req Request, here Here) (daemon.Config, error) {
 	if err != nil {
 		return daemon.Config{}, usage(err)
 	}
-	if spec.NoPMIx, err = noPMIx(req.PMIx, app, here.Log); err != nil {
+	if spec.NoPMIx, err = NoPMIx(req.PMIx, app, here.Log); err != nil {
 		return daemon.Config{}, usage(err)
 	}
 	if !spec.NoPMIx && req.Orted == "" {

@@ -180,10 +180,11 @@ func withPMIx(orted string) string {
 	return orted
 }
 
-// noPMIx says whether the orteds may skip their PMIx server (--pmix):
-// with auto, only when no program of the job may use it (modex/pmix/need
-// says why), decided once, here on the launch node.
-func noPMIx(mode string, app protocol.Launch, log hclog.Logger) (bool, error) {
+// NoPMIx says whether the orteds may skip their PMIx server (--pmix),
+// or a DVM job its namespace: with auto, only when no program of the job
+// may use it (modex/pmix/need says why), decided once, here on the
+// launch node.
+func NoPMIx(mode string, app protocol.Launch, log hclog.Logger) (bool, error) {
 	switch mode {
 	case "on":
 		return false, nil

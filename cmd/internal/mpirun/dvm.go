@@ -70,9 +70,11 @@ func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
 	if len(req.Hosts) == 0 && req.Hostfile == "" {
 		req.Hosts, req.Hostfile, req.Lost = hello.HostArgs, hello.Hostfile, hello.Lost
 	}
-	// The DVM's daemons have their PMIx servers or not since its start.
+	// The DVM's daemons have their PMIx servers or not since its start;
+	// the job's --pmix says whether it gets a namespace in them.
 	req.PMIx = "off"
-	cfg, err := plan.Make(req, here(logger(c, os.Stderr)))
+	log := logger(c, os.Stderr)
+	cfg, err := plan.Make(req, here(log))
 	var wrong plan.UsageError
 	if errors.As(err, &wrong) {
 		return dvm.Job{}, usageError{lostSlots(req, wrong.Err)}
@@ -83,6 +85,9 @@ func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
 	app, err := dvm.Place(cfg.App, cfg.Job.Hosts, hello.Hosts, hello.Lost)
 	if err != nil {
 		return dvm.Job{}, usageError{fmt.Errorf("--dvm: %w", err)}
+	}
+	if app.NoPMIx, err = plan.NoPMIx(c.String("pmix"), app, log); err != nil {
+		return dvm.Job{}, usageError{err}
 	}
 	return dvm.Job{
 		Submit: dvm.Submit{App: app, TimeoutMS: cfg.Timeout.Milliseconds()},

@@ -1,10 +1,15 @@
 package mpirun
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
+
+	"prsh/daemon/dvm"
 )
 
 // TestDVMNamed: --dvm takes the next word only when it is a URI or a
@@ -48,4 +53,49 @@ func TestWithoutDaemonize(t *testing.T) {
 	if got := strings.Join(withoutDaemonize(in), " "); got != "-H a --dvm-uri f" {
 		t.Errorf("withoutDaemonize: %s", got)
 	}
+}
+
+// TestDVMJobPMIx: the client decides whether its job gets a PMIx
+// namespace in the DVM as a plain mpirun decides whether to boot the
+// server: --pmix auto looks at the programs, on and off decide alone.
+func TestDVMJobPMIx(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "run.sh")
+	os.WriteFile(script, []byte("#!/bin/sh\nexec ./a.out\n"), 0o755)
+	hello := dvm.Hello{Hosts: []string{"node001", "node002"}, HostArgs: []string{"node001,node002"}}
+	for _, tc := range []struct {
+		line   string
+		noPMIx bool
+	}{
+		{"mpirun -np 2 /bin/true", true},
+		{"mpirun -np 2 --pmix on /bin/true", false},
+		{"mpirun -np 2 SCRIPT", false},
+		{"mpirun -np 2 --pmix off SCRIPT", true},
+		{"mpirun -np 1 /bin/true : -np 1 SCRIPT", false},
+	} {
+		line := strings.ReplaceAll(tc.line, "SCRIPT", script)
+		job, err := dvmJobOf(t, line, hello)
+		if err != nil || job.Submit.App.NoPMIx != tc.noPMIx {
+			t.Errorf("%s: no PMIx %v, %v; want %v", line, job.Submit.App.NoPMIx, err, tc.noPMIx)
+		}
+	}
+	_, err := dvmJobOf(t, "mpirun --pmix maybe /bin/true", hello)
+	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), `--pmix must be auto, on or off, not "maybe"`) {
+		t.Errorf("--pmix maybe: %v", err)
+	}
+}
+
+// dvmJobOf is the job a client of line would submit to a DVM that says
+// hello.
+func dvmJobOf(t *testing.T, line string, hello dvm.Hello) (dvm.Job, error) {
+	t.Helper()
+	var job dvm.Job
+	var jobErr error
+	app := &cli.App{
+		Name: "mpirun", Flags: flags(), DisableSliceFlagSeparator: true,
+		Action: func(c *cli.Context) error { job, jobErr = dvmJob(c, hello); return nil },
+	}
+	if err := app.Run(joinPairs(strings.Fields(line), app.Flags)); err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	return job, jobErr
 }

@@ -112,7 +112,8 @@ Starting the daemons:
                                 orted beside mpirun; orted-pmix for PMIx jobs)
   --pmix auto|on|off            boot each node's PMIx server (Open MPI); auto:
                                 unless every program is found to link no MPI
-                                library and to be no interpreter or script
+                                library and to be no interpreter or script;
+                                with --dvm: the job's PMIx namespace, the same way
   --listen-ip IP                mpirun's address (default: the one that
                                 reaches the first node)
   --port-range LO-HI            mpirun and every orted listen on a port of it,

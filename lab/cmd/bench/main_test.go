@@ -28,11 +28,17 @@ func runMain(t *testing.T, args ...string) (int, string, string) {
 // module (the lab's go.sum holds only what the lab itself imports).
 func buildProduct(t *testing.T, dir string, pkgs ...string) {
 	t.Helper()
+	buildProductAs(t, append([]string{"-o", dir + "/"}, pkgs...)...)
+}
+
+// buildProductAs runs go build with args in the product's module.
+func buildProductAs(t *testing.T, args ...string) {
+	t.Helper()
 	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "prsh").Output()
 	if err != nil {
 		t.Fatalf("go list -m prsh: %v", err)
 	}
-	cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+	cmd := exec.Command("go", append([]string{"build"}, args...)...)
 	cmd.Dir = strings.TrimSpace(string(root))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
