@@ -277,10 +277,10 @@ func (d *Daemon) pmixUp() bool {
 // its fence and requests still waiting fail, the library forgets it, and
 // its scratch directory is removed.
 func (d *Daemon) releasePMIx(job int) {
-	if d.pmix == nil || d.pmix.jobs[job] == nil {
+	j := d.pmixJobNum(job)
+	if j == nil {
 		return
 	}
-	j := d.pmix.jobs[job]
 	delete(d.pmix.jobs, job)
 	for _, fences := range j.groupFences {
 		j.fences = append(j.fences, fences...)
