@@ -3,7 +3,10 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"prsh/testbed"
 )
@@ -63,4 +66,83 @@ func dvmLog() []string {
 		return []string{"--log-level", l}
 	}
 	return nil
+}
+
+// TestDVMFenceAcrossJobs: two PMIx jobs of a DVM find each other's
+// namespace through the name service (a lookup that waits), connect,
+// fence over both namespaces collecting data, get the other job's data
+// and disconnect.
+func TestDVMFenceAcrossJobs(t *testing.T) {
+	prog := openMPI(t, "across")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 4, UTS: true})
+	dvm, dvmErr, uri := dvmUp(t, c, dvmLog()...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the DVM's stderr:\n%s", dvmErr)
+		}
+	})
+	marks := marksDir(t)
+	sizes := map[string]int{"a": 3, "b": 2}
+	clients := map[string]atOnce{}
+	for self, other := range map[string]string{"a": "b", "b": "a"} {
+		cmd, out, stderr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", itoa(sizes[self]), "--map-by", "node", prog, self, other)
+		clients[self] = atOnce{cmd, out, stderr}
+	}
+	for self, other := range map[string]string{"a": "b", "b": "a"} {
+		cl := clients[self]
+		if st := waitExit(t, cl.cmd); st != 0 || cl.stderr.String() != "" {
+			t.Errorf("job %s: exit %d, stderr:\n%s", self, st, cl.stderr)
+		}
+		var want []string
+		for r := range sizes[self] {
+			want = append(want, fmt.Sprintf("%s rank %d: fence over both jobs: SUCCESS", self, r),
+				fmt.Sprintf("%s rank %d got \"%s rank 0\"", self, r, other))
+		}
+		checkLines(t, cl.stdout.String(), want)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMNamesFail: the name service's failures are the program's
+// errors, never a hang. MPI_Lookup_name of a name never published fails
+// at once (Open MPI 4.1 does not wait); a PMIx lookup that waits at most
+// a second fails with a timeout. A job waiting in MPI_Comm_accept for a
+// job that looked its port up and ended goes on waiting (Open MPI gives
+// up after 600 s): interrupted, it ends with Ctrl-C's line and 130, and
+// its published name goes with it.
+func TestDVMNamesFail(t *testing.T) {
+	mpi, pmixProg := openMPI(t, "connect"), openMPI(t, "across")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2, UTS: true})
+	dvm, dvmErr, uri := dvmUp(t, c, dvmLog()...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the DVM's stderr:\n%s", dvmErr)
+		}
+	})
+	lookup := func(prog, key, want string) {
+		t.Helper()
+		res := dvmRun(t, c, uri, "-np", "1", prog, "lookup", key)
+		if res.status != 0 || res.stderr != "" {
+			t.Errorf("lookup %s: exit %d, stderr:\n%s", key, res.status, res.stderr)
+		}
+		checkLines(t, res.stdout, []string{want})
+	}
+	lookup(mpi, "never", "lookup never: MPI_ERR_NAME: invalid name argument")
+	lookup(pmixProg, "never", "lookup never: TIMEOUT")
+
+	marks := marksDir(t)
+	acc, accOut, accErr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", "2", "--map-by", "node", mpi, "wait", "svc-2")
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(accOut.String(), "published svc-2"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the accepting job did not publish; stderr:\n%s", accErr)
+		}
+	}
+	lookup(mpi, "svc-2", "found svc-2")
+	acc.Process.Signal(syscall.SIGINT)
+	if st := waitExit(t, acc); st != 130 {
+		t.Errorf("Ctrl-C on the job in MPI_Comm_accept: exit %d, want 130", st)
+	}
+	checkOneLine(t, accErr.String(), `^mpirun: caught SIGINT, terminating the job$`)
+	lookup(mpi, "svc-2", "lookup svc-2: MPI_ERR_NAME: invalid name argument")
+	dvmStop(t, c, dvm, dvmErr, uri)
 }

@@ -3,7 +3,7 @@
 //   connect connect SERVICE  MPI_Lookup_name (until published), MPI_Comm_connect
 // Both then exchange messages over the intercommunicator and over the
 // communicator that merges it, and disconnect.
-//   connect lookup SERVICE   one MPI_Lookup_name: prints its error
+//   connect lookup SERVICE   one MPI_Lookup_name: prints what it found
 //   connect wait SERVICE     MPI_Open_port, MPI_Publish_name, MPI_Comm_accept,
 //                            with no one to connect: waits
 #include <mpi.h>
@@ -59,8 +59,8 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (strcmp(mode, "lookup") == 0) {
-        if (rank == 0) {
-            lookup(service, port, 1);
+        if (rank == 0 && lookup(service, port, 1) == MPI_SUCCESS) {
+            printf("found %s\n", service);
         }
         MPI_Finalize();
         return 0;
