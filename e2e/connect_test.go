@@ -69,9 +69,11 @@ func dvmLog() []string {
 }
 
 // TestDVMFenceAcrossJobs: two PMIx jobs of a DVM find each other's
-// namespace through the name service (a lookup that waits), connect,
-// fence over both namespaces collecting data, get the other job's data
-// and disconnect.
+// namespace through the name service (a lookup that waits) and connect;
+// each rank gets what the other job's last rank put before (a direct
+// modex across jobs, asked by daemons too that hold no rank of the
+// other job: node003 holds none of b's), then they fence over both
+// namespaces collecting data, get the other job's data and disconnect.
 func TestDVMFenceAcrossJobs(t *testing.T) {
 	prog := openMPI(t, "across")
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 4, UTS: true})
@@ -96,7 +98,8 @@ func TestDVMFenceAcrossJobs(t *testing.T) {
 		var want []string
 		for r := range sizes[self] {
 			want = append(want, fmt.Sprintf("%s rank %d: fence over both jobs: SUCCESS", self, r),
-				fmt.Sprintf("%s rank %d got \"%s rank 0\"", self, r, other))
+				fmt.Sprintf("%s rank %d got \"%s rank 0\"", self, r, other),
+				fmt.Sprintf("%s rank %d got \"%s early %d\"", self, r, other, sizes[other]-1))
 		}
 		checkLines(t, cl.stdout.String(), want)
 	}
