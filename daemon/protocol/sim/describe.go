@@ -150,7 +150,7 @@ func Message(m protocol.Message) string {
 	case protocol.Pending:
 		return fmt.Sprintf("Pending %d %v", m.Missing, m.Slow)
 	case protocol.NamePublish:
-		return fmt.Sprintf("NamePublish d%d#%d %s job-only=%v", m.From, m.ID, names(m.Names), m.JobOnly)
+		return fmt.Sprintf("NamePublish d%d#%d %s job-only=%v (job %d rank %d)", m.From, m.ID, nameValues(m.Names), m.JobOnly, m.Job, m.Rank)
 	case protocol.NameLookup:
 		return fmt.Sprintf("NameLookup d%d#%d %v wait=%v timeout=%dms (job %d)", m.From, m.ID, m.Keys, m.Wait, m.TimeoutMS, m.Job)
 	case protocol.NameUnpublish:
@@ -238,6 +238,8 @@ func timerName(t protocol.Timer) string {
 		return fmt.Sprintf("guards(d%d)", t.ID)
 	case protocol.ExitWaitTimer:
 		return fmt.Sprintf("exit-wait(d%d)", t.ID)
+	case protocol.LookupTimer:
+		return fmt.Sprintf("lookup(%d)", t.ID)
 	}
 	return fmt.Sprint(t.Kind)
 }
@@ -247,6 +249,15 @@ func names(ns []protocol.Name) string {
 	parts := make([]string, len(ns))
 	for i, n := range ns {
 		parts[i] = fmt.Sprintf("%s=%s(job %d rank %d)", n.Key, n.Value, n.Job, n.Rank)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// nameValues words the names of a request: key=value.
+func nameValues(ns []protocol.Name) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = n.Key + "=" + n.Value
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
