@@ -38,7 +38,7 @@ type pmixHost struct {
 	// the namespaces of jobs connected to local ranks, registered here
 	// with no local rank, by job (pmixconnect.go).
 	across map[string][]acrossOp
-	others map[int]string
+	others map[int]*otherJob
 }
 
 // pmixJob is one job's namespace and the fences waiting on the machine.
@@ -277,7 +277,7 @@ func (d *Daemon) pmixUp() bool {
 		d.pmixBoot = nil
 		if b.err == nil {
 			d.pmix = &pmixHost{server: b.server, tmpdir: b.tmpdir, jobs: map[int]*pmixJob{}, asked: map[int]pmixAsked{},
-				across: map[string][]acrossOp{}, others: map[int]string{}}
+				across: map[string][]acrossOp{}, others: map[int]*otherJob{}}
 		} else {
 			d.log.Warn("no PMIx server", "error", b.err)
 			d.pmixWhy = fmt.Errorf("it speaks PMIx (Open MPI), but the PMIx server of its node did not start: %w", b.err)

@@ -210,6 +210,9 @@ func (d *Daemon) pmixAcross(op acrossOp, procs []pmix.Proc, data []byte, timeout
 	name := protocol.AcrossName(jobs)
 	d.pmix.across[name] = append(d.pmix.across[name], op) // first: it may complete in a step
 	in[0].Puts = []modex.KV{{Key: pmixKey(d.cfg.ID), Value: base64.StdEncoding.EncodeToString(data)}}
+	if op.kind == "fence" && !d.knowsAll(jobs) {
+		in[0].Puts = append(in[0].Puts, modex.KV{Key: unknownPrefix + strconv.Itoa(d.cfg.ID), Value: "1"})
+	}
 	for _, e := range in {
 		d.step(e)
 	}
@@ -243,9 +246,36 @@ func (d *Daemon) pmixAcrossDone(done protocol.FenceDone) {
 	}
 }
 
+// knowsAll says whether this node's server has the namespace of every
+// job of a fence over several. One that lacks a namespace holds its
+// ranks' gets of that namespace's data until it is registered, and
+// packs its part of the fence without it: the fence is refused instead.
+// A connect registers them first (Open MPI always connects first).
+func (d *Daemon) knowsAll(jobs []protocol.JobRanks) bool {
+	for _, jr := range jobs {
+		if d.pmix.jobs[jr.Job] == nil && d.pmix.others[jr.Job] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// unknownPrefix starts the key that marks a node's part of a fence over
+// several jobs made without the namespace of one of them: the fence
+// fails everywhere. PMI clients cannot reach it (pmixKey).
+const unknownPrefix = "\x00pmix-unknown/"
+
 // pmixAcrossFenceDone answers a fence over several jobs with the data
-// of every node that took part.
+// of every node that took part, or refuses it where one of them did not
+// know every namespace (jobs that did not connect first).
 func (d *Daemon) pmixAcrossFenceDone(op acrossOp, puts []modex.KV) {
+	for _, kv := range puts {
+		if strings.HasPrefix(kv.Key, unknownPrefix) {
+			d.log.Warn("PMIx: a fence over several jobs that did not connect first: refused")
+			op.reply.Send(nil, pmix.ErrNotSupported)
+			return
+		}
+	}
 	var all []byte
 	for _, kv := range puts {
 		b, err := base64.StdEncoding.DecodeString(kv.Value)
@@ -261,11 +291,26 @@ func (d *Daemon) pmixAcrossFenceDone(op acrossOp, puts []modex.KV) {
 	op.reply.Send(all, nil)
 }
 
+// otherJob is a job's namespace registered here for the local jobs
+// connected to it (by), which hold none of its ranks. It stays until
+// they have all ended, its own end or not: a rank's get of its data then
+// fails (the job is gone) where, the namespace unknown to the library,
+// the library would hold the get for ever.
+type otherJob struct {
+	ns    string
+	by    map[int]bool
+	ended bool
+}
+
 // registerOthers registers, with no local rank, the namespaces of the
-// jobs that have none here: where their ranks are, and their sizes.
+// jobs that have none here (where their ranks are, and their sizes), for
+// the local jobs among jobs.
 func (d *Daemon) registerOthers(jobs []protocol.JobRanks) error {
 	for _, jr := range jobs {
-		if d.pmix.jobs[jr.Job] != nil || d.pmix.others[jr.Job] != "" {
+		if o := d.pmix.others[jr.Job]; o != nil {
+			d.connectedBy(o, jobs)
+		}
+		if d.pmix.jobs[jr.Job] != nil || d.pmix.others[jr.Job] != nil {
 			continue
 		}
 		app, ok := d.machine.JobLaunch(jr.Job)
@@ -279,19 +324,36 @@ func (d *Daemon) registerOthers(jobs []protocol.JobRanks) error {
 			d.log.Warn("PMIx: a connected job's namespace", "namespace", ns, "error", err)
 			return pmix.ErrFailed
 		}
-		d.pmix.others[jr.Job] = ns
+		o := &otherJob{ns: ns, by: map[int]bool{}}
+		d.pmix.others[jr.Job] = o
+		d.connectedBy(o, jobs)
 	}
 	return nil
 }
 
+// connectedBy notes the local jobs among jobs as connected to o.
+func (d *Daemon) connectedBy(o *otherJob, jobs []protocol.JobRanks) {
+	for _, jr := range jobs {
+		if d.pmix.jobs[jr.Job] != nil {
+			o.by[jr.Job] = true
+		}
+	}
+}
+
 // releaseAcross lets go of what job left here besides its own
 // namespace: its name requests in flight, the operations over groups
-// that it is in (which can complete no more), and its namespace as
-// another job's peer.
+// that it is in (which can complete no more), the local requests for
+// its ranks' data, and the namespaces registered for it alone.
 func (d *Daemon) releaseAcross(job int) {
 	d.releaseNames(job)
 	if d.pmix == nil {
 		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(d.pmix.asked)) {
+		if a := d.pmix.asked[id]; a.job == job {
+			delete(d.pmix.asked, id)
+			a.reply.Send(nil, pmix.ErrFailed)
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.pmix.across)) {
 		ops := d.pmix.across[name]
@@ -303,10 +365,17 @@ func (d *Daemon) releaseAcross(job int) {
 			op.reply.Send(nil, pmix.ErrFailed)
 		}
 	}
-	if ns := d.pmix.others[job]; ns != "" {
-		delete(d.pmix.others, job)
-		if err := d.pmix.server.DeregisterJob(ns); err != nil {
-			d.log.Warn("PMIx: a connected job's namespace", "namespace", ns, "error", err)
+	if o := d.pmix.others[job]; o != nil {
+		o.ended = true
+	}
+	for _, other := range slices.Sorted(maps.Keys(d.pmix.others)) {
+		o := d.pmix.others[other]
+		delete(o.by, job)
+		if o.ended && len(o.by) == 0 {
+			delete(d.pmix.others, other)
+			if err := d.pmix.server.DeregisterJob(o.ns); err != nil {
+				d.log.Warn("PMIx: a connected job's namespace", "namespace", o.ns, "error", err)
+			}
 		}
 	}
 }
@@ -318,7 +387,7 @@ func (d *Daemon) pmixPeerJob(ns string) (int, bool) {
 		return job, true
 	}
 	for job, other := range d.pmix.others {
-		if other == ns {
+		if other.ns == ns {
 			return job, true
 		}
 	}

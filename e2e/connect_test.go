@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,7 +74,12 @@ func dvmLog() []string {
 // each rank gets what the other job's last rank put before (a direct
 // modex across jobs, asked by daemons too that hold no rank of the
 // other job: node003 holds none of b's), then they fence over both
-// namespaces collecting data, get the other job's data and disconnect.
+// namespaces collecting data and disconnect.
+// Then two more jobs fence over both namespaces without connecting
+// first, where node003 holds ranks of one only, so that its PMIx server
+// does not know the other's namespace: the fence is refused
+// (PMIX_ERR_NOT_SUPPORTED) for every rank, rather than leave a rank's
+// get of the other job's data held there for ever.
 func TestDVMFenceAcrossJobs(t *testing.T) {
 	prog := openMPI(t, "across")
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 4, UTS: true})
@@ -83,25 +89,33 @@ func TestDVMFenceAcrossJobs(t *testing.T) {
 			t.Logf("the DVM's stderr:\n%s", dvmErr)
 		}
 	})
-	marks := marksDir(t)
 	sizes := map[string]int{"a": 3, "b": 2}
-	clients := map[string]atOnce{}
-	for self, other := range map[string]string{"a": "b", "b": "a"} {
-		cmd, out, stderr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", itoa(sizes[self]), "--map-by", "node", prog, self, other)
-		clients[self] = atOnce{cmd, out, stderr}
-	}
-	for self, other := range map[string]string{"a": "b", "b": "a"} {
-		cl := clients[self]
-		if st := waitExit(t, cl.cmd); st != 0 || cl.stderr.String() != "" {
-			t.Errorf("job %s: exit %d, stderr:\n%s", self, st, cl.stderr)
+	for _, connect := range []bool{true, false} {
+		clients := map[string]atOnce{}
+		for self, other := range map[string]string{"a": "b", "b": "a"} {
+			args := []string{"--dvm", uri, "-np", itoa(sizes[self]), "--map-by", "node", prog, self, other}
+			if !connect {
+				args = slices.Insert(args, len(args)-2, "fence")
+			}
+			cmd, out, stderr := dvmClient(t, c, marksDir(t), nil, args...)
+			clients[self] = atOnce{cmd, out, stderr}
 		}
-		var want []string
-		for r := range sizes[self] {
-			want = append(want, fmt.Sprintf("%s rank %d: fence over both jobs: SUCCESS", self, r),
-				fmt.Sprintf("%s rank %d got \"%s rank 0\"", self, r, other),
-				fmt.Sprintf("%s rank %d got \"%s early %d\"", self, r, other, sizes[other]-1))
+		for self, other := range map[string]string{"a": "b", "b": "a"} {
+			cl := clients[self]
+			if st := waitExit(t, cl.cmd); st != 0 || cl.stderr.String() != "" {
+				t.Errorf("job %s (connect %v): exit %d, stderr:\n%s", self, connect, st, cl.stderr)
+			}
+			var want []string
+			for r := range sizes[self] {
+				if !connect {
+					want = append(want, fmt.Sprintf("%s rank %d: fence over both jobs: NOT-SUPPORTED", self, r))
+					continue
+				}
+				want = append(want, fmt.Sprintf("%s rank %d: fence over both jobs: SUCCESS", self, r),
+					fmt.Sprintf("%s rank %d got \"%s early %d\"", self, r, other, sizes[other]-1))
+			}
+			checkLines(t, cl.stdout.String(), want)
 		}
-		checkLines(t, cl.stdout.String(), want)
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
