@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"prsh/modex"
 )
 
 // nopBackend answers everything at once, so that a fuzzed conversation
@@ -24,6 +26,17 @@ func (nopBackend) Abort(int, string)             {}
 func (nopBackend) Finalize()                     {}
 func (nopBackend) NodeAttr(_ context.Context, key string, _ bool) (string, bool) {
 	return key, len(key)%2 == 1
+}
+func (nopBackend) Spawn(context.Context, modex.SpawnRequest) (string, error) {
+	return "kvs_child", nil
+}
+func (nopBackend) Publish(context.Context, string, string) error { return nil }
+func (nopBackend) Unpublish(context.Context, string) error       { return nil }
+func (nopBackend) Lookup(_ context.Context, service string) (string, error) {
+	if len(service)%2 == 1 {
+		return "", ErrNotPublished
+	}
+	return service + "-port", nil
 }
 func (nopBackend) Allgather(_ context.Context, value string) ([]string, error) {
 	return []string{value, "other"}, nil

@@ -48,6 +48,7 @@ type Client struct {
 	br                 *bufio.Reader
 	rank, size, appNum int
 	jobID              string
+	spawner            string     // the job that spawned this one, if any
 	queue              []*Request // sent, reply not read yet, oldest first
 	async              *Request   // the non-blocking request not waited for yet
 	err                error      // once set, every call fails with it
@@ -172,6 +173,7 @@ func (c *Client) handshake(rank int, jobID string) error {
 			return fmt.Errorf("%w: fullinit-response with %s=%q", ErrProtocol, key, clip(v))
 		}
 	}
+	c.spawner, _ = rep.get("spawner-jobid")
 	if rep, err = c.call("job-getid"); err != nil {
 		return err
 	}
