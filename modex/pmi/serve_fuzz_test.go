@@ -55,6 +55,11 @@ func FuzzServe(f *testing.F) {
 	f.Add([]byte("cmd=abort exitcode=3\ncmd=get_maxes\n"))
 	f.Add([]byte(init2 + fr("cmd=fullinit;threaded=TRUE;") + fr("cmd=info-getnodeattr;key=k;wait=TRUE;")))
 	f.Add([]byte(init2 + fr("cmd=fullinit;threaded=FALSE;") + fr("cmd=allgather;value=a\x00;;b;") + fr("cmd=allgather;")))
+	f.Add([]byte("mcmd=spawn\nnprocs=1\nexecname=a\ntotspawns=3\nspawnssofar=1\nendcmd\ncmd=lookup_name service=ab\n" +
+		"mcmd=spawn\nnprocs=1\nexecname=a\ntotspawns=3\nspawnssofar=2\narg1=x\nendcmd\n"))
+	f.Add([]byte(init2 + fr("cmd=fullinit;threaded=FALSE;") +
+		fr("cmd=spawn;thrid=1;ncmds=2;preputcount=1;ppkey0=k;ppval0=v;subcmd=a;maxprocs=1;argc=1;argv0=x;subcmd=b;maxprocs=2;") +
+		fr("cmd=name-publish;name=n;port=p;") + fr("cmd=name-lookup;name=n;")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		client, server := net.Pipe()
 		ctx, cancel := context.WithCancel(context.Background())
