@@ -3,8 +3,10 @@
 // and size, the job's key-value store (Put, Fence, Get), and the
 // extensions of the seed papers — PMIX_Allgather, PMIX_Iallgather and
 // PMIX_KVS_Ifence with PMIX_Wait (Chakraborty et al.), and Slurm's
-// PMIX_Ring (Moody). The wire is in ../EXTENSIONS.md and
-// ../WIRE.md; it needs no cgo and no MPI library.
+// PMIX_Ring (Moody) — and MPI_Comm_spawn and the name service (Spawn,
+// Publish, Lookup, Unpublish), which Simple also offers over PMI-1. The
+// wire is in ../EXTENSIONS.md and ../WIRE.md; it needs no cgo and no MPI
+// library.
 //
 //	c, err := client.Init() // errors.Is(err, client.ErrNotLaunched) without mpirun
 //	req, _ := c.Iallgather(myAddress)
