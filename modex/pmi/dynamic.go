@@ -149,7 +149,7 @@ func (s *session) nameFailed1(ctx context.Context, reply string, err error) (out
 	if ctx.Err() != nil {
 		return goOn, err
 	}
-	s.log.Info("name service request failed", "reply", reply, "error", err)
+	s.logNameFailure(reply, err)
 	msg := msg1(err)
 	if errors.Is(err, ErrNotPublished) {
 		msg = "service_not_found"
@@ -204,9 +204,19 @@ func (s *session) nameFailed2(ctx context.Context, req request, reply string, er
 	if ctx.Err() != nil {
 		return goOn, err
 	}
-	s.log.Info("name service request failed", "reply", reply, "error", err)
+	s.logNameFailure(reply, err)
 	if reply == "name-lookup-response" {
 		return goOn, s.reply2(req, reply, "found", "FALSE", "rc", "1", "errmsg", err.Error())
 	}
 	return goOn, s.fail2(req, reply, err.Error())
+}
+
+// logNameFailure: a name not (yet) published is routine, programs poll
+// for it; any other failure is worth a line on the user's terminal.
+func (s *session) logNameFailure(reply string, err error) {
+	if errors.Is(err, ErrNotPublished) {
+		s.log.Info("name service request failed", "reply", reply, "error", err)
+		return
+	}
+	s.log.Warn("name service request failed", "reply", reply, "error", err)
 }
