@@ -100,3 +100,12 @@ func TestCancelEndsAWaitingSpawn(t *testing.T) {
 		t.Errorf("Serve returned %v, want context.Canceled", err)
 	}
 }
+
+func TestSpawnedEnv(t *testing.T) {
+	if env := SpawnedEnv(JobInfo{KVSName: "kvs"}); env != nil {
+		t.Errorf("a job mpirun started gets %q", env)
+	}
+	if env := SpawnedEnv(JobInfo{KVSName: "kvs_1", Spawner: "kvs"}); !reflect.DeepEqual(env, []string{"PMI_SPAWNED=1"}) {
+		t.Errorf("a spawned job gets %q, want PMI_SPAWNED=1", env)
+	}
+}
