@@ -18,12 +18,7 @@ import (
 // after the last (spawnssofar = totspawns). A block without a usable
 // position is answered at once: nothing tells whether more will come.
 func (s *session) spawn1(ctx context.Context, req request) (outcome, error) {
-	f, err := toFields(req.items)
-	if err != nil {
-		s.spawning = nil
-		return goOn, s.spawnFailed1(err)
-	}
-	total, sofar, err := blockPosition(f)
+	total, sofar, err := blockPosition(req)
 	if err != nil {
 		s.spawning = nil
 		return goOn, s.spawnFailed1(err)
@@ -36,7 +31,7 @@ func (s *session) spawn1(ctx context.Context, req request) (outcome, error) {
 		s.spawning = nil
 		return goOn, s.spawnFailed1(fmt.Errorf("block %d of %d out of order", sofar, total))
 	}
-	if sb.add(f); sofar < total {
+	if sb.add(req.items); sofar < total {
 		return goOn, nil
 	}
 	s.spawning = nil
@@ -49,7 +44,7 @@ func (s *session) spawn1(ctx context.Context, req request) (outcome, error) {
 		}
 		return goOn, s.spawnFailed1(err)
 	}
-	return goOn, s.spawned1(ranks(sb.req))
+	return goOn, s.spawned1(rankCount(sb.req))
 }
 
 // spawned1 reports success with one error code per rank started, all 0;

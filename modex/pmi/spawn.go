@@ -208,9 +208,16 @@ type spawnBlocks struct {
 	bad   error // the first problem of a block, reported after the last
 }
 
-// blockPosition reads totspawns and spawnssofar, without which the end of
-// the request cannot be told.
-func blockPosition(f fields) (total, sofar int, err error) {
+// blockPosition reads totspawns and spawnssofar (their first values, as
+// the client's own parser would), without which the end of the request
+// cannot be told.
+func blockPosition(req request) (total, sofar int, err error) {
+	f := fields{}
+	for _, key := range []string{"totspawns", "spawnssofar"} {
+		if v, ok := req.get(key); ok {
+			f[key] = v
+		}
+	}
 	if total, err = f.count("totspawns", 1, maxSpawnApps, true); err != nil {
 		return 0, 0, err
 	}
@@ -220,9 +227,14 @@ func blockPosition(f fields) (total, sofar int, err error) {
 
 // add reads one block into the request; the preput, which every block
 // repeats, is taken from the first.
-func (sb *spawnBlocks) add(f fields) {
+func (sb *spawnBlocks) add(items []item) {
 	sb.seen++
 	if sb.bad != nil {
+		return
+	}
+	f, err := toFields(items)
+	if err != nil {
+		sb.bad = fmt.Errorf("command %d: %w", sb.seen, err)
 		return
 	}
 	app, err := f.app(spawnKeys1)
@@ -236,8 +248,8 @@ func (sb *spawnBlocks) add(f fields) {
 	sb.req.Apps = append(sb.req.Apps, app)
 }
 
-// ranks is the number of ranks the request starts.
-func ranks(req modex.SpawnRequest) int {
+// rankCount is the number of ranks the request starts.
+func rankCount(req modex.SpawnRequest) int {
 	n := 0
 	for _, a := range req.Apps {
 		n += a.NP
