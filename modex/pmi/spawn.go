@@ -156,7 +156,7 @@ func spawnRequest2(items []item) (modex.SpawnRequest, error) {
 	head := []item{}
 	for _, it := range items {
 		switch {
-		case it.key == "thrid":
+		case it.key == "thrid": // where a threaded client routes the reply; reply2 echoes it
 		case it.key == "subcmd":
 			sections = append(sections, []item{it})
 		case len(sections) > 0:
