@@ -56,7 +56,7 @@ func playDVMThroughDriver(t *testing.T, sc scenario) {
 	uri := awaitURI(t, &stdout)
 	lines := c.playSubmits(t, uri, app)
 	if sc.status == 0 {
-		if err := dvm.Stop(uri); err != nil {
+		if _, err := dvm.Stop(uri); err != nil {
 			t.Errorf("--dvm-stop: %v", err)
 		}
 	}
