@@ -695,3 +695,26 @@ func TestDVMOwnHost(t *testing.T) {
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
+
+// TestDVMOnUnreachableSkip: --dvm-start --on-unreachable skip with
+// node002 refusing ssh: the DVM comes up on the other nodes with a plain
+// mpirun's warning, and tells each later client of node002 as of a lost
+// node (a job on the nodes left runs, one placed on node002 or needing
+// its slot is refused naming it). Where no node can be reached, the DVM
+// does not come up: 255 and a line saying so.
+func TestDVMOnUnreachableSkip(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3, Faults: map[string]testbed.Fault{"node002": {Refuse: true}}})
+	dvm, dvmErr, uri := dvmUp(t, c, "--on-unreachable", "skip")
+	warning := `^mpirun: warning: node002: ssh: .*connection refused \(left out: --on-unreachable skip\)$`
+	checkOneLine(t, dvmErr.String(), warning)
+	checkLostLater(t, c, uri, warning, "node002", "-np", "3")
+	dvmStop(t, c, dvm, dvmErr, uri)
+
+	none := cluster(t, testbed.Config{Nodes: 2, Faults: map[string]testbed.Fault{"node001": {Refuse: true}, "node002": {Refuse: true}}})
+	res := mpirun(t, none, "--dvm-start", "--on-unreachable", "skip")
+	got := lines(res.stderr)
+	if res.status != 255 || res.stdout != "" || len(got) != 3 ||
+		got[2] != "mpirun: no node of the DVM could be reached (--on-unreachable skip left them all out)" {
+		t.Errorf("a DVM whose nodes all refuse: status %d, stdout %q, stderr:\n%s\nwant 255, two warnings and a line saying none came up", res.status, res.stdout, res.stderr)
+	}
+}

@@ -2,7 +2,9 @@ package protocol
 
 import (
 	"fmt"
+	"slices"
 
+	"prsh/errmgr"
 	"prsh/routed"
 	"prsh/topo"
 )
@@ -57,7 +59,7 @@ func (r *rootState) daemonLost(f Failure) bool {
 		return true
 	}
 	r.lostSaid[f.Lost] = true
-	ids := m.markLost(f.Lost)
+	ids := slices.DeleteFunc(m.markLost(f.Lost), func(id int) bool { return r.skipped[id] })
 	if len(m.lost) >= m.job.Daemons-1 {
 		return false
 	}
@@ -79,6 +81,19 @@ func (r *rootState) daemonLost(f Failure) bool {
 		}
 	}
 	return true
+}
+
+// dvmSkipped: --dvm-start --on-unreachable skip left daemon id out (its
+// node could not be reached): the DVM comes up without it, and tells
+// each client as it tells a loss, with the warning line; it cannot come
+// up when no orted is left.
+func (r *rootState) dvmSkipped(id int, line string) {
+	m := r.m
+	m.lost[id] = true
+	m.emit(DaemonsLost{IDs: []int{id}, Hosts: []string{m.hostOf(id)}, Line: line})
+	if len(m.lost) >= m.job.Daemons-1 {
+		r.fail(Failure{Msg: "no node of the DVM could be reached (--on-unreachable skip left them all out)", Status: errmgr.StatusFailed})
+	}
 }
 
 // placesOn says whether the job has ranks on one of the daemons.
