@@ -94,6 +94,7 @@ var notThroughTheDriver = map[string]string{
 	"dvm-lost-binomial":       "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostDaemonBinomial plays it)",
 	"dvm-lost-direct":         "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostDaemonDirect plays it)",
 	"dvm-skip":                "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMOnUnreachableSkip plays it)",
+	"dvm-lost-relay":          "places jobs on some nodes (nodes=), which the driver test's clients do not; its race is the simulator's timing",
 	"dvm-skip-then-lost":      "places jobs on some nodes (nodes=), which the driver test's clients do not",
 	"dvm-lost-dial-race":      "places jobs on some nodes (nodes=), which the driver test's clients do not; its race is the simulator's timing",
 }

@@ -78,9 +78,28 @@ func (r *rootState) daemonLost(f Failure) bool {
 	for _, j := range m.sortedJobs() {
 		if j.placesOn(m.lost) {
 			r.jobFailed(Failure{Msg: f.Msg, Status: f.Status, Job: j.num})
+		} else {
+			m.relaunchAround(j, ids)
 		}
 	}
 	return true
+}
+
+// relaunchAround sends job j's Launch again to the daemons the lost ids
+// pass it on to in the routing tree, while j has not started everywhere:
+// a Launch on its way through one of them when it died is lost with it,
+// and those below it (when the routing tree is not the spawn tree) would
+// wait for it for ever. A daemon that had it already takes no repeat.
+func (m *Machine) relaunchAround(j *jobState, ids []int) {
+	if j.launch == launchAwaited || j.started.done {
+		return
+	}
+	tree := m.routing.Tree()
+	for _, id := range ids {
+		if p := tree.Parent(id); p < 0 || !m.lost[p] { // the top of a lost routing subtree
+			m.routeAround(routed.Delivery[Message]{Via: id, Msg: j.app})
+		}
+	}
 }
 
 // dvmSkipped: --dvm-start --on-unreachable skip left daemon id out (its
