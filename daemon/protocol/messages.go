@@ -50,6 +50,7 @@ var kinds = [...]Message{
 	16: JobKill{},
 	17: JobEnd{},
 	18: CollectiveProbe{},
+	31: Lost{}, // dvmlost.go
 }
 
 var kindOfType = func() map[reflect.Type]byte {
