@@ -93,6 +93,12 @@ var notThroughTheDriver = map[string]string{
 	"dvm-ctrl-z":              "a client's Ctrl-Z stops the client's process, which the driver test has not (e2e/dvm_test.go plays it)",
 	"dvm-lost-daemon-goes-on": "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostDaemon plays it)",
 	"dvm-lost-inner":          "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostInnerDaemon plays it)",
+	"dvm-lost-binomial":       "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostDaemonBinomial plays it)",
+	"dvm-lost-direct":         "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostDaemonDirect plays it)",
+	"dvm-skip":                "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMOnUnreachableSkip plays it)",
+	"dvm-lost-relay":          "places jobs on some nodes (nodes=), which the driver test's clients do not; its race is the simulator's timing",
+	"dvm-skip-then-lost":      "places jobs on some nodes (nodes=), which the driver test's clients do not",
+	"dvm-lost-dial-race":      "places jobs on some nodes (nodes=), which the driver test's clients do not; its race is the simulator's timing",
 }
 
 // scenario is what the driver test plays of a sim scenario.

@@ -53,11 +53,13 @@ func playDVMThroughDriver(t *testing.T, sc scenario) {
 		}
 		exit <- code
 	}()
-	uri := awaitURI(t, &stdout)
-	lines := c.playSubmits(t, uri, app)
-	if sc.status == 0 {
-		if err := dvm.Stop(uri); err != nil {
-			t.Errorf("--dvm-stop: %v", err)
+	var lines []string
+	if uri := awaitURI(t, &stdout, exit); uri != "" {
+		lines = c.playSubmits(t, uri, app)
+		if sc.status == 0 {
+			if _, err := dvm.Stop(uri); err != nil {
+				t.Errorf("--dvm-stop: %v", err)
+			}
 		}
 	}
 	c.checkDVMEnd(t, exit, append(nonEmptyLines(stderr.String()), lines...))
@@ -184,11 +186,18 @@ func (c *cluster) checkDVMEnd(t *testing.T, exit chan int, printed []string) {
 	}
 }
 
-// awaitURI waits for the DVM's URI on its stdout.
-func awaitURI(t *testing.T, stdout *lockedBuffer) string {
+// awaitURI waits for the DVM's URI on its stdout; "" if the DVM ended
+// before it was up (its status is put back on exit).
+func awaitURI(t *testing.T, stdout *lockedBuffer, exit chan int) string {
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
 		if line, ok := strings.CutSuffix(stdout.String(), "\n"); ok {
 			return line
+		}
+		select {
+		case code := <-exit:
+			exit <- code
+			return ""
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the DVM did not come up")

@@ -3,11 +3,14 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"prsh/daemon/dvm"
 	"prsh/testbed"
 )
 
@@ -40,6 +43,7 @@ func TestDVMCommands(t *testing.T) {
 	if up.status != 0 || !strings.HasPrefix(uri, "unix:") || strings.Count(up.stdout, "\n") != 1 {
 		t.Fatalf("prte --daemonize: status %d, stdout %q, stderr %q", up.status, up.stdout, up.stderr)
 	}
+	checkPrivateFile(t, dvm.LogPath(uri))
 	res := runAs(t, c, uri, "prun", "-np", "2", "sh", "-c", `echo "out $PRSH_RANK $PRSH_NODE"`)
 	if res.status != 0 || res.stderr != "" {
 		t.Fatalf("prun: status %d, stderr %q", res.status, res.stderr)
@@ -60,6 +64,9 @@ func TestDVMCommands(t *testing.T) {
 		t.Errorf("pterm left processes running: %+v", left)
 	}
 	waitGone(t, filepath.Dir(strings.TrimPrefix(uri, "unix:")))
+	if _, err := os.Stat(dvm.LogPath(uri)); !os.IsNotExist(err) {
+		t.Errorf("pterm of a DVM that lost nothing left its log %s (%v)", dvm.LogPath(uri), err)
+	}
 	for _, command := range []string{"prun", "pterm"} {
 		res := runAs(t, c, uri, command, "/bin/true")
 		if command == "pterm" {
@@ -69,6 +76,52 @@ func TestDVMCommands(t *testing.T) {
 			t.Errorf("%s with a stale PRSH_DVM: status %d, want 255", command, res.status)
 		}
 		checkOneLine(t, res.stderr, `^mpirun: PRSH_DVM `+uri+`: no DVM answers there \(it was stopped, or started on another node\): connect: no such file or directory$`)
+	}
+}
+
+// checkPrivateFile checks that path is a file of mode 0600.
+func checkPrivateFile(t *testing.T, path string) {
+	t.Helper()
+	if fi, err := os.Stat(path); err != nil || fi.Mode() != 0o600 {
+		t.Errorf("%s: %v, want a file of mode 0600 (%v)", path, fi.Mode(), err)
+	}
+}
+
+// TestDVMDaemonizedLog: a daemonized DVM's lines go on into its log
+// beside its socket's directory: the warning of a node lost while it is
+// up is there; pterm, the DVM having lost a node, keeps the log and says
+// where it is, and a client of the stale URI is told too.
+func TestDVMDaemonizedLog(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3})
+	up := runAs(t, c, "", "prte", "--daemonize")
+	uri := strings.TrimSpace(up.stdout)
+	if up.status != 0 || !strings.HasPrefix(uri, "unix:") {
+		t.Fatalf("prte --daemonize: status %d, stdout %q, stderr %q", up.status, up.stdout, up.stderr)
+	}
+	log := dvm.LogPath(uri)
+	t.Cleanup(func() { os.Remove(log) })
+	checkPrivateFile(t, log)
+	syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGKILL)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(log)
+		if regexp.MustCompile(`(?m)^mpirun: warning: the DVM lost node002$`).Match(b) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning of node002's loss in the DVM's log %s:\n%s", log, b)
+		}
+	}
+	res := runAs(t, c, uri, "pterm")
+	if res.status != 0 || res.stderr != "mpirun: the DVM's lines are kept in "+log+"\n" {
+		t.Errorf("pterm: status %d, stderr %q; want 0 and the log's path", res.status, res.stderr)
+	}
+	waitGone(t, filepath.Dir(strings.TrimPrefix(uri, "unix:")))
+	checkPrivateFile(t, log)
+	res = runAs(t, c, uri, "prun", "/bin/true")
+	checkOneLine(t, res.stderr, `^mpirun: PRSH_DVM `+uri+`: no DVM answers there .*; its lines are in `+regexp.QuoteMeta(log)+`$`)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Errorf("pterm left processes running: %+v", left)
 	}
 }
 

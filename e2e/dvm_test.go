@@ -546,26 +546,46 @@ func TestDVMUsage(t *testing.T) {
 // that needs the lost node's slot or names it is refused with 2 naming
 // it, each later client is told of the loss in one line, and --dvm-stop
 // leaves nothing anywhere.
-func TestDVMLostDaemon(t *testing.T) {
+func TestDVMLostDaemon(t *testing.T) { checkLostLeaf(t, "node002") }
+
+// TestDVMLostDaemonBinomial: as TestDVMLostDaemon, with --routed
+// binomial: node003's orted (daemon 3) is a routing child of node001's,
+// which passes each Launch on to it, and is told of the loss by mpirun.
+func TestDVMLostDaemonBinomial(t *testing.T) {
+	checkLostLeaf(t, "node003", "--routed", "binomial")
+}
+
+// TestDVMLostDaemonDirect: as TestDVMLostDaemon, with --routed direct
+// and a spawn tree of degree 2 (node003's orted is node001's child): the
+// loss of node003 reaches mpirun through node001, and mpirun, which
+// sends every daemon its Launch itself, stops sending node003 any.
+func TestDVMLostDaemonDirect(t *testing.T) {
+	checkLostLeaf(t, "node003", "--routed", "direct", "--spawn-degree", "2")
+}
+
+// checkLostLeaf kills node's orted, a leaf of the spawn tree of a DVM of
+// three nodes started with dvmArgs, under a job on every node and one on
+// node001 (TestDVMLostDaemon).
+func checkLostLeaf(t *testing.T, node string, dvmArgs ...string) {
 	c := cluster(t, testbed.Config{Nodes: 3})
-	dvm, dvmErr, uri := dvmUp(t, c)
+	dvm, dvmErr, uri := dvmUp(t, c, dvmArgs...)
 	client, stderr, _ := started(t, c, 3, "--dvm", uri, "-np", "3", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 600`)
 	other, otherErr, marks := started(t, c, 1, "--dvm", uri, "-np", "1", "-H", "node001", "sh", "-c", waitForGo)
-	syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGKILL)
+	syscall.Kill(ortedOf(t, c, node), syscall.SIGKILL)
 	if st := waitExit(t, client); st != 255 {
-		t.Errorf("the job with a rank on node002 exited %d, want 255; stderr:\n%s", st, stderr)
+		t.Errorf("the job with a rank on %s exited %d, want 255; stderr:\n%s", node, st, stderr)
 	}
-	checkOneLine(t, stderr.String(), `^mpirun: node002: orted exited unexpectedly: `)
+	checkOneLine(t, stderr.String(), `^mpirun: `+node+`: orted exited unexpectedly: `)
 	letGo(t, marks)
 	if st := waitExit(t, other); st != 0 {
 		t.Errorf("the job on node001 exited %d, want 0; stderr:\n%s", st, otherErr)
 	}
 	checkOneLine(t, otherErr.String(), "")
-	lost := `^mpirun: warning: the DVM lost node002$`
-	checkLostLater(t, c, uri, lost, "node002", "-np", "3")
-	if got := lines(dvmErr.String()); len(got) != 2 || !strings.HasPrefix(got[0], "mpirun: node002: orted exited unexpectedly: ") ||
+	lost := `^mpirun: warning: the DVM lost ` + node + `$`
+	checkLostLater(t, c, uri, lost, node, "-np", "3")
+	if got := lines(dvmErr.String()); len(got) != 2 || !strings.HasPrefix(got[0], "mpirun: "+node+": orted exited unexpectedly: ") ||
 		!regexp.MustCompile(lost).MatchString(got[1]) {
-		t.Errorf("the DVM's stderr:\n%s\nwant node002's line, then %s", dvmErr, lost)
+		t.Errorf("the DVM's stderr:\n%s\nwant %s's line, then %s", dvmErr, node, lost)
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
@@ -674,4 +694,27 @@ func TestDVMOwnHost(t *testing.T) {
 		t.Errorf("a job after the failure: status %d; stderr:\n%s", res.status, res.stderr)
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMOnUnreachableSkip: --dvm-start --on-unreachable skip with
+// node002 refusing ssh: the DVM comes up on the other nodes with a plain
+// mpirun's warning, and tells each later client of node002 as of a lost
+// node (a job on the nodes left runs, one placed on node002 or needing
+// its slot is refused naming it). Where no node can be reached, the DVM
+// does not come up: 255 and a line saying so.
+func TestDVMOnUnreachableSkip(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3, Faults: map[string]testbed.Fault{"node002": {Refuse: true}}})
+	dvm, dvmErr, uri := dvmUp(t, c, "--on-unreachable", "skip")
+	warning := `^mpirun: warning: node002: ssh: .*connection refused \(left out: --on-unreachable skip\)$`
+	checkOneLine(t, dvmErr.String(), warning)
+	checkLostLater(t, c, uri, warning, "node002", "-np", "3")
+	dvmStop(t, c, dvm, dvmErr, uri)
+
+	none := cluster(t, testbed.Config{Nodes: 2, Faults: map[string]testbed.Fault{"node001": {Refuse: true}, "node002": {Refuse: true}}})
+	res := mpirun(t, none, "--dvm-start", "--on-unreachable", "skip")
+	got := lines(res.stderr)
+	if res.status != 255 || res.stdout != "" || len(got) != 3 ||
+		got[2] != "mpirun: no node of the DVM could be reached (--on-unreachable skip left them all out)" {
+		t.Errorf("a DVM whose nodes all refuse: status %d, stdout %q, stderr:\n%s\nwant 255, two warnings and a line saying none came up", res.status, res.stdout, res.stderr)
+	}
 }

@@ -151,19 +151,29 @@ func (j Job) forwardSignals(conn *Conn) {
 	}
 }
 
-// Stop stops the DVM at uri and waits until it is down.
-func Stop(uri string) error {
-	conn, _, err := Dial(uri)
+// Stop stops the DVM at uri and waits until it is down. A daemonized
+// DVM's log (LogPath) goes with it when it stopped with 0 having lost no
+// node; else its path is the note returned, for the user to read it.
+func Stop(uri string) (note string, err error) {
+	conn, hello, err := Dial(uri)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer conn.Close()
 	if err := conn.Write(KindStop, nil); err != nil {
-		return err
+		return "", err
 	}
 	var s Status
 	if err := conn.ReadJSON(KindStatus, &s); err != nil {
-		return fmt.Errorf("%s: the DVM did not say it stopped: %w", uri, err)
+		return "", fmt.Errorf("%s: the DVM did not say it stopped: %w", uri, err)
 	}
-	return nil
+	log := LogPath(uri)
+	if s.Status == 0 && len(hello.Lost) == 0 {
+		os.Remove(log)
+		return "", nil
+	}
+	if _, err := os.Stat(log); err != nil {
+		return "", nil
+	}
+	return "the DVM's lines are kept in " + log, nil
 }

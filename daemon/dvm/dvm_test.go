@@ -168,3 +168,9 @@ s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(len(s.recv(100)))
 		t.Errorf("uid 65534 read %s bytes, want the connection closed unread", got)
 	}
 }
+
+func TestLogPath(t *testing.T) {
+	if got, want := LogPath("unix:/run/user/1000/prsh-dvm-123/dvm.sock"), "/run/user/1000/prsh-dvm-123.log"; got != want {
+		t.Errorf("LogPath = %q, want %q", got, want)
+	}
+}

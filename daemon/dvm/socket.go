@@ -145,7 +145,7 @@ func NamesDVM(word string) bool {
 func Dial(uri string) (*Conn, Hello, error) {
 	c, err := net.Dial("unix", strings.TrimPrefix(uri, scheme))
 	if err != nil {
-		return nil, Hello{}, fmt.Errorf("%s: no DVM answers there (it was stopped, or started on another node): %w", uri, errors.Unwrap(err))
+		return nil, Hello{}, fmt.Errorf("%s: no DVM answers there (it was stopped, or started on another node): %w%s", uri, errors.Unwrap(err), logNote(uri))
 	}
 	conn := NewConn(c)
 	var h Hello

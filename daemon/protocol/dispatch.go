@@ -27,6 +27,10 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 		if fromParent {
 			m.dvmMessage(msg)
 		}
+	case Lost:
+		if fromParent {
+			m.lostAbove(msg.IDs)
+		}
 	case Signal:
 		if fromParent {
 			m.signal(msg)
@@ -78,6 +82,8 @@ func (m *Machine) timerFired(t Timer) {
 		m.guardsActed(t.ID)
 	case ExitWaitTimer:
 		m.exitWaitOver(t.ID)
+	case LostWaitTimer:
+		m.lostWaitOver(t.ID)
 	case LookupTimer:
 		m.lookupTimedOut(t.ID)
 	case DrainTimer, JobTimer, StopTimer:

@@ -118,7 +118,7 @@ func (r *rootState) jobExited(job int) {
 
 // dvmUp tells the driver once the daemons are all up.
 func (r *rootState) dvmUp() {
-	if r.m.milestones[Spawned].done && r.m.milestones[Addressed].done && !r.upSaid {
+	if r.m.milestones[Spawned].done && r.m.milestones[Addressed].done && !r.upSaid && !r.m.ending() {
 		r.upSaid = true
 		r.m.emit(DVMUp{})
 	}

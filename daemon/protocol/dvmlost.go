@@ -2,7 +2,10 @@ package protocol
 
 import (
 	"fmt"
+	"slices"
 
+	"prsh/errmgr"
+	"prsh/routed"
 	"prsh/topo"
 )
 
@@ -56,7 +59,7 @@ func (r *rootState) daemonLost(f Failure) bool {
 		return true
 	}
 	r.lostSaid[f.Lost] = true
-	ids := m.markLost(f.Lost)
+	ids := slices.DeleteFunc(m.markLost(f.Lost), func(id int) bool { return r.skipped[id] })
 	if len(m.lost) >= m.job.Daemons-1 {
 		return false
 	}
@@ -71,12 +74,45 @@ func (r *rootState) daemonLost(f Failure) bool {
 	m.emit(Print{Line: "mpirun: " + f.Msg})
 	m.emit(Print{Line: line})
 	m.emit(DaemonsLost{IDs: ids, Hosts: hosts, Line: line})
+	m.tellLost(ids)
 	for _, j := range m.sortedJobs() {
 		if j.placesOn(m.lost) {
 			r.jobFailed(Failure{Msg: f.Msg, Status: f.Status, Job: j.num})
+		} else {
+			m.relaunchAround(j, ids)
 		}
 	}
 	return true
+}
+
+// relaunchAround sends job j's Launch again to the daemons the lost ids
+// pass it on to in the routing tree, while j has not started everywhere:
+// a Launch on its way through one of them when it died is lost with it,
+// and those below it (when the routing tree is not the spawn tree) would
+// wait for it for ever. A daemon that had it already takes no repeat.
+func (m *Machine) relaunchAround(j *jobState, ids []int) {
+	if j.launch == launchAwaited || j.started.done {
+		return
+	}
+	tree := m.routing.Tree()
+	for _, id := range ids {
+		if p := tree.Parent(id); p < 0 || !m.lost[p] { // the top of a lost routing subtree
+			m.routeAround(routed.Delivery[Message]{Via: id, Msg: j.app})
+		}
+	}
+}
+
+// dvmSkipped: --dvm-start --on-unreachable skip left daemon id out (its
+// node could not be reached): the DVM comes up without it, and tells
+// each client as it tells a loss, with the warning line; it cannot come
+// up when no orted is left.
+func (r *rootState) dvmSkipped(id int, line string) {
+	m := r.m
+	m.lost[id] = true
+	m.emit(DaemonsLost{IDs: []int{id}, Hosts: []string{m.hostOf(id)}, Line: line})
+	if len(m.lost) >= m.job.Daemons-1 {
+		r.fail(Failure{Msg: "no node of the DVM could be reached (--on-unreachable skip left them all out)", Status: errmgr.StatusFailed})
+	}
 }
 
 // placesOn says whether the job has ranks on one of the daemons.
@@ -87,4 +123,114 @@ func (j *jobState) placesOn(daemons map[int]bool) bool {
 		}
 	}
 	return false
+}
+
+// Lost tells every daemon, down the spawn tree, which daemons the DVM
+// lost: mpirun sends it once it took a loss, so that a daemon that
+// routes through one of them (--routed binomial, direct, or a routing
+// tree that is not the spawn tree) stops before it dials a dead peer.
+type Lost struct{ IDs []int }
+
+func (Lost) message() {}
+
+// tellLost passes the loss of ids on to every linked child.
+func (m *Machine) tellLost(ids []int) {
+	for _, c := range m.sortedChildren() {
+		if c.linked() && !m.lost[c.id] {
+			m.emit(Send{c.link, Lost{IDs: ids}})
+		}
+	}
+}
+
+// lostAbove: the parent says the DVM lost ids. Passed on before acting;
+// from then on nothing is routed through them, and what waited for a
+// link to one of them goes around it.
+func (m *Machine) lostAbove(ids []int) {
+	if !m.job.DVM {
+		return
+	}
+	m.tellLost(ids)
+	for _, id := range ids {
+		if id > 0 && id < m.job.Daemons && id != m.self {
+			m.lost[id] = true
+		}
+	}
+	for _, id := range ids {
+		m.routeAroundHeld(id)
+	}
+}
+
+// routeAroundHeld routes what waited for a link to the lost daemon id
+// (a dial under way, or one that failed and waits for word of the loss)
+// around it.
+func (m *Machine) routeAroundHeld(id int) {
+	queued, ok := m.dialing[id]
+	if !ok || !m.lost[id] {
+		return
+	}
+	delete(m.dialing, id)
+	if _, ok := m.unreached[id]; ok {
+		delete(m.unreached, id)
+		m.emit(CancelTimer{Timer{LostWaitTimer, id}})
+	}
+	for _, msg := range queued {
+		m.routeAround(routed.Delivery[Message]{Via: id, Msg: msg})
+	}
+}
+
+// routeAround delivers what was routed through a daemon that is gone (a
+// skipped daemon's address tombstone, or one the DVM lost): a message
+// for one daemon goes straight to it, every address being known, and a
+// direct-modex request for a daemon that is gone is answered with an
+// error; a Launch goes to the daemons the gone one would have passed it
+// on to.
+func (m *Machine) routeAround(d routed.Delivery[Message]) {
+	switch msg := d.Msg.(type) {
+	case ModexRequest:
+		if m.gone(msg.To) {
+			m.modexReply(ModexReply{ID: msg.ID, To: msg.From, Err: "the DVM lost " + m.hostOf(msg.To)})
+		} else {
+			m.deliver(m.router.Neighbour(msg.To, msg))
+		}
+	case ModexReply:
+		if !m.gone(msg.To) {
+			m.deliver(m.router.Neighbour(msg.To, msg))
+		}
+	default:
+		for _, next := range m.routing.Fanout(d.Via) {
+			m.deliver(m.router.Neighbour(next, d.Msg))
+		}
+	}
+}
+
+// gone says daemon id cannot be sent to: the DVM lost it, or it was
+// skipped (its address a tombstone).
+func (m *Machine) gone(id int) bool {
+	addr, known := m.flood.Lookup(id)
+	return m.lost[id] || known && addr == ""
+}
+
+// awaitLoss: in a DVM, a failed dial to a routing neighbour may be a
+// loss that has not reached this daemon yet: its spawn parent reports
+// it, and mpirun's Lost comes down. What was routed to it waits until
+// then, for its parent's silence bound and the wait for its exit at
+// most; only then does the failed dial end the DVM (lostWaitOver).
+func (m *Machine) awaitLoss(peer int, err string) bool {
+	if !m.job.DVM || m.ending() {
+		return false
+	}
+	m.unreached[peer] = err
+	m.emit(SetTimer{Timer{LostWaitTimer, peer}, m.job.Timeouts.SilenceMS + ExitWaitMS})
+	return true
+}
+
+// lostWaitOver: no word of the loss of peer, whose dial failed, came in
+// time: the failed dial ends the DVM.
+func (m *Machine) lostWaitOver(peer int) {
+	err, ok := m.unreached[peer]
+	if !ok {
+		return
+	}
+	delete(m.unreached, peer)
+	m.failDial(peer, err)
 }

@@ -414,6 +414,7 @@ const (
 	ProgressTimer                  // report who has not called back (Pending; mpirun: Waiting)
 	GuardsTimer                    // a silent child's node guard must have killed it by now
 	ExitWaitTimer                  // a child's link ended: its session's exit may say how
+	LostWaitTimer                  // DVM: a routing neighbour's dial failed: word of its loss may come
 	LookupTimer                    // mpirun: a name lookup waits no longer (ID: its serial)
 )
 

@@ -34,8 +34,17 @@ func (m *Machine) linkUp(l LinkID, peer int) {
 }
 
 // dialFailed ends the job: a daemon that cannot reach a routing
-// neighbour cannot pass the launch on.
+// neighbour cannot pass the launch on. In a DVM, a neighbour lost is
+// routed around instead (dvmlost.go).
 func (m *Machine) dialFailed(peer int, err string) {
+	if m.lost[peer] || m.awaitLoss(peer, err) {
+		m.routeAroundHeld(peer)
+		return
+	}
+	m.failDial(peer, err)
+}
+
+func (m *Machine) failDial(peer int, err string) {
 	addr, _ := m.flood.Lookup(peer)
 	delete(m.dialing, peer)
 	m.fail(m.failure(errmgr.StatusFailed, "cannot reach the orted of %s at %s: %s", m.hostOf(peer), addr, err))
@@ -158,19 +167,19 @@ func (m *Machine) reachable(id int) bool {
 	return ok
 }
 
-// deliver sends what the router released. A broadcast for a skipped
-// daemon (an address tombstone) or one a DVM lost goes to the daemons it
-// would have passed it to; a daemon with an address but no link yet is
-// dialled.
+// deliver sends what the router released. What is routed through a
+// skipped daemon (an address tombstone) or one a DVM lost goes around it
+// (routeAround); a daemon with an address but no link yet is dialled.
 func (m *Machine) deliver(ds []routed.Delivery[Message]) {
 	for _, d := range ds {
 		if l, ok := m.links[d.Via]; ok && !m.lost[d.Via] {
 			m.emit(Send{l, d.Msg})
-		} else if addr, _ := m.flood.Lookup(d.Via); addr == "" || m.lost[d.Via] {
-			for _, next := range m.routing.Fanout(d.Via) {
-				m.deliver(m.router.Neighbour(next, d.Msg))
-			}
+		} else if m.gone(d.Via) {
+			m.routeAround(d)
+		} else if _, waits := m.unreached[d.Via]; waits {
+			m.dialing[d.Via] = append(m.dialing[d.Via], d.Msg) // until word of its loss
 		} else {
+			addr, _ := m.flood.Lookup(d.Via)
 			m.dial(d.Via, addr, d.Msg)
 		}
 	}

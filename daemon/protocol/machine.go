@@ -78,6 +78,9 @@ type Machine struct {
 	// lost are the daemons a DVM lost (dvmlost.go): nothing is routed
 	// through them any more.
 	lost map[int]bool
+	// unreached are the routing neighbours a DVM's daemon failed to dial,
+	// with the dial's error, while it waits for word of their loss.
+	unreached map[int]string
 
 	// milestones are the daemons' own (Spawned, Addressed); Started and
 	// Exited are each job's.
@@ -164,7 +167,7 @@ func New(cfg Config) (*Machine, error) {
 		cfg: cfg, self: cfg.ID, job: job, routing: rt, spawnTree: rt.Tree(),
 		links: map[int]LinkID{}, linkPeer: map[LinkID]int{}, dialing: map[int][]Message{},
 		children: map[int]*child{}, jobs: map[int]*jobState{},
-		acks: map[int]*reduction{}, lost: map[int]bool{},
+		acks: map[int]*reduction{}, lost: map[int]bool{}, unreached: map[int]string{},
 	}
 	if m.self == 0 {
 		m.root = &rootState{m: m, skipped: map[int]bool{}, stops: map[int]bool{}, stopSeq: map[int]int{}, lostSaid: map[int]bool{}}

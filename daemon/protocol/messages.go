@@ -54,6 +54,7 @@ var kinds = [...]Message{
 	22: NameLookup{},
 	23: NameUnpublish{},
 	24: NameReply{},
+	31: Lost{}, // dvmlost.go
 }
 
 var kindOfType = func() map[reflect.Type]byte {

@@ -130,7 +130,11 @@ func (r *rootState) fail(f Failure) {
 // report warns the user and leaves the node out of the job map.
 func (r *rootState) report(s Skipped) {
 	r.skipped[s.ID] = true
-	r.m.emit(Print{Line: "mpirun: warning: " + s.Msg + " (left out: --on-unreachable skip)"})
+	line := "mpirun: warning: " + s.Msg + " (left out: --on-unreachable skip)"
+	r.m.emit(Print{Line: line})
+	if r.m.job.DVM {
+		r.dvmSkipped(s.ID, line)
+	}
 }
 
 // milestone moves the job on.

@@ -11,13 +11,12 @@ import (
 // spawned as a job's would be, that stay up for the jobs of clients. It
 // starts no program, so --pmix auto cannot look at one: the daemons boot
 // their PMIx server (orted-pmix, where installed) unless --pmix off.
-// Nothing can be staged or left out yet (DVM.md, slice 1).
+// Nothing can be staged yet (DVM.md); --on-unreachable skip leaves out
+// the nodes that cannot be reached, for good.
 func MakeDVM(req Request, here Here) (daemon.Config, error) {
 	switch {
 	case len(req.Args) > 0 || req.Appfile != "":
 		return daemon.Config{}, usage(errors.New("--dvm-start takes no command: submit jobs with mpirun --dvm URI"))
-	case req.OnUnreachable == "skip":
-		return daemon.Config{}, usage(errors.New("--dvm-start cannot leave nodes out yet (--on-unreachable skip)"))
 	case req.PreloadBinary || req.PreloadLibs:
 		return daemon.Config{}, usage(errors.New("--dvm-start cannot stage programs yet (--preload-binary)"))
 	}

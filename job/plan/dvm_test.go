@@ -8,7 +8,8 @@ import (
 
 // TestMakeDVM: a DVM's plan launches nothing, keeps the daemons up, has
 // no time limit of its own, boots the PMIx servers unless --pmix off
-// (auto has no program to look at), and refuses what it cannot do yet.
+// (auto has no program to look at), leaves out the nodes it cannot reach
+// with --on-unreachable skip, and refuses what it cannot do yet.
 func TestMakeDVM(t *testing.T) {
 	var stderr bytes.Buffer
 	req := defaults("n1,n2")
@@ -24,9 +25,12 @@ func TestMakeDVM(t *testing.T) {
 	if cfg, err := MakeDVM(req, launchNode(&stderr)); err != nil || !cfg.Job.NoPMIx {
 		t.Errorf("--pmix off: NoPMIx %v, error %v", cfg.Job.NoPMIx, err)
 	}
+	req.OnUnreachable = "skip"
+	if cfg, err := MakeDVM(req, launchNode(&stderr)); err != nil || !cfg.Job.SkipUnreachable {
+		t.Errorf("--on-unreachable skip: SkipUnreachable %v, error %v", cfg.Job.SkipUnreachable, err)
+	}
 	for _, edit := range []func(*Request){
 		func(r *Request) { r.Args = []string{"/bin/true"} },
-		func(r *Request) { r.OnUnreachable = "skip" },
 		func(r *Request) { r.PreloadBinary = true },
 	} {
 		req := defaults("n1")

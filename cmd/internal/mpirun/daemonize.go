@@ -23,34 +23,44 @@ import (
 // its own, so that no terminal's signal reaches it, with no terminal
 // for its streams. It returns once the DVM is up, having printed its URI
 // as --dvm-start does, or with the DVM's status and its lines if it
-// could not start. An interrupt meanwhile is passed on to it.
+// could not start. An interrupt meanwhile is passed on to it. The DVM's
+// lines go on into its log (dvm.LogPath), which outlives it.
 func daemonize(c *cli.Context) error {
 	if !c.Bool("dvm-start") {
 		return usageError{errors.New("--daemonize goes with --dvm-start (prte)")}
 	}
-	dir, err := os.MkdirTemp("", "prsh-dvm-start-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	args := withoutDaemonize(os.Args[1:])
 	uriFile := absPath(c.String("dvm-uri"))
 	if uriFile != "" {
 		os.Remove(uriFile) // an earlier DVM's URI is not this one's
 	} else {
+		dir, err := os.MkdirTemp("", "prsh-dvm-start-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
 		uriFile = filepath.Join(dir, "uri")
 		args = slices.Concat([]string{"--dvm-uri", uriFile}, args)
 	}
-	dvmCmd, log, err := startDetached(args, filepath.Join(dir, "log"))
+	log, err := dvm.NewStartLog()
 	if err != nil {
+		return err
+	}
+	dvmCmd, err := startDetached(args, log)
+	if err != nil {
+		os.Remove(log.Name())
 		return err
 	}
 	uri, status := awaitUp(dvmCmd, uriFile)
 	if uri != "" {
+		if err := os.Rename(log.Name(), dvm.LogPath(uri)); err != nil {
+			fmt.Fprintf(os.Stderr, "mpirun: warning: the DVM's lines go to %s: %v\n", log.Name(), err)
+		}
 		fmt.Println(uri)
 		return nil
 	}
-	b, _ := os.ReadFile(log)
+	defer os.Remove(log.Name())
+	b, _ := os.ReadFile(log.Name())
 	os.Stderr.Write(b)
 	if len(b) == 0 {
 		fmt.Fprintf(os.Stderr, "mpirun: the DVM exited with status %d before it was up\n", status)
@@ -70,21 +80,18 @@ func withoutDaemonize(args []string) []string {
 }
 
 // startDetached starts this program with args in a session of its own,
-// its stdin and stdout /dev/null and its stderr the file log.
-func startDetached(args []string, log string) (*exec.Cmd, string, error) {
+// its stdin and stdout /dev/null and its stderr the file log, which it
+// closes.
+func startDetached(args []string, log *os.File) (*exec.Cmd, error) {
+	defer log.Close()
 	self, err := os.Executable()
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	stderr, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, "", err
-	}
-	defer stderr.Close()
 	cmd := exec.Command(self, args...)
-	cmd.Stderr = stderr
+	cmd.Stderr = log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	return cmd, log, cmd.Start()
+	return cmd, cmd.Start()
 }
 
 // awaitUp waits for the DVM's URI in uriFile, or its exit: the URI, or

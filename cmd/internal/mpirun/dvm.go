@@ -37,7 +37,11 @@ func dvmClient(c *cli.Context) error {
 		return dvmFailed(where, err)
 	}
 	if flag == "dvm-stop" {
-		return dvmFailed(where, dvm.Stop(uri))
+		note, err := dvm.Stop(uri)
+		if note != "" {
+			fmt.Fprintln(os.Stderr, "mpirun: "+note)
+		}
+		return dvmFailed(where, err)
 	}
 	conn, hello, err := dvm.Dial(uri)
 	if err != nil {

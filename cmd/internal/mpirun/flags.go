@@ -80,7 +80,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "forward-signals", Usage: "more signals to forward to the ranks, e.g. `ALRM,WINCH` (USR1 and USR2 always are)"},
 		&cli.BoolFlag{Name: "dvm-start", Usage: "start a DVM: spawn the daemons and keep them up for jobs submitted with --dvm; print its URI"},
 		&cli.StringFlag{Name: "dvm-uri", Usage: "with --dvm-start, write the DVM's URI into `FILE`"},
-		&cli.BoolFlag{Name: "daemonize", Usage: "with --dvm-start, run the DVM in the background: exit once it is up, having printed its URI"},
+		&cli.BoolFlag{Name: "daemonize", Usage: "with --dvm-start, run the DVM in the background: exit once it is up, having printed its URI; its lines go to the file beside its socket's directory, .../prsh-dvm-XXXX.log"},
 		&cli.StringFlag{Name: "dvm", Usage: "run the job in the DVM at `URI` (or the file holding it; default: $PRSH_DVM)"},
 		&cli.StringFlag{Name: "dvm-stop", Usage: "stop the DVM at `URI` (or the file holding it; default: $PRSH_DVM)"},
 		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "trace, debug, info, warn, error or off"},

@@ -123,7 +123,10 @@ Starting the daemons:
 Persistent daemons (a DVM; prte, prun and pterm are these three):
   --dvm-start [--dvm-uri FILE]  spawn the daemons on the hosts and keep them
                                 up; prints the DVM's URI once they are
-    --daemonize                 in the background: exit once the DVM is up
+    --daemonize                 in the background: exit once the DVM is up;
+                                its lines go on into a file (mode 0600) beside
+                                its socket's directory, .../prsh-dvm-XXXX.log,
+                                which a clean --dvm-stop removes
   --dvm [URI|FILE]              run the job in that DVM (default: $PRSH_DVM):
                                 its daemons are already up; jobs run at once
   --dvm-stop [URI|FILE]         stop the DVM, leaving nothing on the nodes

@@ -129,6 +129,8 @@ func Message(m protocol.Message) string {
 		return fmt.Sprintf("JobKill %d", m.Job)
 	case protocol.JobEnd:
 		return fmt.Sprintf("JobEnd %d", m.Job)
+	case protocol.Lost:
+		return fmt.Sprintf("Lost %v", m.IDs)
 	case protocol.Teardown:
 		return fmt.Sprintf("Teardown kill=%v", m.Kill)
 	case protocol.Signal:
@@ -238,6 +240,8 @@ func timerName(t protocol.Timer) string {
 		return fmt.Sprintf("guards(d%d)", t.ID)
 	case protocol.ExitWaitTimer:
 		return fmt.Sprintf("exit-wait(d%d)", t.ID)
+	case protocol.LostWaitTimer:
+		return fmt.Sprintf("lost-wait(d%d)", t.ID)
 	case protocol.LookupTimer:
 		return fmt.Sprintf("lookup(%d)", t.ID)
 	}
