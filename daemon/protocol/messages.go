@@ -26,7 +26,7 @@ type Message interface{ message() }
 // run under a parent of another version: a node with another prsh
 // installed fails at its start, by name, instead of mid-launch with a
 // message it cannot decode.
-const Version = 7
+const Version = 8
 
 // kinds is the one table of message kinds: the index is the frame's kind
 // byte. Encoding and decoding follow from it; a new message is one line
@@ -50,6 +50,10 @@ var kinds = [...]Message{
 	16: JobKill{},
 	17: JobEnd{},
 	18: CollectiveProbe{},
+	21: NamePublish{},
+	22: NameLookup{},
+	23: NameUnpublish{},
+	24: NameReply{},
 	31: Lost{}, // dvmlost.go
 }
 

@@ -89,6 +89,7 @@ type rootState struct {
 	upSaid      bool // a DVM's DVMUp went out (dvm.go)
 	// lostSaid are the daemons whose loss the DVM took (dvmlost.go).
 	lostSaid map[int]bool
+	names    *nameService // the published names (names.go), once used
 }
 
 // start sets the --timeout.
