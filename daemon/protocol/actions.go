@@ -9,4 +9,5 @@ var Actions = []Action{
 	StageTo{}, SignalRanks{}, SetTimer{}, CancelTimer{}, Print{}, Warn{}, Waiting{},
 	Reached{}, ForwardStdin{}, StopSelf{}, Exit{}, FenceDone{}, RingDone{},
 	AllgatherDone{}, ServeModex{}, ModexAnswered{}, DVMUp{}, JobDone{}, ReleaseJob{}, JobStopped{}, DaemonsLost{},
+	PlaceChildJob{}, ChildJobAnswered{},
 }

@@ -26,7 +26,7 @@ type Message interface{ message() }
 // run under a parent of another version: a node with another prsh
 // installed fails at its start, by name, instead of mid-launch with a
 // message it cannot decode.
-const Version = 7
+const Version = 8
 
 // kinds is the one table of message kinds: the index is the frame's kind
 // byte. Encoding and decoding follow from it; a new message is one line
@@ -50,6 +50,8 @@ var kinds = [...]Message{
 	16: JobKill{},
 	17: JobEnd{},
 	18: CollectiveProbe{},
+	19: ChildJobRequest{},
+	20: ChildJobReply{},
 }
 
 var kindOfType = func() map[reflect.Type]byte {
@@ -205,6 +207,19 @@ type Launch struct {
 	// Bind is how each daemon binds its ranks to its own node's CPUs
 	// (--bind-to, --map-by socket, --report-bindings); zero: unbound.
 	Bind binding.Policy `json:",omitzero"`
+	// Parent names the rank that asked for this job (a child job,
+	// MPI_Comm_spawn); nil for a job mpirun or a DVM client started.
+	Parent *ParentRank `json:",omitempty"`
+	// Preput is put into the job's key-value space before its ranks
+	// start (the spawner's PMI preputs).
+	Preput map[string]string `json:",omitempty"`
+}
+
+// ParentRank is the rank that asked for a child job: its job, its rank
+// and its job's PMI/PMIx namespace.
+type ParentRank struct {
+	Job, Rank int
+	Name      string
 }
 
 // App is one further program of an MPMD launch: ranks from First up to
@@ -353,6 +368,8 @@ func (ModexReply) message()      {}
 func (Pending) message()         {}
 func (JobKill) message()         {}
 func (JobEnd) message()          {}
+func (ChildJobRequest) message() {}
+func (ChildJobReply) message()   {}
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.
 const (

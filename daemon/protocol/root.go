@@ -89,6 +89,10 @@ type rootState struct {
 	upSaid      bool // a DVM's DVMUp went out (dvm.go)
 	// lostSaid are the daemons whose loss the DVM took (dvmlost.go).
 	lostSaid map[int]bool
+	// children are the child jobs (childjobs.go) from their placing to
+	// their end; placing counts the requests the driver is placing.
+	children map[int]*childJob
+	placing  int
 }
 
 // start sets the --timeout.
@@ -106,6 +110,7 @@ func (r *rootState) launch(app Launch) {
 
 // fail ends the job on the first failure.
 func (r *rootState) fail(f Failure) {
+	f = r.childFailed(f)
 	if r.m.job.DVM && f.Job != 0 {
 		r.jobFailed(f)
 		return
@@ -119,7 +124,7 @@ func (r *rootState) fail(f Failure) {
 	r.waitOver()
 	r.m.emit(Print{Line: "mpirun: " + f.Msg})
 	for _, j := range r.m.sortedJobs() { // a DVM ends, and its jobs: their clients hear why
-		if j.num != 0 && j.policy.Fail(f.Status) {
+		if j.num != 0 && r.children[j.num] == nil && j.policy.Fail(f.Status) {
 			r.m.emit(Print{Line: "mpirun: " + f.Msg, Job: j.num})
 		}
 	}
@@ -146,10 +151,14 @@ func (r *rootState) milestone(kind, job int) {
 	switch {
 	case kind == Spawned && m.job.launchesAfterSpawn() && !m.ending():
 		r.launchSurvivors()
+	case kind == Started && job != 0:
+		r.childStarted(job)
 	case kind == Started:
 		m.emit(ForwardStdin{})
-	case kind == Exited && r.policy.Finish():
-		m.teardown(false)
+	case kind == Exited && job != 0:
+		r.childExited(job)
+	case kind == Exited:
+		r.maybeAllExited()
 	}
 }
 
