@@ -91,6 +91,8 @@ var notThroughTheDriver = map[string]string{
 	"dvm-ctrl-z":              "a client's Ctrl-Z stops the client's process, which the driver test has not (e2e/dvm_test.go plays it)",
 	"dvm-lost-daemon-goes-on": "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostDaemon plays it)",
 	"dvm-lost-inner":          "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostInnerDaemon plays it)",
+	"childjob":                "a child job is asked by a rank's PMI or PMIx server, which the fake ranks do not run (e2e: TestPMIxChildJob)",
+	"childjob-fails":          "a child job is asked by a rank's PMI or PMIx server, which the fake ranks do not run (e2e: TestPMIxChildJobFailures)",
 }
 
 // scenario is what the driver test plays of a sim scenario.

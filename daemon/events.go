@@ -105,6 +105,8 @@ func (d *Daemon) handle(ev any) {
 		d.pmixFenceEntered(e.fence)
 	case pmixDirectModex:
 		d.pmixDirectModex(e)
+	case pmixChildJob:
+		d.pmixChildJob(e)
 	case tripwireHit:
 		d.tripwireHit(e)
 	case timerExpired:
@@ -231,6 +233,10 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			d.ringDone(a.Job, a.Answers)
 		case protocol.AllgatherDone:
 			d.allgatherDone(a.Job, a.Values)
+		case protocol.PlaceChildJob:
+			d.placeChildJob(a)
+		case protocol.ChildJobAnswered:
+			d.childJobAnswered(a)
 		case protocol.ServeModex:
 			d.serveModex(a)
 		case protocol.ModexAnswered:

@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"prsh/testbed"
+)
+
+// Child jobs: a rank starts a new job while it runs (PMIx_Spawn,
+// MPI_Comm_spawn). The PMIx tests use e2e/testdata/pmix/childjob.c, a
+// parent and its children without MPI.
+
+// childLines are the lines the np children of a job on nodes print, their
+// parent being rank 0 of namespace ns (by slot, 2 a node).
+func childLines(np int, nodes []string, parent string) []string {
+	var want []string
+	for r := range np {
+		want = append(want, fmt.Sprintf("child %d of %d on %s (parent %s rank 0)", r, np, nodes[r/2], parent))
+	}
+	return want
+}
+
+// parentOf is the parent's namespace the children of out name.
+func parentOf(t *testing.T, out string) string {
+	t.Helper()
+	ns := regexp.MustCompile(`\(parent (\S+) rank 0\)`).FindStringSubmatch(out)
+	if ns == nil {
+		t.Fatalf("no child names its parent:\n%s", out)
+	}
+	return ns[1]
+}
+
+// TestPMIxChildJob: rank 0 of 2 (on node001, whose two slots they take)
+// starts 4 children with PMIx_Spawn; they run on node002 and node003,
+// see PMIX_SPAWNED and their parent (PMIX_PARENT_ID), and print after
+// their parent has exited: mpirun waits for every job, and their output
+// reaches its stdout, tagged with their job (2, as Open MPI numbers a
+// first child job) with --tag-output.
+func TestPMIxChildJob(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "2", prog, "4", "sleep=1")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	want := append(childLines(4, []string{"node002", "node003"}, parentOf(t, res.stdout)), "rank 0 started a child job of 4 ranks")
+	checkLines(t, res.stdout, want)
+
+	res = mpirun(t, c, "-np", "2", "--tag-output", prog, "4")
+	if res.status != 0 {
+		t.Fatalf("--tag-output: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	tagged := []string{"[1,0]<stdout>:rank 0 started a child job of 4 ranks"}
+	for i, l := range childLines(4, []string{"node002", "node003"}, parentOf(t, res.stdout)) {
+		tagged = append(tagged, fmt.Sprintf("[2,%d]<stdout>:%s", i, l))
+	}
+	checkLines(t, res.stdout, tagged)
+}
+
+// TestPMIxChildJobFailures: a child job that cannot run. More ranks than
+// free slots is refused (without --oversubscribe, Open MPI's rule): the
+// parent's PMIx_Spawn fails and mpirun says why in one line; the parent
+// goes on (here it exits with 3, which ends the job as any rank's
+// status does). A program missing, or a child exiting non-zero, ends
+// everything with the child's status and a line naming the child job,
+// its parent, the node and the rank.
+func TestPMIxChildJobFailures(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+
+	res := mpirun(t, c, "-np", "2", prog, "5")
+	if res.status != 3 {
+		t.Errorf("too many children: exit %d, want 3; stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{"rank 0: PMIx_Spawn failed: ERROR"})
+	checkMpirunLines(t, res.stderr,
+		`^mpirun: rank 0 asked for a child job: a child job of 5 ranks, but only 4 slots free \(node001: 0, node002: 2, node003: 2\); use --oversubscribe to allow it$`,
+		`^mpirun: node001: rank 0 exited with status 3$`)
+
+	res = mpirun(t, c, "-np", "2", "--oversubscribe", prog, "5")
+	if res.status != 0 || !strings.Contains(res.stdout, "rank 0 started a child job of 5 ranks") {
+		t.Errorf("--oversubscribe: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+
+	res = mpirun(t, c, "-np", "2", prog, "4", "missing")
+	if res.status != 127 {
+		t.Errorf("missing program: exit %d, want 127; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr, `^mpirun: child job 1 \(spawned by rank 0\): node00[23]: rank [0-3]: .*/nonexistent/childjob.*$`)
+
+	res = mpirun(t, c, "-np", "2", prog, "4", "fail=2:5")
+	if res.status != 5 {
+		t.Errorf("a child exits with 5: exit %d, want 5; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr, `^mpirun: child job 1 \(spawned by rank 0\): node003: rank 2 exited with status 5$`)
+}
+
+// checkMpirunLines checks that mpirun's own lines on stderr are those
+// patterns, in order.
+func checkMpirunLines(t *testing.T, stderr string, patterns ...string) {
+	t.Helper()
+	var ours []string
+	for _, l := range lines(stderr) {
+		if strings.HasPrefix(l, "mpirun:") {
+			ours = append(ours, l)
+		}
+	}
+	if len(ours) != len(patterns) {
+		t.Fatalf("mpirun's lines:\n%s\nwant %d matching %q", strings.Join(ours, "\n"), len(patterns), patterns)
+	}
+	for i, p := range patterns {
+		if !regexp.MustCompile(p).MatchString(ours[i]) {
+			t.Fatalf("mpirun's line %q does not match %q", ours[i], p)
+		}
+	}
+}
