@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"prsh/testbed"
 )
@@ -98,6 +100,24 @@ func TestPMIxChildJobFailures(t *testing.T) {
 	checkMpirunLines(t, res.stderr, `^mpirun: child job 1 \(spawned by rank 0\): node003: rank 2 exited with status 5$`)
 }
 
+// TestPMIxChildJobInterrupt: Ctrl-C while a child job runs (its parent
+// gone already) ends every job: mpirun exits 130 and nothing is left on
+// any node.
+func TestPMIxChildJobInterrupt(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	cmd, stdout, stderr := startMpirun(t, c, "-np", "2", prog, "4", "sleep=1000")
+	stdout.waitFor(t, "rank 0 started a child job of 4 ranks")
+	cmd.Process.Signal(syscall.SIGINT)
+	if status := waitExit(t, cmd); status != 130 {
+		t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: caught SIGINT, terminating the job$`)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		t.Fatalf("left running after Ctrl-C: %+v", left)
+	}
+}
+
 // checkMpirunLines checks that mpirun's own lines on stderr are those
 // patterns, in order.
 func checkMpirunLines(t *testing.T, stderr string, patterns ...string) {
@@ -116,4 +136,23 @@ func checkMpirunLines(t *testing.T, stderr string, patterns ...string) {
 			t.Fatalf("mpirun's line %q does not match %q", ours[i], p)
 		}
 	}
+}
+
+// TestOpenMPISpawn: an Open MPI parent of 2 ranks (node001) does
+// MPI_Comm_spawn of 4 children (node002, node003): rank 0 exchanges a
+// message with each child over the intercommunicator, then both sides
+// merge it (MPI_Intercomm_merge) and reduce over the 6 ranks.
+func TestOpenMPISpawn(t *testing.T) {
+	prog := openMPI(t, "spawn")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "2", prog, "4")
+	if res.status != 0 {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	want := []string{"parent 0: merged 6 ranks, sum 15 (want 15)"}
+	for r := range 4 {
+		want = append(want, fmt.Sprintf("parent 0: child %d answered %d", r, r*10+7),
+			fmt.Sprintf("child %d: got %d, merged rank %d", r, r, r+2))
+	}
+	checkLines(t, res.stdout, want)
 }
