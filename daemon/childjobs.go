@@ -65,30 +65,35 @@ func (d *Daemon) childJobAnswered(a protocol.ChildJobAnswered) {
 func (d *Daemon) placeChildJob(a protocol.PlaceChildJob) {
 	placed := protocol.ChildJobPlaced{ID: a.ID, From: a.From}
 	app, err := d.childLaunch(a)
-	if err != nil {
-		placed.Err = fmt.Sprintf("rank %d%s asked for a child job: %v", a.Rank, ofJob(a.Job), err)
-	} else {
-		placed.Child, placed.App = d.nextJob(), app
+	switch {
+	case err != nil:
+		placed.Err = fmt.Sprintf("rank %d%s asked for a child job: %v", a.Rank, d.ofChildJob(a.Job), err)
+	case d.dvm != nil:
+		placed.Child, placed.App = d.dvmChild(a.Job, len(app.RankNode)), app
+		if placed.Child == 0 {
+			placed.Err = "the job is ending"
+		}
+	default:
+		d.lastChild++
+		placed.Child, placed.App = d.lastChild, app
 	}
 	d.next = append(d.next, placed)
 }
 
-// nextJob is the next job number: a DVM's clients' jobs and child jobs
-// share one count.
-func (d *Daemon) nextJob() int {
+// ofChildJob names a rank's job when it is a child job, by its number
+// at the user's terminal (a DVM client's).
+func (d *Daemon) ofChildJob(job int) string {
 	if d.dvm != nil {
-		d.dvm.lastJob++
-		return d.dvm.lastJob
+		of, ok := d.dvm.childClient[job]
+		if !ok {
+			return ""
+		}
+		job = of.ordinal
 	}
-	d.lastChild++
-	return d.lastChild
-}
-
-func ofJob(job int) string {
 	if job == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" of job %d", job)
+	return fmt.Sprintf(" of child job %d", job)
 }
 
 // childLaunch is the Launch of a child job: each program's ranks placed

@@ -92,6 +92,7 @@ var notThroughTheDriver = map[string]string{
 	"dvm-lost-daemon-goes-on": "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostDaemon plays it)",
 	"dvm-lost-inner":          "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostInnerDaemon plays it)",
 	"childjob":                "a child job is asked by a rank's PMI or PMIx server, which the fake ranks do not run (e2e: TestPMIxChildJob)",
+	"dvm-childjob":            "a child job is asked by a rank's PMI or PMIx server, which the fake ranks do not run (e2e: TestDVMChildJob)",
 	"childjob-fails":          "a child job is asked by a rank's PMI or PMIx server, which the fake ranks do not run (e2e: TestPMIxChildJobFailures)",
 }
 

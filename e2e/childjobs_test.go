@@ -118,6 +118,38 @@ func TestPMIxChildJobInterrupt(t *testing.T) {
 	}
 }
 
+// TestDVMChildJob: in a DVM a child job belongs to the client of the
+// job that started it: its output reaches that client (tagged as its job
+// 2), the client's status waits for it, and its failure is that
+// client's, whose job ends with the child's status and line; the DVM goes
+// on.
+func TestDVMChildJob(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	res := dvmRun(t, c, uri, "-np", "2", "--tag-output", prog, "4", "sleep=1")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	tagged := []string{"[1,0]<stdout>:rank 0 started a child job of 4 ranks"}
+	for i, l := range childLines(4, []string{"node002", "node003"}, parentOf(t, res.stdout)) {
+		tagged = append(tagged, fmt.Sprintf("[2,%d]<stdout>:%s", i, l))
+	}
+	checkLines(t, res.stdout, tagged)
+
+	res = dvmRun(t, c, uri, "-np", "2", prog, "4", "fail=2:5")
+	if res.status != 5 {
+		t.Errorf("a child exits with 5: exit %d, want 5; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr, `^mpirun: child job [0-9]+ \(spawned by rank 0\): node003: rank 2 exited with status 5$`)
+
+	res = dvmRun(t, c, uri, "-np", "2", prog, "4")
+	if res.status != 0 || !strings.Contains(res.stdout, "rank 0 started a child job of 4 ranks") {
+		t.Errorf("after a failed child job: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
 // checkMpirunLines checks that mpirun's own lines on stderr are those
 // patterns, in order.
 func checkMpirunLines(t *testing.T, stderr string, patterns ...string) {

@@ -81,8 +81,10 @@ type childJob struct {
 	req      ChildJobRequest
 	answered bool
 	// client is the job a DVM client submitted that this one descends
-	// from: its lines and status are that client's.
-	client int
+	// from: its lines and status are that client's; ordinal numbers it
+	// among that client's child jobs, from 1 (a plain mpirun's: its job
+	// number), as the client's terminal and lines name it.
+	client, ordinal int
 }
 
 // childJobWanted takes a local rank's request.
@@ -166,7 +168,12 @@ func (r *rootState) childJobPlaced(e ChildJobPlaced) {
 		return
 	}
 	req.Job, req.Rank = e.App.Parent.Job, e.App.Parent.Rank
-	r.children[e.Child] = &childJob{req: req, client: r.clientJob(req.Job)}
+	c := &childJob{req: req, client: r.clientJob(req.Job), ordinal: e.Child}
+	if m.job.DVM {
+		r.ordinals[c.client]++
+		c.ordinal = r.ordinals[c.client]
+	}
+	r.children[e.Child] = c
 	m.jobOf(e.Child)
 	app := e.App
 	app.Job = e.Child
@@ -198,10 +205,10 @@ func (r *rootState) childFailed(f Failure) Failure {
 		return f
 	}
 	by := fmt.Sprintf("rank %d", c.req.Rank)
-	if c.req.Job != 0 {
-		by += fmt.Sprintf(" of job %d", c.req.Job)
+	if p, ok := r.children[c.req.Job]; ok {
+		by += fmt.Sprintf(" of child job %d", p.ordinal)
 	}
-	f.Msg = fmt.Sprintf("child job %d (spawned by %s): %s", f.Job, by, f.Msg)
+	f.Msg = fmt.Sprintf("child job %d (spawned by %s): %s", c.ordinal, by, f.Msg)
 	if !c.answered {
 		c.answered = true
 		r.m.childJobReply(ChildJobReply{ID: c.req.ID, To: c.req.From, Err: f.Msg})

@@ -125,6 +125,7 @@ func (r *rootState) clientJobExited(job int) {
 	if !ok || !j.exited.done || len(r.family(job)) > 1 {
 		return
 	}
+	delete(r.ordinals, job)
 	m.emit(CancelTimer{Timer{Kind: JobTimer, ID: job}})
 	m.emit(JobDone{Job: job, Status: j.policy.Status()})
 	m.endJob(job)

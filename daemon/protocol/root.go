@@ -93,6 +93,8 @@ type rootState struct {
 	// their end; placing counts the requests the driver is placing.
 	children map[int]*childJob
 	placing  int
+	// ordinals counts each DVM client's child jobs, by its job.
+	ordinals map[int]int
 }
 
 // start sets the --timeout.
