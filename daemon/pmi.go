@@ -379,3 +379,36 @@ func (a *nodeAttrs) get(ctx context.Context, key string, wait bool) (string, boo
 		}
 	}
 }
+
+// errNotYet refuses MPI_Comm_spawn and the name service until the
+// daemons can carry them out (issue 33); the wire turns it into the
+// client's failure reply.
+var errNotYet = errors.New("not supported yet by prsh")
+
+// Spawn will start the child job. TODO(issue 33): requestChildJob —
+// post a request that calls d.requestChildJob(s.job.num, s.rank, req,
+// done), done answering a channel of s, and wait for it or ctx as Fence
+// does; return the child's name.
+func (s *pmiService) Spawn(_ context.Context, _ modex.SpawnRequest) (string, error) {
+	return "", fmt.Errorf("MPI_Comm_spawn: %w", errNotYet)
+}
+
+// Publish will publish a name. TODO(issue 33): publishNames(s.job.num,
+// s.rank, map[string]string{service: port}, done), waited for as Fence.
+func (s *pmiService) Publish(_ context.Context, _, _ string) error {
+	return fmt.Errorf("MPI_Publish_name: %w", errNotYet)
+}
+
+// Lookup will look a name up. TODO(issue 33): lookupNames(s.job.num,
+// s.rank, []string{service}, false, done), waited for as Fence; a name
+// missing from the answer is pmi.ErrNotPublished.
+func (s *pmiService) Lookup(_ context.Context, _ string) (string, error) {
+	return "", fmt.Errorf("MPI_Lookup_name: %w", errNotYet)
+}
+
+// Unpublish will withdraw a name. TODO(issue 33):
+// unpublishNames(s.job.num, s.rank, []string{service}, done), waited for
+// as Fence.
+func (s *pmiService) Unpublish(_ context.Context, _ string) error {
+	return fmt.Errorf("MPI_Unpublish_name: %w", errNotYet)
+}

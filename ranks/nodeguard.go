@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"prsh/internal/stall"
 	"prsh/iof"
 	"prsh/ranks/guard"
 )
@@ -22,10 +23,12 @@ type NodeGuard struct {
 
 	mu    sync.Mutex
 	guard *guard.Guard // once started, until it ends
-	// heardAt is when the guard last reported, for watchAnswers.
-	heardAt time.Time
-	jobs    map[int]*Node // the jobs that hear the guard's reports, by number
-	lastJob int
+	// heardAt is when the guard last reported, for watchAnswers, and
+	// heardLost this process's stalls until then (internal/stall).
+	heardAt   time.Time
+	heardLost time.Duration
+	jobs      map[int]*Node // the jobs that hear the guard's reports, by number
+	lastJob   int
 }
 
 // NewNodeGuard makes the node's guard, to be started at the first rank.
@@ -108,7 +111,7 @@ func (h *NodeGuard) listen(g *guard.Guard) {
 			break
 		}
 		h.mu.Lock()
-		h.heardAt = time.Now()
+		h.heard()
 		n := h.jobs[rep.Job]
 		h.mu.Unlock()
 		if n != nil {
@@ -139,7 +142,7 @@ func (h *NodeGuard) listen(g *guard.Guard) {
 func (h *NodeGuard) watchAnswers(g *guard.Guard, limit time.Duration) (stop func()) {
 	done := make(chan struct{})
 	h.mu.Lock()
-	h.heardAt = time.Now()
+	h.heard()
 	h.mu.Unlock()
 	go func() {
 		tick := time.NewTicker(max(limit/4, 10*time.Millisecond))
@@ -151,7 +154,7 @@ func (h *NodeGuard) watchAnswers(g *guard.Guard, limit time.Duration) (stop func
 			case <-tick.C:
 			}
 			h.mu.Lock()
-			silent := time.Since(h.heardAt)
+			silent := h.silence(limit)
 			h.mu.Unlock()
 			if silent >= limit {
 				h.log.Warn("the ranks' guard gave no answer; killing it", "pid", g.Pid(), "silent", silent)
@@ -161,4 +164,20 @@ func (h *NodeGuard) watchAnswers(g *guard.Guard, limit time.Duration) (stop func
 		}
 	}()
 	return func() { close(done) }
+}
+
+// heard notes a report from the guard, with h.mu held.
+func (h *NodeGuard) heard() {
+	h.heardAt, h.heardLost = time.Now(), stall.Lost()
+}
+
+// silence is how long the guard has not reported, counting only time in
+// which this process ran (a starved daemon must not blame its guard), up
+// to stall.Stretch times limit of wall time; with h.mu held.
+func (h *NodeGuard) silence(limit time.Duration) time.Duration {
+	wall := time.Since(h.heardAt)
+	if wall >= stall.Stretch*limit {
+		return wall
+	}
+	return wall - (stall.Lost() - h.heardLost)
 }

@@ -92,6 +92,8 @@ type Request struct {
 	// Attach gives a rank whose program was found what the daemon hands
 	// it; a rank it fails for does not start.
 	Attach func(rank int) (Attachment, error)
+
+	gtids string // SLURM_GTIDS of the node's ranks, made once for all of them
 }
 
 // Inputs holds the ranks' stdin pipes (iof.StdinTree does).

@@ -20,15 +20,20 @@ func (req Request) slurmTaskEnv(env []string, local int) []string {
 	}
 	env = slices.DeleteFunc(slices.Clone(env), isStepVar)
 	set := func(k string, v int) string { return k + "=" + strconv.Itoa(v) }
-	gtids := make([]string, len(req.Ranks))
-	for i, r := range req.Ranks {
-		gtids[i] = strconv.Itoa(r.ID)
-	}
 	return append(env,
 		set("SLURM_PROCID", req.Ranks[local].ID), set("SLURM_NTASKS", req.Size), set("SLURM_NPROCS", req.Size),
 		set("SLURM_LOCALID", local), set("SLURM_NODEID", max(req.NodeID-1, 0)), set("SLURM_NNODES", req.Nodes),
-		"SLURM_GTIDS="+strings.Join(gtids, ","),
+		"SLURM_GTIDS="+req.gtids,
 	)
+}
+
+// gtids lists the node's ranks as SLURM_GTIDS does.
+func gtids(ranks []Rank) string {
+	ids := make([]string, len(ranks))
+	for i, r := range ranks {
+		ids[i] = strconv.Itoa(r.ID)
+	}
+	return strings.Join(ids, ",")
 }
 
 // stepVars are the variables of a job step that name the step itself or

@@ -10,6 +10,7 @@ import (
 // environment is left alone.
 func TestSlurmTaskEnv(t *testing.T) {
 	req := Request{NodeID: 3, Size: 8, Nodes: 4, Ranks: []Rank{{ID: 4}, {ID: 5}}}
+	req.gtids = gtids(req.Ranks)
 	step := []string{
 		"HOME=/root", "SLURM_JOB_ID=9", "SLURM_JOB_NODELIST=node[1-4]", "SLURMD_NODENAME=node3",
 		"SLURM_PROCID=0", "SLURM_NTASKS=1", "SLURM_NNODES=1", "SLURM_STEP_ID=2", "SLURM_STEPID=2",

@@ -35,6 +35,7 @@ func (n *Node) Start(req Request) []NotStarted {
 	failed := make([]*NotStarted, len(req.Ranks))
 	handed := make([]*handed, len(req.Ranks))
 	cpus := usableCPUs()
+	req.gtids = gtids(req.Ranks)
 	for local, r := range req.Ranks {
 		if err == nil {
 			handed[local], failed[local] = n.hand(g, req, local, bound[local], cpus)

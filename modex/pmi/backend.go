@@ -1,6 +1,11 @@
 package pmi
 
-import "context"
+import (
+	"context"
+	"errors"
+
+	"prsh/modex"
+)
 
 // JobInfo is what a rank learns about its job at start-up. The daemon
 // fills it from the job map; Serve reads it once, when it starts.
@@ -25,7 +30,30 @@ type JobInfo struct {
 	// host names instead, PMI-2 clients with two ranks or more fail in
 	// MPI_Init.
 	ProcessMapping string
+
+	// Spawner is the KVSName of the job whose MPI_Comm_spawn started this
+	// one, "" for a job mpirun started. PMI-2 clients learn it as
+	// spawner-jobid in fullinit-response; PMI-1 clients learn that they
+	// were spawned from their environment (SpawnedEnv), and both read the
+	// spawner's preput keys (PARENT_ROOT_PORT_NAME) from their own job's
+	// key-value space, which the daemon fills before they start.
+	Spawner string
 }
+
+// SpawnedEnv is what the daemon adds to the environment of a spawned
+// job's ranks (JobInfo.Spawner set): MPICH's PMI-1 client believes it
+// was spawned only when PMI_SPAWNED=1, and then looks for its parent's
+// port (WIRE.md §9). PMI-2 clients ignore it.
+func SpawnedEnv(info JobInfo) []string {
+	if info.Spawner == "" {
+		return nil
+	}
+	return []string{"PMI_SPAWNED=1"}
+}
+
+// ErrNotPublished is what Backend.Lookup returns (wrapped or not) for a
+// service nobody has published: the clients get "service not found".
+var ErrNotPublished = errors.New("service not published")
 
 // Ring is what PMIX_Ring gives one rank: its position in the ring and the
 // values of its two neighbours.
@@ -105,6 +133,31 @@ type Backend interface {
 	// never comes, and Serve keeps its connection open until ctx ends,
 	// because closing it would make MPI_Abort return into the program.
 	Abort(status int, msg string)
+
+	// Spawn starts a new job for MPI_Comm_spawn or
+	// MPI_Comm_spawn_multiple (the apps in order, ranks numbered across
+	// them) and returns its name, the new job's KVSName, once all of its
+	// ranks have been started; the new job's JobInfo.Spawner is this
+	// job's KVSName, and req.Preput is in its key-value space before its
+	// ranks start. It blocks like Fence and follows its context rules;
+	// any other error (the program is missing, too few slots) is the
+	// client's failure reply, and the rank goes on. Only the rank that
+	// called MPI_Comm_spawn (the root) asks.
+	Spawn(ctx context.Context, req modex.SpawnRequest) (name string, err error)
+
+	// Publish records port under service for every job of this mpirun
+	// (MPI_Publish_name); an error (the service is already published)
+	// is the client's failure reply.
+	Publish(ctx context.Context, service, port string) error
+
+	// Lookup returns the port published under service
+	// (MPI_Lookup_name) at once, or ErrNotPublished: the clients do not
+	// wait for a later publish.
+	Lookup(ctx context.Context, service string) (port string, err error)
+
+	// Unpublish removes service (MPI_Unpublish_name); an error (it is
+	// not published) is the client's failure reply.
+	Unpublish(ctx context.Context, service string) error
 
 	// Finalize reports that the rank has finalized PMI. Its connection
 	// ends next; the process itself may keep running non-MPI code.

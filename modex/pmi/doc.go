@@ -8,7 +8,8 @@
 // PMI_FD — and turns what needs the rest of the job into calls on a
 // Backend, which the daemon implements: puts, the fence, gets from the
 // daemon's copy of the job's store, node attributes, the ring, the
-// allgather extension, abort and finalize. Serve holds no job state of
+// allgather extension, MPI_Comm_spawn (as a modex.SpawnRequest) and the
+// name service, abort and finalize. Serve holds no job state of
 // its own; it is the translation between bytes and those calls, so the
 // daemon's loop stays the only owner of the store.
 //
@@ -36,6 +37,8 @@
 //     wait=TRUE waits for a later put on the same node.
 //   - Abort gets no reply, and the connection stays open until the job is
 //     killed: closing it would make MPI_Abort return into the program.
-//   - Spawn is refused in the one way each client understands: PMI-1 rc=-1,
-//     PMI-2 a reply without rc.
+//   - A PMI-1 spawn comes as one mcmd block per command, in several
+//     writes, with one reply after the last; a PMI-2 spawn repeats its keys
+//     once per command. A failed spawn is told in the one way each client
+//     understands: PMI-1 rc=-1, PMI-2 a reply without rc.
 package pmi

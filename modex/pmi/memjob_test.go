@@ -2,8 +2,13 @@ package pmi
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 	"time"
+
+	"prsh/modex"
 )
 
 // memJob is an in-memory Backend for a whole job on one machine: the
@@ -33,6 +38,10 @@ type memJob struct {
 	ring   *ringRound
 	gather *gatherRound
 
+	spawns   []modex.SpawnRequest // what Spawn was asked, in order
+	spawnErr error                // when set, Spawn fails with it
+	names    map[string]string    // the name service
+
 	aborts    []int            // statuses given to Abort
 	onAbort   func(status int) // the test's "kill the job", if any
 	finalized int
@@ -60,7 +69,7 @@ func newMemJob(info JobInfo, rankNode []int) *memJob {
 	}
 	j := &memJob{info: info, rankNode: rankNode, store: map[string]string{},
 		staged: map[string]string{}, fenced: make(chan struct{}), changed: make(chan struct{}),
-		attrs: map[int]map[string]string{}}
+		attrs: map[int]map[string]string{}, names: map[string]string{}}
 	for range info.Size {
 		j.pending = append(j.pending, map[string]string{})
 	}
@@ -236,3 +245,47 @@ func (m *memRank) Finalize() {
 	defer m.job.mu.Unlock()
 	m.job.finalized++
 }
+
+// Spawn records the request; the new job is named after this one and the
+// number of spawns so far.
+func (m *memRank) Spawn(_ context.Context, req modex.SpawnRequest) (string, error) {
+	m.job.mu.Lock()
+	defer m.job.mu.Unlock()
+	if m.job.spawnErr != nil {
+		return "", m.job.spawnErr
+	}
+	m.job.spawns = append(m.job.spawns, req)
+	return m.job.info.KVSName + "_" + strconv.Itoa(len(m.job.spawns)), nil
+}
+
+func (m *memRank) Publish(_ context.Context, service, port string) error {
+	m.job.mu.Lock()
+	defer m.job.mu.Unlock()
+	if _, taken := m.job.names[service]; taken {
+		return fmt.Errorf("service %s is already published", service)
+	}
+	m.job.names[service] = port
+	return nil
+}
+
+func (m *memRank) Lookup(_ context.Context, service string) (string, error) {
+	m.job.mu.Lock()
+	defer m.job.mu.Unlock()
+	if port, ok := m.job.names[service]; ok {
+		return port, nil
+	}
+	return "", fmt.Errorf("%w: %s", ErrNotPublished, service)
+}
+
+func (m *memRank) Unpublish(_ context.Context, service string) error {
+	m.job.mu.Lock()
+	defer m.job.mu.Unlock()
+	if _, ok := m.job.names[service]; !ok {
+		return fmt.Errorf("%w: %s", ErrNotPublished, service)
+	}
+	delete(m.job.names, service)
+	return nil
+}
+
+// errNoSlots is the spawn failure of the scripts' "failspawn=1" jobs.
+var errNoSlots = errors.New("not enough slots for 2 ranks")

@@ -34,9 +34,9 @@ var pmi1Handlers = map[string]handler{
 	"finalize":          (*session).finalize1,
 	"abort":             (*session).abort1,
 	"spawn":             (*session).spawn1,
-	"publish_name":      refuse1("publish_result"),
-	"unpublish_name":    refuse1("unpublish_result"),
-	"lookup_name":       refuse1("lookup_result"),
+	"publish_name":      (*session).publish1,
+	"unpublish_name":    (*session).unpublish1,
+	"lookup_name":       (*session).lookup1,
 }
 
 // init1 accepts PMI version 1 (any subversion) and 2.0, whose client
@@ -145,27 +145,6 @@ func (s *session) abort1(_ context.Context, req request) (outcome, error) {
 	s.log.Info("rank aborts the job", "status", s.abort, "message", msg)
 	s.b.Abort(s.abort, msg)
 	return aborted, nil
-}
-
-// spawn1 refuses MPI_Comm_spawn with rc=-1, once the last block of a
-// spawn_multiple has arrived (one reply for all of them). Debian's MPICH
-// (ch4:ucx) fails before asking; ch3 builds do ask.
-func (s *session) spawn1(_ context.Context, req request) (outcome, error) {
-	total, sofar := firstOf(req, "totspawns"), firstOf(req, "spawnssofar")
-	if total != "" && sofar != "" && sofar != total {
-		return goOn, nil
-	}
-	s.log.Warn("MPI_Comm_spawn refused: not supported")
-	return goOn, s.reply1("spawn_result", "rc", "-1", "msg", "spawn_not_supported")
-}
-
-// refuse1 answers a name-service command with a failure: MPI_Publish_name
-// and friends then return an error.
-func refuse1(reply string) handler {
-	return func(s *session, _ context.Context, req request) (outcome, error) {
-		s.log.Warn("name service refused: not supported", "cmd", req.cmd)
-		return goOn, s.reply1(reply, "rc", "1", "msg", "name_service_not_supported")
-	}
 }
 
 // firstOf returns the value of the first of keys the request carries.

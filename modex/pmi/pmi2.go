@@ -26,22 +26,27 @@ var pmi2Handlers = map[string]handler{
 	"finalize":         (*session).finalize2,
 	"abort":            (*session).abort2,
 	"spawn":            (*session).spawn2,
-	"name-publish":     refuse2("name-publish-response"),
-	"name-unpublish":   refuse2("name-unpublish-response"),
-	"name-lookup":      refuse2("name-lookup-response", "found", "FALSE"),
+	"name-publish":     (*session).publish2,
+	"name-unpublish":   (*session).unpublish2,
+	"name-lookup":      (*session).lookup2,
 	"job-connect":      refuse2("job-connect-response"),
 	"job-disconnect":   refuse2("job-disconnect-response"),
 }
 
 // fullinit2: the reply's rank and size are authoritative for the client;
 // pmirank is only what it was started with, and not looked at: MPICH's
-// client sends PMI_ID there when it is set, a secret (see Port).
+// client sends PMI_ID there when it is set, a secret (see Port). A
+// spawned job's ranks learn that they were spawned from spawner-jobid
+// being there at all.
 func (s *session) fullinit2(_ context.Context, req request) (outcome, error) {
-	return goOn, s.reply2(req, "fullinit-response",
-		"pmi-version", "2", "pmi-subversion", "0",
+	kv := []string{"pmi-version", "2", "pmi-subversion", "0",
 		"rank", strconv.Itoa(s.info.Rank), "size", strconv.Itoa(s.info.Size),
-		"appnum", strconv.Itoa(s.info.AppNum),
-		"debugged", "FALSE", "pmiverbose", "FALSE", "rc", "0")
+		"appnum", strconv.Itoa(s.info.AppNum)}
+	if s.info.Spawner != "" {
+		kv = append(kv, "spawner-jobid", s.info.Spawner)
+	}
+	kv = append(kv, "debugged", "FALSE", "pmiverbose", "FALSE", "rc", "0")
+	return goOn, s.reply2(req, "fullinit-response", kv...)
 }
 
 func (s *session) jobid2(_ context.Context, req request) (outcome, error) {
@@ -212,21 +217,12 @@ func abortStatus(msg string) int {
 	return 1
 }
 
-// spawn2 refuses MPI_Comm_spawn with a reply *without* rc: the client
-// ignores rc's value (rc=1 counts as success and the parent waits forever
-// for children), but a reply it cannot parse makes MPI_Comm_spawn fail.
-func (s *session) spawn2(_ context.Context, req request) (outcome, error) {
-	s.log.Warn("MPI_Comm_spawn refused: not supported")
-	return goOn, s.reply2(req, "spawn-response", "errmsg", "spawn is not supported")
-}
-
-// refuse2 answers a name-service or job-connect command with rc=1.
-func refuse2(reply string, kv ...string) handler {
+// refuse2 answers job-connect and job-disconnect, which MPICH does not
+// send, with rc=1.
+func refuse2(reply string) handler {
 	return func(s *session, _ context.Context, req request) (outcome, error) {
 		s.log.Warn("PMI-2 command refused: not supported", "cmd", req.cmd)
-		items := append([]string{}, kv...)
-		items = append(items, "rc", "1", "errmsg", req.cmd+" is not supported")
-		return goOn, s.reply2(req, reply, items...)
+		return goOn, s.reply2(req, reply, "rc", "1", "errmsg", req.cmd+" is not supported")
 	}
 }
 

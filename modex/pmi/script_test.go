@@ -21,14 +21,16 @@ import (
 // connection per rank, all ranks at once over a shared memJob, and check
 // every reply byte for byte. Each line is one step:
 //
-//	job size=2 kvsname=K mapping=M universe=N nodes=0,0   the job (first line)
+//	job size=2 kvsname=K mapping=M universe=N nodes=0,0   the job (first line);
+//	    also spawner=J (JobInfo.Spawner) and failspawn=1 (every Spawn fails)
 //	r0 -> PAYLOAD      rank 0 sends PAYLOAD
 //	r0 <- PAYLOAD      rank 0 must receive exactly PAYLOAD next
 //	r0 -> EOF          rank 0 closes its end
 //	r0 <- EOF          Serve must have closed the connection
 //	r0 silent          no reply may come within 100 ms
 //	r0 serve RESULT    Serve returned ok, closed-early, aborted or protocol
-//	check aborts=7 finalized=2 fences=4   after every rank is done
+//	check aborts=7 finalized=2 fences=4   after every rank is done; also
+//	    parked, spawns (Spawn calls that succeeded), names (still published)
 //
 // A PAYLOAD that starts with a digit or a space is a PMI-2 frame, sent as
 // is; anything else is a PMI-1 line and gets its newline added. Go escapes
@@ -59,13 +61,18 @@ type step struct {
 type script struct {
 	info  JobInfo
 	nodes []int
-	ranks [][]step
-	check map[string]int
+	// failSpawn makes every spawn fail (job field failspawn=1).
+	failSpawn bool
+	ranks     [][]step
+	check     map[string]int
 }
 
 func runScript(t *testing.T, path string) {
 	sc := readScript(t, path)
 	job := newMemJob(sc.info, sc.nodes)
+	if sc.failSpawn {
+		job.spawnErr = errNoSlots
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	served := make([]chan error, len(sc.ranks))
 	var wg, serving sync.WaitGroup
@@ -185,7 +192,8 @@ func expectServe(served chan error, want string) error {
 func checkJob(t *testing.T, job *memJob, check map[string]int) {
 	job.mu.Lock()
 	defer job.mu.Unlock()
-	got := map[string]int{"finalized": job.finalized, "fences": job.fences, "parked": job.parked}
+	got := map[string]int{"finalized": job.finalized, "fences": job.fences, "parked": job.parked,
+		"spawns": len(job.spawns), "names": len(job.names)}
 	if len(job.aborts) > 0 {
 		got["aborts"] = job.aborts[0]
 	}
@@ -252,6 +260,10 @@ func (sc *script) job(fields []string) error {
 			sc.info.KVSName = v
 		case "mapping":
 			sc.info.ProcessMapping = v
+		case "spawner":
+			sc.info.Spawner = v
+		case "failspawn":
+			sc.failSpawn = v == "1"
 		case "nodes":
 			for _, s := range strings.Split(v, ",") {
 				i, err := strconv.Atoi(s)

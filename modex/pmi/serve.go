@@ -41,6 +41,8 @@ type session struct {
 	info  JobInfo
 	used  bool // a request has been handled
 	abort int  // exit status given to Backend.Abort
+
+	spawning *spawnBlocks // the PMI-1 spawn blocks read so far
 }
 
 // Serve answers one rank's PMI requests on conn until the rank finalizes,

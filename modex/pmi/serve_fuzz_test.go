@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"prsh/modex"
 )
 
 // nopBackend answers everything at once, so that a fuzzed conversation
@@ -25,6 +27,17 @@ func (nopBackend) Finalize()                     {}
 func (nopBackend) NodeAttr(_ context.Context, key string, _ bool) (string, bool) {
 	return key, len(key)%2 == 1
 }
+func (nopBackend) Spawn(context.Context, modex.SpawnRequest) (string, error) {
+	return "kvs_child", nil
+}
+func (nopBackend) Publish(context.Context, string, string) error { return nil }
+func (nopBackend) Unpublish(context.Context, string) error       { return nil }
+func (nopBackend) Lookup(_ context.Context, service string) (string, error) {
+	if len(service)%2 == 1 {
+		return "", ErrNotPublished
+	}
+	return service + "-port", nil
+}
 func (nopBackend) Allgather(_ context.Context, value string) ([]string, error) {
 	return []string{value, "other"}, nil
 }
@@ -42,6 +55,11 @@ func FuzzServe(f *testing.F) {
 	f.Add([]byte("cmd=abort exitcode=3\ncmd=get_maxes\n"))
 	f.Add([]byte(init2 + fr("cmd=fullinit;threaded=TRUE;") + fr("cmd=info-getnodeattr;key=k;wait=TRUE;")))
 	f.Add([]byte(init2 + fr("cmd=fullinit;threaded=FALSE;") + fr("cmd=allgather;value=a\x00;;b;") + fr("cmd=allgather;")))
+	f.Add([]byte("mcmd=spawn\nnprocs=1\nexecname=a\ntotspawns=3\nspawnssofar=1\nendcmd\ncmd=lookup_name service=ab\n" +
+		"mcmd=spawn\nnprocs=1\nexecname=a\ntotspawns=3\nspawnssofar=2\narg1=x\nendcmd\n"))
+	f.Add([]byte(init2 + fr("cmd=fullinit;threaded=FALSE;") +
+		fr("cmd=spawn;thrid=1;ncmds=2;preputcount=1;ppkey0=k;ppval0=v;subcmd=a;maxprocs=1;argc=1;argv0=x;subcmd=b;maxprocs=2;") +
+		fr("cmd=name-publish;name=n;port=p;") + fr("cmd=name-lookup;name=n;")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		client, server := net.Pipe()
 		ctx, cancel := context.WithCancel(context.Background())

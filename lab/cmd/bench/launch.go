@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -107,7 +108,8 @@ type bench struct {
 	ours    []launcher // our mpirun, then its --variant's
 	peers   []launcher
 	meter   cpuMeter
-	costs   costs // measured before the sweep, for the model
+	costs   costs     // measured before the sweep, for the model
+	stdout  io.Writer // takes the launches' stdout; nil: discarded
 }
 
 func newBench(c *cli.Context, std stdio, maxNodes int) (*bench, error) {

@@ -62,6 +62,6 @@ func newApp(std stdio) *cli.App {
 		ErrWriter:       std.err,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // Main prints the error
-		Commands:        []*cli.Command{launchCommand(std), slurmCommand(std), oneNodeCommand(std), dvmCommand(std), sweepPlotCommand()},
+		Commands:        []*cli.Command{launchCommand(std), slurmCommand(std), oneNodeCommand(std), dvmCommand(std), spawnCommand(std), sweepPlotCommand()},
 	}
 }

@@ -39,7 +39,7 @@ func (b *bench) launchWatched(argv []string, watch func(pid int)) (r launchRun, 
 	full := sample.wrap(argv)
 	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 	var stderr bytes.Buffer
-	cmd.Env, cmd.Stderr, cmd.WaitDelay = b.env, &stderr, time.Second
+	cmd.Env, cmd.Stdout, cmd.Stderr, cmd.WaitDelay = b.env, b.stdout, &stderr, time.Second
 	if b.c.Bool("verbose") {
 		fmt.Fprintf(b.std.err, "bench: %s\n", strings.Join(argv, " "))
 	}

@@ -3,8 +3,10 @@
 // and size, the job's key-value store (Put, Fence, Get), and the
 // extensions of the seed papers — PMIX_Allgather, PMIX_Iallgather and
 // PMIX_KVS_Ifence with PMIX_Wait (Chakraborty et al.), and Slurm's
-// PMIX_Ring (Moody). The wire is in ../EXTENSIONS.md and
-// ../WIRE.md; it needs no cgo and no MPI library.
+// PMIX_Ring (Moody) — and MPI_Comm_spawn and the name service (Spawn,
+// Publish, Lookup, Unpublish), which Simple also offers over PMI-1. The
+// wire is in ../EXTENSIONS.md and ../WIRE.md; it needs no cgo and no MPI
+// library.
 //
 //	c, err := client.Init() // errors.Is(err, client.ErrNotLaunched) without mpirun
 //	req, _ := c.Iallgather(myAddress)
@@ -48,6 +50,7 @@ type Client struct {
 	br                 *bufio.Reader
 	rank, size, appNum int
 	jobID              string
+	spawner            string     // the job that spawned this one, if any
 	queue              []*Request // sent, reply not read yet, oldest first
 	async              *Request   // the non-blocking request not waited for yet
 	err                error      // once set, every call fails with it
@@ -172,6 +175,7 @@ func (c *Client) handshake(rank int, jobID string) error {
 			return fmt.Errorf("%w: fullinit-response with %s=%q", ErrProtocol, key, clip(v))
 		}
 	}
+	c.spawner, _ = rep.get("spawner-jobid")
 	if rep, err = c.call("job-getid"); err != nil {
 		return err
 	}

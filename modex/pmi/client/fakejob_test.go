@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"prsh/modex"
 	"prsh/modex/pmi"
 )
 
@@ -29,6 +30,11 @@ type fakeJob struct {
 	aborts    []int
 	finalized int
 	kill      []context.CancelFunc // per rank: what "killing" it does to its Serve
+
+	spawner  string               // JobInfo.Spawner of every rank
+	spawns   []modex.SpawnRequest // what Spawn was asked
+	spawnErr error                // when set, Spawn fails with it
+	names    map[string]string    // the name service
 }
 
 // round is one collective in progress.
@@ -89,7 +95,10 @@ type fakeRank struct {
 var _ pmi.Backend = fakeRank{}
 
 func (f fakeRank) Info() pmi.JobInfo {
-	return pmi.JobInfo{Rank: f.rank, Size: f.job.n, AppNum: 0, KVSName: "kvs_fake", UniverseSize: f.job.n}
+	f.job.mu.Lock()
+	defer f.job.mu.Unlock()
+	return pmi.JobInfo{Rank: f.rank, Size: f.job.n, AppNum: 0, KVSName: "kvs_fake", UniverseSize: f.job.n,
+		Spawner: f.job.spawner}
 }
 
 // Put fails for the key "fail", so that tests see a server error.
@@ -167,6 +176,46 @@ func (f fakeRank) Finalize() {
 	f.job.finalized++
 }
 
+// Spawn records the request and names the new job after their number.
+func (f fakeRank) Spawn(_ context.Context, req modex.SpawnRequest) (string, error) {
+	f.job.mu.Lock()
+	defer f.job.mu.Unlock()
+	if f.job.spawnErr != nil {
+		return "", f.job.spawnErr
+	}
+	f.job.spawns = append(f.job.spawns, req)
+	return fmt.Sprintf("kvs_fake_%d", len(f.job.spawns)), nil
+}
+
+func (f fakeRank) Publish(_ context.Context, service, port string) error {
+	f.job.mu.Lock()
+	defer f.job.mu.Unlock()
+	if _, taken := f.job.names[service]; taken {
+		return fmt.Errorf("service %s is already published", service)
+	}
+	f.job.names[service] = port
+	return nil
+}
+
+func (f fakeRank) Lookup(_ context.Context, service string) (string, error) {
+	f.job.mu.Lock()
+	defer f.job.mu.Unlock()
+	if port, ok := f.job.names[service]; ok {
+		return port, nil
+	}
+	return "", pmi.ErrNotPublished
+}
+
+func (f fakeRank) Unpublish(_ context.Context, service string) error {
+	f.job.mu.Lock()
+	defer f.job.mu.Unlock()
+	if _, ok := f.job.names[service]; !ok {
+		return pmi.ErrNotPublished
+	}
+	delete(f.job.names, service)
+	return nil
+}
+
 // testJob is a started fakeJob: one connected Client per rank.
 type testJob struct {
 	*fakeJob
@@ -175,7 +224,7 @@ type testJob struct {
 }
 
 func newFakeJob(n int) *fakeJob {
-	j := &fakeJob{n: n, store: map[string]string{}, kill: make([]context.CancelFunc, n)}
+	j := &fakeJob{n: n, store: map[string]string{}, kill: make([]context.CancelFunc, n), names: map[string]string{}}
 	for range n {
 		j.pending = append(j.pending, map[string]string{})
 	}
