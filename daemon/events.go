@@ -107,6 +107,8 @@ func (d *Daemon) handle(ev any) {
 		d.pmixDirectModex(e)
 	case pmixChildJob:
 		d.pmixChildJob(e)
+	case pmiChildJob:
+		d.pmiChildJobWanted(e)
 	case tripwireHit:
 		d.tripwireHit(e)
 	case timerExpired:

@@ -247,3 +247,4 @@ func needConnect(t *testing.T) {
 
 // connectReady: the PMIx server answers publish, lookup and connect.
 const connectReady = false
+
