@@ -247,4 +247,3 @@ func needConnect(t *testing.T) {
 
 // connectReady: the PMIx server answers publish, lookup and connect.
 const connectReady = false
-
