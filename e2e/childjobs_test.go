@@ -36,7 +36,8 @@ func parentOf(t *testing.T, out string) string {
 }
 
 // TestPMIxChildJob: rank 0 of 2 (on node001, whose two slots they take)
-// starts 4 children with PMIx_Spawn; they run on node002 and node003,
+// starts 4 children with PMIx_Spawn; they run on node002 and node003
+// (with PMIX_HOST node003, 2 of them there),
 // see PMIX_SPAWNED and their parent (PMIX_PARENT_ID), and print after
 // their parent has exited: mpirun waits for every job, and their output
 // reaches its stdout, tagged with their job (2, as Open MPI numbers a
@@ -50,6 +51,12 @@ func TestPMIxChildJob(t *testing.T) {
 	}
 	want := append(childLines(4, []string{"node002", "node003"}, parentOf(t, res.stdout)), "rank 0 started a child job of 4 ranks")
 	checkLines(t, res.stdout, want)
+
+	res = mpirun(t, c, "-np", "2", prog, "2", "host=node003")
+	if res.status != 0 {
+		t.Fatalf("host=node003: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, append(childLines(2, []string{"node003"}, parentOf(t, res.stdout)), "rank 0 started a child job of 2 ranks"))
 
 	res = mpirun(t, c, "-np", "2", "--tag-output", prog, "4")
 	if res.status != 0 {
@@ -66,7 +73,7 @@ func TestPMIxChildJob(t *testing.T) {
 // free slots is refused (without --oversubscribe, Open MPI's rule): the
 // parent's PMIx_Spawn fails and mpirun says why in one line; the parent
 // goes on (here it exits with 3, which ends the job as any rank's
-// status does). A program missing, or a child exiting non-zero, ends
+// status does); so is a PMIX_HOST that is not one of the job's nodes. A program missing, or a child exiting non-zero, ends
 // everything with the child's status and a line naming the child job,
 // its parent, the node and the rank.
 func TestPMIxChildJobFailures(t *testing.T) {
@@ -86,6 +93,14 @@ func TestPMIxChildJobFailures(t *testing.T) {
 	if res.status != 0 || !strings.Contains(res.stdout, "rank 0 started a child job of 5 ranks") {
 		t.Errorf("--oversubscribe: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
+
+	res = mpirun(t, c, "-np", "2", prog, "2", "host=elsewhere")
+	if res.status != 3 {
+		t.Errorf("a host not in the job: exit %d, want 3; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr,
+		`^mpirun: rank 0 asked for a child job: host elsewhere is not one of the job's nodes \(a child job runs on the daemons already up\)$`,
+		`^mpirun: node001: rank 0 exited with status 3$`)
 
 	res = mpirun(t, c, "-np", "2", prog, "4", "missing")
 	if res.status != 127 {

@@ -1,9 +1,10 @@
 // A parent that starts a child job with PMIx_Spawn, without MPI, and the
 // children it starts (the same program). As the parent (job 0):
-//   childjob NP [missing|fail=R:S|sleep=SEC]...
+//   childjob NP [missing|fail=R:S|sleep=SEC|host=H,H]...
 // rank 0 asks for NP children running this program ("missing": a
-// program that does not exist) and prints the child's namespace, or the
-// error and exits with 3; the other ranks just finalise. As a child
+// program that does not exist; host=: on those hosts, PMIX_HOST) and
+// says it did, or prints the error and exits with 3; the other ranks
+// just finalise. As a child
 // (PMIX_SPAWNED), each prints its rank, node and parent, sleeps SEC
 // seconds first with sleep=SEC, and rank R exits with S with fail=R:S.
 #include <pmix.h>
@@ -57,6 +58,13 @@ static int parent(pmix_proc_t *me, int argc, char **argv) {
             app.argv[0] = strdup(app.cmd);
         }
         app.argv[i] = strdup(argv[i]);
+    }
+    for (int i = 2; i < argc; i++) {
+        if (strncmp(argv[i], "host=", 5) == 0) {
+            app.ninfo = 1;
+            PMIX_INFO_CREATE(app.info, 1);
+            PMIX_INFO_LOAD(&app.info[0], PMIX_HOST, argv[i] + 5, PMIX_STRING);
+        }
     }
     pmix_nspace_t ns;
     pmix_status_t rc = PMIx_Spawn(NULL, 0, &app, 1, ns);
