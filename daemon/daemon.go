@@ -120,6 +120,7 @@ type Daemon struct {
 	pmix      *pmixHost       // the PMIx server of the local ranks, once started
 	pmixBoot  <-chan pmixBoot // the PMIx server booting, until startPMIx takes it
 	pmixWhy   error           // why there is no PMIx server, when there is none
+	names     nameCalls       // the ranks' name requests in flight (names.go)
 	tripwire  string          // the address of the ranks' PMIx tripwire, once open
 	pmiPort   *pmi.Port       // PMI_PORT of the local ranks, once open
 	staged    *stage.Copy     // orted: this node's copy of the staged files

@@ -109,6 +109,8 @@ func (d *Daemon) handle(ev any) {
 		d.pmixChildJob(e)
 	case pmiChildJob:
 		d.pmiChildJobWanted(e)
+	case pmixDynamic:
+		d.pmixDynamicCall(e)
 	case tripwireHit:
 		d.tripwireHit(e)
 	case timerExpired:
@@ -212,6 +214,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			}
 		case protocol.ReleaseJob:
 			d.releaseJob(a.Job)
+			d.releaseAcross(a.Job)
 			d.releasePMIx(a.Job)
 		case protocol.Warn:
 			d.log.Warn(a.Line)
@@ -243,6 +246,8 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			d.serveModex(a)
 		case protocol.ModexAnswered:
 			d.modexAnswered(a)
+		case protocol.NamesAnswered:
+			d.namesAnswered(a)
 		case protocol.Exit:
 			d.finish(a)
 		default:

@@ -33,6 +33,12 @@ type pmixHost struct {
 	// asked holds the library's direct-modex requests in flight, by ID.
 	asked  map[int]pmixAsked
 	lastID int
+	// across holds this node's operations over groups of several jobs
+	// in progress, by group (protocol.AcrossName), oldest first; others,
+	// the namespaces of jobs connected to local ranks, registered here
+	// with no local rank, by job (pmixconnect.go).
+	across map[string][]acrossOp
+	others map[int]string
 }
 
 // pmixJob is one job's namespace and the fences waiting on the machine.
@@ -81,7 +87,13 @@ func (u pmixUpcalls) Finalized(p pmix.Proc) {
 	u.d.post(pmixUpcall{p.Namespace, func(job int) protocol.Event { return protocol.PMIFinalize{Job: job, Rank: p.Rank} }})
 }
 
-func (u pmixUpcalls) Fence(f pmix.Fence) { u.d.post(pmixFence{f}) }
+func (u pmixUpcalls) Fence(f pmix.Fence) {
+	if f.Procs != nil { // over several namespaces
+		u.d.post(pmixDynamic{f})
+		return
+	}
+	u.d.post(pmixFence{f})
+}
 
 // Aborted: Open MPI 4 says "N/A" when MPI_Abort gave no message.
 func (u pmixUpcalls) Aborted(p pmix.Proc, status int, msg string) {
@@ -264,7 +276,8 @@ func (d *Daemon) pmixUp() bool {
 		b := <-d.pmixBoot
 		d.pmixBoot = nil
 		if b.err == nil {
-			d.pmix = &pmixHost{server: b.server, tmpdir: b.tmpdir, jobs: map[int]*pmixJob{}, asked: map[int]pmixAsked{}}
+			d.pmix = &pmixHost{server: b.server, tmpdir: b.tmpdir, jobs: map[int]*pmixJob{}, asked: map[int]pmixAsked{},
+				across: map[string][]acrossOp{}, others: map[int]string{}}
 		} else {
 			d.log.Warn("no PMIx server", "error", b.err)
 			d.pmixWhy = fmt.Errorf("it speaks PMIx (Open MPI), but the PMIx server of its node did not start: %w", b.err)
@@ -507,6 +520,10 @@ func (j *pmixJob) nextGroupFence(group string) (pmix.Fence, bool) {
 
 // pmixFenceDone answers the node's fence with every node's data.
 func (d *Daemon) pmixFenceDone(done protocol.FenceDone) {
+	if protocol.IsAcross(done.Group) {
+		d.pmixAcrossDone(done)
+		return
+	}
 	if done.Group != "" {
 		d.pmixGroupFenceDone(done)
 		return
@@ -569,16 +586,20 @@ func (d *Daemon) pmixGroupFenceDone(done protocol.FenceDone) {
 }
 
 // pmixDirectModex sends the library's request for a remote rank's data
-// to that rank's daemon.
+// (of a local rank's job, or of a job connected to it) to that rank's
+// daemon.
 func (d *Daemon) pmixDirectModex(e pmixDirectModex) {
-	j := d.pmixJobOf(e.proc.Namespace)
-	if j == nil {
+	job, ok := 0, false
+	if d.pmix != nil {
+		job, ok = d.pmixPeerJob(e.proc.Namespace)
+	}
+	if !ok {
 		e.reply.Send(nil, pmix.ErrFailed)
 		return
 	}
 	d.pmix.lastID++
-	d.pmix.asked[d.pmix.lastID] = pmixAsked{j.job, e.reply}
-	d.step(protocol.DirectModexWanted{ID: d.pmix.lastID, Job: j.job, Rank: e.proc.Rank})
+	d.pmix.asked[d.pmix.lastID] = pmixAsked{job, e.reply}
+	d.step(protocol.DirectModexWanted{ID: d.pmix.lastID, Job: job, Rank: e.proc.Rank})
 }
 
 // serveModex asks the library for a local rank's data, for another

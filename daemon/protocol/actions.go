@@ -10,4 +10,5 @@ var Actions = []Action{
 	Reached{}, ForwardStdin{}, StopSelf{}, Exit{}, FenceDone{}, RingDone{},
 	AllgatherDone{}, ServeModex{}, ModexAnswered{}, DVMUp{}, JobDone{}, ReleaseJob{}, JobStopped{}, DaemonsLost{},
 	PlaceChildJob{}, ChildJobAnswered{},
+	NamesAnswered{},
 }

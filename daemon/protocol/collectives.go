@@ -37,6 +37,7 @@ func (m *Machine) enter(job, rank int, group string, op collective.Op, part coll
 func (m *Machine) joinCollectives(j *jobState) {
 	m.collectives(j, j.coll.Join(jobGroup, func() collective.Members { return m.jobMembers(j.app) }))
 	m.joinEarlyGroups(j)
+	m.joinWaitingAcross(j)
 }
 
 // jobMembers is who takes part in app's collectives here: every local

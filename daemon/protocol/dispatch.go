@@ -61,6 +61,10 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 		m.childJobReply(msg)
 	case Pending:
 		m.pendingFrom(peer, msg)
+	case NamePublish, NameLookup, NameUnpublish:
+		m.nameRequest(msg)
+	case NameReply:
+		m.nameReply(msg)
 	default:
 		m.warn("unexpected message %T from daemon %d", msg, peer)
 	}
@@ -78,6 +82,8 @@ func (m *Machine) timerFired(t Timer) {
 		m.guardsActed(t.ID)
 	case ExitWaitTimer:
 		m.exitWaitOver(t.ID)
+	case LookupTimer:
+		m.lookupTimedOut(t.ID)
 	case DrainTimer, JobTimer, StopTimer:
 		if m.root != nil {
 			m.root.timerFired(t)

@@ -190,6 +190,7 @@ func (m *Machine) endJob(job int) {
 	m.emit(ReleaseJob{Job: job})
 	if m.root != nil {
 		m.root.forgetStop(job)
+		m.namesOfJobEnded(job)
 	}
 	delete(m.jobs, job)
 	m.released.add(job)

@@ -142,6 +142,10 @@ type FenceEntered struct {
 	// Group lists the ranks of a fence over part of the job (PMIx_Fence
 	// with a list of processes), sorted; nil for the whole job.
 	Group []int
+	// Across lists the ranks of a fence over several jobs (PMIx_Connect,
+	// PMIx_Disconnect, a PMIx_Fence over several namespaces), by job
+	// number (connect.go); Group is then nil.
+	Across []JobRanks
 }
 
 // AllgatherEntered: a local rank entered its next allgather with its
@@ -322,9 +326,11 @@ type FenceDone struct {
 	Job  int
 	Seq  int
 	View modex.View
-	// A group's fence (FenceEntered.Group), by GroupName: its result is
-	// Puts, not added to View; Gone lists its members that left before
-	// entering it, which fails it.
+	// A group's fence (FenceEntered.Group), by GroupName, or over
+	// several jobs (FenceEntered.Across, by AcrossName, Job its first):
+	// its result is Puts, not added to View; Gone lists its members that
+	// left before entering it (ranks; a group over several jobs: member
+	// numbers), which fails it.
 	Group string
 	Puts  []modex.KV
 	Gone  []int
@@ -408,6 +414,7 @@ const (
 	ProgressTimer                  // report who has not called back (Pending; mpirun: Waiting)
 	GuardsTimer                    // a silent child's node guard must have killed it by now
 	ExitWaitTimer                  // a child's link ended: its session's exit may say how
+	LookupTimer                    // mpirun: a name lookup waits no longer (ID: its serial)
 )
 
 // Linux signal numbers the machine uses itself.

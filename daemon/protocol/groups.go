@@ -68,6 +68,9 @@ func (m *Machine) joinGroup(j *jobState, name string) bool {
 	if j.groups[name] {
 		return true
 	}
+	if IsAcross(name) {
+		return m.joinAcross(j, name)
+	}
 	if j.launch != ranksStarted {
 		if !slices.Contains(j.earlyGroups, name) {
 			j.earlyGroups = append(j.earlyGroups, name)
@@ -110,26 +113,37 @@ func (m *Machine) groupMembers(app Launch, ranks []int) collective.Members {
 			mem.Ranks = append(mem.Ranks, r)
 		}
 	}
+	mem.Children = m.childrenHolding(nodes)
+	return mem
+}
+
+// childrenHolding lists the live children whose subtree holds one of
+// nodes.
+func (m *Machine) childrenHolding(nodes map[int]bool) []int {
+	var out []int
 	for _, c := range m.sortedChildren() {
 		if c.failed {
 			continue
 		}
 		for _, id := range append([]int{c.id}, topo.Subtree(m.spawnTree, c.id)...) {
 			if nodes[id] {
-				mem.Children = append(mem.Children, c.id)
+				out = append(out, c.id)
 				break
 			}
 		}
 	}
-	return mem
+	return out
 }
 
 // leaveGroups: local rank of job j will enter no more fences (it
 // finalised or exited); the group fences it did not enter fail.
 func (m *Machine) leaveGroups(j *jobState, rank int) {
 	for _, name := range slices.Sorted(maps.Keys(j.groups)) {
-		m.collectives(j, j.coll.Left(name, rank))
+		if !IsAcross(name) {
+			m.collectives(j, j.coll.Left(name, rank))
+		}
 	}
+	m.leaveAcross(j.num, rank)
 }
 
 // fenceGroup is the collective group of a fence a rank entered.

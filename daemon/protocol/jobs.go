@@ -33,6 +33,9 @@ type jobState struct {
 	// earlyGroups, those named before the ranks started (groups.go).
 	groups      map[string]bool
 	earlyGroups []string
+	// across are the members of the groups over several jobs that this
+	// job keeps, by name (connect.go).
+	across map[string][]jobRank
 	// killed: a JobKill came (DVM): its ranks are being stopped, and no
 	// more failures go up for it.
 	killed bool

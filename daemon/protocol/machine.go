@@ -286,6 +286,8 @@ func (m *Machine) Step(ev Event) []Action {
 		m.fail(m.failure(errmgr.StatusFailed, "%s", e.Err))
 	case ChildJobWanted, ChildJobPlaced:
 		m.childJobEvent(ev)
+	case NamePublish, NameLookup, NameUnpublish:
+		m.stepName(ev)
 	case Submit, JobInterrupt, StopDVM, JobSignal:
 		if m.root != nil && m.job.DVM {
 			m.root.dvmEvent(ev)

@@ -52,6 +52,10 @@ var kinds = [...]Message{
 	18: CollectiveProbe{},
 	19: ChildJobRequest{},
 	20: ChildJobReply{},
+	21: NamePublish{},
+	22: NameLookup{},
+	23: NameUnpublish{},
+	24: NameReply{},
 }
 
 var kindOfType = func() map[reflect.Type]byte {

@@ -97,7 +97,11 @@ func (m *Machine) pmiEvent(ev Event) {
 			r.pmi, r.pmiErr = r.pmi || e.Used, e.Err
 		}
 	case FenceEntered:
-		m.enter(e.Job, e.Rank, fenceGroup(e), collective.Fence, fencePart(e.Puts))
+		if len(e.Across) > 0 {
+			m.enterAcross(e)
+		} else {
+			m.enter(e.Job, e.Rank, fenceGroup(e), collective.Fence, fencePart(e.Puts))
+		}
 	case AllgatherEntered:
 		m.enter(e.Job, e.Rank, jobGroup, collective.Allgather, allgatherPart(e.Rank, e.Value))
 	case RingEntered:

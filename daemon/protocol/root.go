@@ -95,6 +95,7 @@ type rootState struct {
 	placing  int
 	// ordinals counts each DVM client's child jobs, by its job.
 	ordinals map[int]int
+	names    *nameService // the published names (names.go), once used
 }
 
 // start sets the --timeout.

@@ -52,7 +52,7 @@ func prshSpawn(ns *C.char, rank C.uint32_t, info *C.pmix_info_t, ninfo C.size_t,
 func spawnRequest(info *C.pmix_info_t, ninfo C.size_t, apps *C.pmix_app_t, napps C.size_t) modex.SpawnRequest {
 	req := modex.SpawnRequest{Info: hints(info, ninfo)}
 	for _, a := range unsafe.Slice(apps, int(napps)) {
-		app := modex.SpawnApp{Argv: cStrings(a.argv), Env: cStrings(a.env), NP: int(a.maxprocs), Info: hints(a.info, a.ninfo)}
+		app := modex.SpawnApp{Argv: nullTerminated(a.argv), Env: nullTerminated(a.env), NP: int(a.maxprocs), Info: hints(a.info, a.ninfo)}
 		if cmd := C.GoString(a.cmd); len(app.Argv) == 0 {
 			app.Argv = []string{cmd}
 		} else if cmd != "" {
@@ -96,8 +96,8 @@ func hints(info *C.pmix_info_t, n C.size_t) map[string]string {
 	return out
 }
 
-// cStrings copies a NULL-terminated array of C strings.
-func cStrings(arr **C.char) []string {
+// nullTerminated copies a NULL-terminated array of C strings.
+func nullTerminated(arr **C.char) []string {
 	var out []string
 	for p := arr; p != nil && *p != nil; p = (**C.char)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) {
 		out = append(out, C.GoString(*p))

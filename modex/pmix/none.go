@@ -16,6 +16,12 @@ type Reply struct{}
 // Send does nothing in this build.
 func (*Reply) Send([]byte, error) {}
 
+// LookupReply is absent from this build.
+type LookupReply struct{}
+
+// Send does nothing in this build.
+func (*LookupReply) Send([]Name, error) {}
+
 // Start fails: this build has no PMIx library.
 func Start(tmpdir, host string, manyJobs bool, h Handler) (*Server, error) {
 	return nil, ErrUnavailable

@@ -207,6 +207,8 @@ func code(err error) C.pmix_status_t {
 		return C.PMIX_ERR_TIMEOUT
 	case ErrNotFound:
 		return C.PMIX_ERR_NOT_FOUND
+	case ErrDuplicate:
+		return C.PMIX_ERR_DUPLICATE_KEY
 	}
 	return C.PMIX_ERROR
 }
@@ -254,21 +256,27 @@ func jobInfo(j Job) *list {
 	}
 	l.nodeMap(nodeNames(j, nodes))
 	l.procMap(procMap(j, nodes))
-	// This node.
-	l.u32(C.PMIX_LOCAL_SIZE, uint32(len(mine)))
-	l.u32(C.PMIX_NODE_SIZE, uint32(len(mine)))
-	l.str(C.PMIX_LOCAL_PEERS, joinInts(mine))
 	if len(mine) > 0 {
-		l.rank(C.PMIX_LOCALLDR, uint32(mine[0]))
+		localInfo(l, j, mine, index)
 	}
-	l.u32(C.PMIX_NODEID, uint32(index[j.Node]))
-	l.str(C.PMIX_HOSTNAME, j.Hosts[j.Node])
 	placed := map[int]int{} // ranks of each node so far: the next one's local rank
 	for r, n := range j.RankNode {
 		l.sub(C.PMIX_PROC_DATA, procInfo(j, r, appOf(apps, r), index[n], placed[n]))
 		placed[n]++
 	}
 	return l
+}
+
+// localInfo is what the namespace's registration says of this node,
+// which holds the ranks mine; a job connected to local ranks, with none
+// here, has none of it.
+func localInfo(l *list, j Job, mine []int, index map[int]int) {
+	l.u32(C.PMIX_LOCAL_SIZE, uint32(len(mine)))
+	l.u32(C.PMIX_NODE_SIZE, uint32(len(mine)))
+	l.str(C.PMIX_LOCAL_PEERS, joinInts(mine))
+	l.rank(C.PMIX_LOCALLDR, uint32(mine[0]))
+	l.u32(C.PMIX_NODEID, uint32(index[j.Node]))
+	l.str(C.PMIX_HOSTNAME, j.Hosts[j.Node])
 }
 
 // appInfo is one program's entry (the library wants its number first):
@@ -309,7 +317,6 @@ func jobNodes(j Job) ([]int, map[int]int) {
 	for _, n := range j.RankNode {
 		seen[n] = true
 	}
-	seen[j.Node] = true // a node with no ranks still names itself
 	for n := range j.Hosts {
 		if seen[n] {
 			index[n] = len(nodes)
@@ -479,11 +486,15 @@ func prshAborted(ns *C.char, rank C.uint32_t, st C.int, msg *C.char) {
 }
 
 //export prshFence
-func prshFence(ns *C.char, ranks *C.uint32_t, nranks C.size_t, data *C.char, n C.size_t, collect, timeout C.int, call *C.prsh_call_t) {
-	f := Fence{Namespace: C.GoString(ns), Data: C.GoBytes(unsafe.Pointer(data), C.int(n)), Collect: collect != 0,
+func prshFence(procs *C.pmix_proc_t, nprocs C.size_t, data *C.char, n C.size_t, collect, timeout C.int, call *C.prsh_call_t) {
+	f := Fence{Data: C.GoBytes(unsafe.Pointer(data), C.int(n)), Collect: collect != 0,
 		Timeout: time.Duration(timeout) * time.Second, Reply: &Reply{call: call}}
-	if nranks > 0 {
-		f.Ranks = groupOf(unsafe.Slice((*uint32)(unsafe.Pointer(ranks)), int(nranks)))
+	ps := procsOf(procs, nprocs)
+	if !oneNamespace(ps) {
+		f.Procs = ps
+	} else {
+		f.Namespace = ps[0].Namespace
+		f.Ranks = groupOf(ps)
 	}
 	upcall(func(h Handler) { h.Fence(f) })
 }
@@ -495,7 +506,12 @@ func prshDirectModex(ns *C.char, rank C.uint32_t, call *C.prsh_call_t) {
 }
 
 // proc copies the library's name of a process.
-func proc(ns *C.char, rank C.uint32_t) Proc { return Proc{Namespace: C.GoString(ns), Rank: int(rank)} }
+func proc(ns *C.char, rank C.uint32_t) Proc {
+	if rank == C.PMIX_RANK_WILDCARD {
+		return Proc{Namespace: C.GoString(ns), Rank: Wildcard}
+	}
+	return Proc{Namespace: C.GoString(ns), Rank: int(rank)}
+}
 
 //export prshDmodexDone
 func prshDmodexDone(st C.int, data *C.char, n C.size_t, handle C.uintptr_t) {
@@ -510,13 +526,27 @@ func prshDmodexDone(st C.int, data *C.char, n C.size_t, handle C.uintptr_t) {
 	upcall(func(Handler) { answer(b, err) })
 }
 
-// groupOf is the ranks a fence lists, sorted, each once: the library
-// passes them in the order the ranks gave them.
-func groupOf(ranks []uint32) []int {
-	out := make([]int, len(ranks))
-	for i, r := range ranks {
-		out[i] = int(r)
+// groupOf is the ranks a fence over one namespace lists, sorted, each
+// once (the library passes them in the order the ranks gave them); nil
+// when one is the wildcard: the whole namespace.
+func groupOf(procs []Proc) []int {
+	out := make([]int, len(procs))
+	for i, p := range procs {
+		if p.Rank == Wildcard {
+			return nil
+		}
+		out[i] = p.Rank
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// oneNamespace says whether every process is of the first's namespace.
+func oneNamespace(procs []Proc) bool {
+	for _, p := range procs {
+		if p.Namespace != procs[0].Namespace {
+			return false
+		}
+	}
+	return true
 }

@@ -19,6 +19,10 @@ func (nothing) Finalized(Proc)               {}
 func (nothing) Aborted(Proc, int, string)    {}
 func (nothing) Fence(f Fence)                { f.Reply.Send(nil, ErrFailed) }
 func (nothing) DirectModex(_ Proc, r *Reply) { r.Send(nil, ErrNotFound) }
+func (nothing) Publish(p Publish)            { p.Reply.Send(nil, ErrFailed) }
+func (nothing) Lookup(l Lookup)              { l.Reply.Send(nil, ErrNotFound) }
+func (nothing) Unpublish(u Unpublish)        { u.Reply.Send(nil, ErrNotFound) }
+func (nothing) Connect(c Connect)            { c.Reply.Send(nil, ErrFailed) }
 
 // TestMaps: the node list holds the nodes with ranks (and this one), in
 // node id order; the proc map lists each one's ranks.

@@ -51,7 +51,7 @@ static int timeout(const pmix_info_t info[], size_t ninfo) {
 }
 
 static prsh_call_t *new_call(pmix_modex_cbfunc_t cb, void *cbdata) {
-    prsh_call_t *call = malloc(sizeof(*call));
+    prsh_call_t *call = calloc(1, sizeof(*call));
     if (call != NULL) {
         call->cb = cb;
         call->cbdata = cbdata;
@@ -61,7 +61,7 @@ static prsh_call_t *new_call(pmix_modex_cbfunc_t cb, void *cbdata) {
 
 // A fence over one namespace travels over the daemon tree: over all of
 // it (a wildcard entry), or over the ranks listed, a group of its own. A
-// fence over several namespaces is refused, never answered wrongly.
+// fence over several namespaces is a group over several jobs.
 static pmix_status_t fence(const pmix_proc_t procs[], size_t nprocs,
                            const pmix_info_t info[], size_t ninfo,
                            char *data, size_t ndata,
@@ -69,29 +69,12 @@ static pmix_status_t fence(const pmix_proc_t procs[], size_t nprocs,
     if (nprocs == 0) {
         return PMIX_ERR_BAD_PARAM;
     }
-    uint32_t *ranks = malloc(nprocs * sizeof(*ranks));
-    if (ranks == NULL) {
-        return PMIX_ERR_NOMEM;
-    }
-    size_t nranks = nprocs;
-    for (size_t i = 0; i < nprocs; i++) {
-        if (!PMIX_CHECK_NSPACE(procs[i].nspace, procs[0].nspace)) {
-            free(ranks);
-            return PMIX_ERR_NOT_SUPPORTED;
-        }
-        if (procs[i].rank == PMIX_RANK_WILDCARD) {
-            nranks = 0; // the whole namespace
-        }
-        ranks[i] = procs[i].rank;
-    }
     prsh_call_t *call = new_call(cb, cbdata);
     if (call == NULL) {
-        free(ranks);
         return PMIX_ERR_NOMEM;
     }
-    prshFence((char *)procs[0].nspace, ranks, nranks, data, ndata, wants(info, ninfo, PMIX_COLLECT_DATA),
+    prshFence((pmix_proc_t *)procs, nprocs, data, ndata, wants(info, ninfo, PMIX_COLLECT_DATA),
               timeout(info, ninfo), call);
-    free(ranks);
     return PMIX_SUCCESS;
 }
 
@@ -123,14 +106,25 @@ static pmix_server_module_t module = {
     .fence_nb = fence,
     .direct_modex = direct_modex,
     .job_control = job_control,
+    .publish = prsh_publish,
+    .lookup = prsh_lookup,
+    .unpublish = prsh_unpublish,
+    .connect = prsh_connect,
+    .disconnect = prsh_disconnect,
 };
 
 static void release(void *data) { free(data); }
 
-// prsh_reply answers a fence or direct-modex request; the library owns
-// data (malloc'd) until it calls release.
+// prsh_reply answers a fence or direct-modex request (the library owns
+// data, malloc'd, until it calls release), or a call that wants a status
+// only.
 void prsh_reply(prsh_call_t *call, int status, char *data, size_t ndata) {
-    call->cb(status, data, ndata, call->cbdata, release, data);
+    if (call->opcb != NULL) {
+        call->opcb(status, call->cbdata);
+        free(data);
+    } else {
+        call->cb(status, data, ndata, call->cbdata, release, data);
+    }
     free(call);
 }
 

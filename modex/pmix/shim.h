@@ -10,9 +10,12 @@
 #include <stdlib.h>
 #include <pmix_server.h>
 
-// A pending reply to the library (a fence or a direct-modex request).
+// A pending reply to the library: a fence or a direct-modex request
+// (cb), a name service or connect call (opcb), or a lookup (lookupcb).
 typedef struct {
     pmix_modex_cbfunc_t cb;
+    pmix_op_cbfunc_t opcb;
+    pmix_lookup_cbfunc_t lookupcb;
     void *cbdata;
 } prsh_call_t;
 
@@ -37,5 +40,19 @@ int prsh_dmodex_request(const char *nspace, uint32_t rank, uintptr_t handle);
 char *prsh_topology_xml(void);
 const char *prsh_error_string(int status);
 const char *prsh_load_library(void);
+
+// connect.c: the upcalls of dynamic processes.
+pmix_status_t prsh_publish(const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo,
+                           pmix_op_cbfunc_t cb, void *cbdata);
+pmix_status_t prsh_lookup(const pmix_proc_t *proc, char **keys, const pmix_info_t info[], size_t ninfo,
+                          pmix_lookup_cbfunc_t cb, void *cbdata);
+pmix_status_t prsh_unpublish(const pmix_proc_t *proc, char **keys, const pmix_info_t info[], size_t ninfo,
+                             pmix_op_cbfunc_t cb, void *cbdata);
+pmix_status_t prsh_connect(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[], size_t ninfo,
+                           pmix_op_cbfunc_t cb, void *cbdata);
+pmix_status_t prsh_disconnect(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[],
+                              size_t ninfo, pmix_op_cbfunc_t cb, void *cbdata);
+void prsh_lookup_reply(prsh_call_t *call, int status, size_t n, char **keys, char **values, size_t *sizes,
+                       int *binary, char **nspaces, uint32_t *ranks);
 
 #endif

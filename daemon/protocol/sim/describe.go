@@ -90,6 +90,8 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 		return fmt.Sprintf("child job #%d is job %d", a.ID, a.Child)
 	case protocol.ModexAnswered:
 		return fmt.Sprintf("direct modex #%d answered: %q %s", a.ID, a.Data, a.Err)
+	case protocol.NamesAnswered:
+		return fmt.Sprintf("names #%d answered: %s %s", a.ID, names(a.Names), a.Err)
 	case protocol.AllgatherDone:
 		return fmt.Sprintf("allgather %d done: %d values", a.Seq, len(a.Values))
 	case protocol.Exit:
@@ -161,6 +163,14 @@ func Message(m protocol.Message) string {
 			return fmt.Sprintf("ChildJobReply for d%d#%d: %s", m.To, m.ID, m.Err)
 		}
 		return fmt.Sprintf("ChildJobReply for d%d#%d: job %d", m.To, m.ID, m.Child)
+	case protocol.NamePublish:
+		return fmt.Sprintf("NamePublish d%d#%d %s job-only=%v (job %d rank %d)", m.From, m.ID, nameValues(m.Names), m.JobOnly, m.Job, m.Rank)
+	case protocol.NameLookup:
+		return fmt.Sprintf("NameLookup d%d#%d %v wait=%v timeout=%dms (job %d)", m.From, m.ID, m.Keys, m.Wait, m.TimeoutMS, m.Job)
+	case protocol.NameUnpublish:
+		return fmt.Sprintf("NameUnpublish d%d#%d %v (job %d rank %d)", m.From, m.ID, m.Keys, m.Job, m.Rank)
+	case protocol.NameReply:
+		return fmt.Sprintf("NameReply for d%d#%d: %s %s", m.To, m.ID, names(m.Names), m.Err)
 	}
 	return fmt.Sprintf("%T", m)
 }
@@ -242,6 +252,26 @@ func timerName(t protocol.Timer) string {
 		return fmt.Sprintf("guards(d%d)", t.ID)
 	case protocol.ExitWaitTimer:
 		return fmt.Sprintf("exit-wait(d%d)", t.ID)
+	case protocol.LookupTimer:
+		return fmt.Sprintf("lookup(%d)", t.ID)
 	}
 	return fmt.Sprint(t.Kind)
+}
+
+// names words published names for a trace: key=value, with the owner.
+func names(ns []protocol.Name) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = fmt.Sprintf("%s=%s(job %d rank %d)", n.Key, n.Value, n.Job, n.Rank)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// nameValues words the names of a request: key=value.
+func nameValues(ns []protocol.Name) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = n.Key + "=" + n.Value
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }

@@ -181,6 +181,35 @@ func play(script string) (string, error) {
 				return "", bad(fmt.Errorf("unknown signal"))
 			}
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.JobSignal(job, sig, name) }) })
+		case "publish": // publish D #ID job=N rank=R key=K value=V [job-only] at=T
+			id, req, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), int64(kv.int("at"))
+			timed = append(timed, func(s *Sim) {
+				s.At(at, func() { s.Publish(id, req, kv.int("job"), kv.int("rank"), kv["key"], kv["value"], kv.has("job-only")) })
+			})
+		case "lookup": // lookup D #ID job=N rank=R keys=K,K [wait] [timeout=MS] at=T
+			id, req, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), int64(kv.int("at"))
+			timed = append(timed, func(s *Sim) {
+				s.At(at, func() {
+					s.Lookup(id, req, kv.int("job"), kv.int("rank"), strings.Split(kv["keys"], ","), kv.has("wait"), int64(kv.int("timeout")))
+				})
+			})
+		case "unpublish": // unpublish D #ID job=N rank=R keys=K,K at=T
+			id, req, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), int64(kv.int("at"))
+			timed = append(timed, func(s *Sim) {
+				s.At(at, func() { s.Unpublish(id, req, kv.int("job"), kv.int("rank"), strings.Split(kv["keys"], ",")) })
+			})
+		case "across": // across D job=N rank=R group=NAME at=T: a fence over several jobs
+			id, at := atoi(f[1]), int64(kv.int("at"))
+			timed = append(timed, func(s *Sim) {
+				s.At(at, func() {
+					if err := s.EnterAcross(id, kv.int("job"), kv.int("rank"), kv["group"]); err != nil {
+						s.Errors = append(s.Errors, err.Error())
+					}
+				})
+			})
+		case "finalize": // finalize D job=N rank=R at=T
+			id, at := atoi(f[1]), int64(kv.int("at"))
+			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Finalize(id, kv.int("job"), kv.int("rank")) }) })
 		case "stop":
 			at := int64(kv.int("at"))
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.StopDVM() }) })

@@ -659,7 +659,7 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 	case protocol.Exit:
 		s.exit(d, a.Status)
 	case protocol.ForwardInput, protocol.StageTo, protocol.Warn, protocol.Waiting,
-		protocol.ForwardStdin, protocol.StopSelf, protocol.ModexAnswered, protocol.ChildJobAnswered,
+		protocol.ForwardStdin, protocol.StopSelf, protocol.ModexAnswered, protocol.ChildJobAnswered, protocol.NamesAnswered,
 		protocol.DVMUp, protocol.JobDone, protocol.ReleaseJob, protocol.JobStopped, protocol.DaemonsLost:
 		// No stdin, files, log, terminal or process here to act on.
 	default:

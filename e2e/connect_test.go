@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"prsh/testbed"
+)
+
+// Connect/accept between jobs of one DVM (issue 33): Open MPI's
+// MPI_Comm_accept and MPI_Comm_connect over our PMIx servers, their
+// ports found through the name service at mpirun.
+
+// connectLines is what the connect program's ranks print once the two
+// sides, of na accepting and nc connecting ranks, talked.
+func connectLines(na, nc int) (accept, connect []string) {
+	for r := range na {
+		accept = append(accept, fmt.Sprintf("accept rank %d: remote size %d sum %d", r, nc, nc*(nc+1)/2),
+			fmt.Sprintf("accept rank %d: merged rank %d of %d sum %d", r, r, na+nc, (na+nc)*(na+nc-1)/2))
+	}
+	for r := range nc {
+		connect = append(connect, fmt.Sprintf("connect rank %d: remote size %d sum %d", r, na, na*(na+1)/2),
+			fmt.Sprintf("connect rank %d: merged rank %d of %d sum %d", r, na+r, na+nc, (na+nc)*(na+nc-1)/2))
+	}
+	accept = append(accept, "published svc-1", `accept rank 0: got "hello from connect rank 0"`)
+	connect = append(connect, `connect rank 0: got "hello from accept rank 0"`)
+	return accept, connect
+}
+
+// TestDVMConnectAccept: two Open MPI jobs submitted at once to a DVM of
+// three nodes, mapped by node so that both span every node: one opens a
+// port, publishes it and accepts, the other looks it up and connects;
+// they exchange messages over the intercommunicator and the merged
+// communicator, disconnect, and both end with 0.
+func TestDVMConnectAccept(t *testing.T) {
+	prog := openMPI(t, "connect")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 4, UTS: true})
+	dvm, dvmErr, uri := dvmUp(t, c, dvmLog()...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the DVM's stderr:\n%s", dvmErr)
+		}
+	})
+	marks := marksDir(t)
+	acc, accOut, accErr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", "3", "--map-by", "node", prog, "accept", "svc-1")
+	con, conOut, conErr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", "2", "--map-by", "node", prog, "connect", "svc-1")
+	wantAcc, wantCon := connectLines(3, 2)
+	if st := waitExit(t, acc); st != 0 || accErr.String() != "" {
+		t.Errorf("accepting job: exit %d, stderr:\n%s", st, accErr)
+	}
+	if st := waitExit(t, con); st != 0 || conErr.String() != "" {
+		t.Errorf("connecting job: exit %d, stderr:\n%s", st, conErr)
+	}
+	checkLines(t, accOut.String(), wantAcc)
+	checkLines(t, conOut.String(), wantCon)
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// dvmLog is the DVM's --log-level for a test run with PRSH_TEST_LOG set.
+func dvmLog() []string {
+	if l := os.Getenv("PRSH_TEST_LOG"); l != "" {
+		return []string{"--log-level", l}
+	}
+	return nil
+}
+
+// TestDVMFenceAcrossJobs: two PMIx jobs of a DVM find each other's
+// namespace through the name service (a lookup that waits) and connect;
+// each rank gets what the other job's last rank put before (a direct
+// modex across jobs, asked by daemons too that hold no rank of the
+// other job: node003 holds none of b's), then they fence over both
+// namespaces collecting data, get the other job's data and disconnect.
+func TestDVMFenceAcrossJobs(t *testing.T) {
+	prog := openMPI(t, "across")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 4, UTS: true})
+	dvm, dvmErr, uri := dvmUp(t, c, dvmLog()...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the DVM's stderr:\n%s", dvmErr)
+		}
+	})
+	marks := marksDir(t)
+	sizes := map[string]int{"a": 3, "b": 2}
+	clients := map[string]atOnce{}
+	for self, other := range map[string]string{"a": "b", "b": "a"} {
+		cmd, out, stderr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", itoa(sizes[self]), "--map-by", "node", prog, self, other)
+		clients[self] = atOnce{cmd, out, stderr}
+	}
+	for self, other := range map[string]string{"a": "b", "b": "a"} {
+		cl := clients[self]
+		if st := waitExit(t, cl.cmd); st != 0 || cl.stderr.String() != "" {
+			t.Errorf("job %s: exit %d, stderr:\n%s", self, st, cl.stderr)
+		}
+		var want []string
+		for r := range sizes[self] {
+			want = append(want, fmt.Sprintf("%s rank %d: fence over both jobs: SUCCESS", self, r),
+				fmt.Sprintf("%s rank %d got \"%s rank 0\"", self, r, other),
+				fmt.Sprintf("%s rank %d got \"%s early %d\"", self, r, other, sizes[other]-1))
+		}
+		checkLines(t, cl.stdout.String(), want)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMNamesFail: the name service's failures are the program's
+// errors, never a hang. MPI_Lookup_name of a name never published fails
+// at once (Open MPI 4.1 does not wait); a PMIx lookup that waits at most
+// a second fails with a timeout. A job waiting in MPI_Comm_accept for a
+// job that looked its port up and ended goes on waiting (Open MPI gives
+// up after 600 s): interrupted, it ends with Ctrl-C's line and 130, and
+// its published name goes with it.
+func TestDVMNamesFail(t *testing.T) {
+	mpi, pmixProg := openMPI(t, "connect"), openMPI(t, "across")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2, UTS: true})
+	dvm, dvmErr, uri := dvmUp(t, c, dvmLog()...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the DVM's stderr:\n%s", dvmErr)
+		}
+	})
+	lookup := func(prog, key, want string) {
+		t.Helper()
+		res := dvmRun(t, c, uri, "-np", "1", prog, "lookup", key)
+		if res.status != 0 || res.stderr != "" {
+			t.Errorf("lookup %s: exit %d, stderr:\n%s", key, res.status, res.stderr)
+		}
+		checkLines(t, res.stdout, []string{want})
+	}
+	lookup(mpi, "never", "lookup never: MPI_ERR_NAME: invalid name argument")
+	lookup(pmixProg, "never", "lookup never: TIMEOUT")
+
+	marks := marksDir(t)
+	acc, accOut, accErr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", "2", "--map-by", "node", mpi, "wait", "svc-2")
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(accOut.String(), "published svc-2"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the accepting job did not publish; stderr:\n%s", accErr)
+		}
+	}
+	lookup(mpi, "svc-2", "found svc-2")
+	acc.Process.Signal(syscall.SIGINT)
+	if st := waitExit(t, acc); st != 130 {
+		t.Errorf("Ctrl-C on the job in MPI_Comm_accept: exit %d, want 130", st)
+	}
+	checkOneLine(t, accErr.String(), `^mpirun: caught SIGINT, terminating the job$`)
+	lookup(mpi, "svc-2", "lookup svc-2: MPI_ERR_NAME: invalid name argument")
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
