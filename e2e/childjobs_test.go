@@ -191,7 +191,6 @@ func checkMpirunLines(t *testing.T, stderr string, patterns ...string) {
 // merge it (MPI_Intercomm_merge) and reduce over the 6 ranks.
 func TestOpenMPISpawn(t *testing.T) {
 	prog := openMPI(t, "spawn")
-	needConnect(t)
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
 	res := mpirun(t, c, "-np", "2", prog, "4")
 	if res.status != 0 {
@@ -210,7 +209,6 @@ func TestOpenMPISpawn(t *testing.T) {
 // which talks to its parents as one intercommunicator.
 func TestOpenMPISpawnMultiple(t *testing.T) {
 	prog := openMPI(t, "spawn")
-	needConnect(t)
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
 	res := mpirun(t, c, "-np", "2", prog, "0", "multiple", "2", "2")
 	if res.status != 0 {
@@ -230,7 +228,6 @@ func TestOpenMPISpawnMultiple(t *testing.T) {
 // job of a child job, job 2) and talks to it.
 func TestOpenMPISpawnNested(t *testing.T) {
 	prog := openMPI(t, "spawn")
-	needConnect(t)
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
 	res := mpirun(t, c, "-np", "2", "--tag-output", prog, "2", "nested")
 	if res.status != 0 {
@@ -247,18 +244,3 @@ func TestOpenMPISpawnNested(t *testing.T) {
 		"[3,0]<stdout>:grandchild 0: got 0, merged rank 1",
 	})
 }
-
-// needConnect skips what needs more than the spawn: Open MPI's
-// MPI_Comm_spawn connects parent and children (MPI_Comm_connect and
-// MPI_Comm_accept over the port in OMPI_PARENT_PORT), through PMIx
-// publish/lookup and PMIx_Connect, which the server offers once the
-// connect work of issue 33 (branch connect) is in.
-func needConnect(t *testing.T) {
-	t.Helper()
-	if !connectReady {
-		t.Skip("needs the PMIx server's publish/lookup and connect upcalls (issue 33, branch connect): without them MPI_Comm_spawn starts the children, then its connect/accept fails (\"does not support spawn functionality\")")
-	}
-}
-
-// connectReady: the PMIx server answers publish, lookup and connect.
-const connectReady = false
