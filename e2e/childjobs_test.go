@@ -137,7 +137,8 @@ func TestPMIxChildJobInterrupt(t *testing.T) {
 // job that started it: its output reaches that client (tagged as its job
 // 2), the client's status waits for it, and its failure is that
 // client's, whose job ends with the child's status and line; the DVM goes
-// on.
+// on, and an Open MPI client's MPI_Comm_spawn works as in a plain
+// mpirun.
 func TestDVMChildJob(t *testing.T) {
 	prog := openMPI(t, "childjob")
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
@@ -162,6 +163,12 @@ func TestDVMChildJob(t *testing.T) {
 	if res.status != 0 || !strings.Contains(res.stdout, "rank 0 started a child job of 4 ranks") {
 		t.Errorf("after a failed child job: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
+
+	res = dvmRun(t, c, uri, "-np", "2", openMPI(t, "spawn"), "4")
+	if res.status != 0 {
+		t.Fatalf("MPI_Comm_spawn: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, spawnLines(4))
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
@@ -196,12 +203,19 @@ func TestOpenMPISpawn(t *testing.T) {
 	if res.status != 0 {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
-	want := []string{"parent 0: merged 6 ranks, sum 15 (want 15)"}
-	for r := range 4 {
+	checkLines(t, res.stdout, spawnLines(4))
+}
+
+// spawnLines are the lines of testdata/mpi/spawn.c's 2 parents and n
+// children.
+func spawnLines(n int) []string {
+	size := n + 2
+	want := []string{fmt.Sprintf("parent 0: merged %d ranks, sum %d (want %d)", size, size*(size-1)/2, size*(size-1)/2)}
+	for r := range n {
 		want = append(want, fmt.Sprintf("parent 0: child %d answered %d", r, r*10+7),
 			fmt.Sprintf("child %d: got %d, merged rank %d", r, r, r+2))
 	}
-	checkLines(t, res.stdout, want)
+	return want
 }
 
 // TestOpenMPISpawnMultiple: MPI_Comm_spawn_multiple of two programs (2
