@@ -206,6 +206,20 @@ func TestOpenMPISpawn(t *testing.T) {
 	checkLines(t, res.stdout, spawnLines(4))
 }
 
+// TestOpenMPISpawnChildDies: children that exit with 4 before their
+// MPI_Init, while their parents wait to connect to them in
+// MPI_Comm_spawn, end everything with their status and one line: no
+// hang, nothing left.
+func TestOpenMPISpawnChildDies(t *testing.T) {
+	prog := openMPI(t, "spawn")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "2", prog, "4", "die")
+	if res.status != 4 {
+		t.Fatalf("exit %d, want 4; stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr, `^mpirun: child job 1 \(spawned by rank 0\): node00[23]: rank [0-3] exited with status 4$`)
+}
+
 // spawnLines are the lines of testdata/mpi/spawn.c's 2 parents and n
 // children.
 func spawnLines(n int) []string {

@@ -7,6 +7,8 @@
 //                       merged ranks with MPI_Allreduce.
 //   spawn NP nested     the same, and child 0 then starts one child of
 //                       its own, a grandchild, which answers it.
+//   spawn NP die        the children exit with 4 before MPI_Init, while
+//                       the parents wait in MPI_Comm_spawn's connect.
 //   spawn multiple N M  MPI_Comm_spawn_multiple of this program N times
 //                       ("multiple-a") and M times ("multiple-b").
 #include <mpi.h>
@@ -52,6 +54,8 @@ static void talk_as_child(MPI_Comm parent, int rank, const char *name) {
 int main(int argc, char **argv) {
     int rank;
     MPI_Comm parent;
+    if (argc > 1 && strcmp(argv[1], "die") == 0)
+        return 4; /* a child that dies while its parent waits to connect */
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_get_parent(&parent);
