@@ -69,7 +69,7 @@ func (d *Daemon) placeChildJob(a protocol.PlaceChildJob) {
 	case err != nil:
 		placed.Err = fmt.Sprintf("rank %d%s asked for a child job: %v", a.Rank, d.ofChildJob(a.Job), err)
 	case d.dvm != nil:
-		placed.Child, placed.App = d.dvmChild(a.Job, len(app.RankNode)), app
+		placed.Child, placed.App = d.dvmChild(a.Job, app.RankNode), app
 		if placed.Child == 0 {
 			placed.Err = "the job is ending"
 		}
@@ -179,14 +179,17 @@ func (d *Daemon) placeChildApp(sa modex.SpawnApp, jobInfo map[string]string, use
 }
 
 // childHosts are the daemons a program may run on: those of the nodes
-// its host or hostfile hint names, in the hint's order, or every
-// daemon that runs ranks. A child job runs on the daemons already up.
+// its host, add-host or hostfile hint names, in the hint's order, or
+// every daemon that runs ranks. A child job runs on the daemons already
+// up: a host that is not one of them is an error.
 func (d *Daemon) childHosts(sa modex.SpawnApp, jobInfo map[string]string) ([]int, error) {
 	var named []string
-	if list := hint(sa, jobInfo, "host"); list != "" {
-		for _, h := range strings.Split(list, ",") {
-			name, _, _ := strings.Cut(strings.TrimSpace(h), ":")
-			named = append(named, name)
+	for _, key := range []string{"host", "add-host"} { // add-host too: no daemon starts for a child job
+		if list := hint(sa, jobInfo, key); list != "" {
+			for _, h := range strings.Split(list, ",") {
+				name, _, _ := strings.Cut(strings.TrimSpace(h), ":")
+				named = append(named, name)
+			}
 		}
 	}
 	if file := hint(sa, jobInfo, "hostfile"); file != "" {

@@ -120,13 +120,10 @@ func (d *Daemon) daemonsLost(a protocol.DaemonsLost) {
 		lost[id] = true
 	}
 	for job, c := range r.clients { // their ranks there send no stream's end
-		var ranks []int
-		for rank, id := range c.submit.App.RankNode {
-			if lost[id] {
-				ranks = append(ranks, rank)
-			}
-		}
-		r.sink.forget(job, ranks)
+		r.sink.forget(job, ranksOn(c.submit.App.RankNode, lost))
+	}
+	for job, of := range r.childClient {
+		r.sink.forget(job, ranksOn(of.rankNode, lost))
 	}
 }
 
@@ -387,9 +384,9 @@ func removeIfOurs(path, uri string) {
 }
 
 // dvmChild numbers a child job of job parent (a client's, or a child
-// job of it) and sends its output (ranks of it) to that client; 0 when
-// the client's job is over.
-func (d *Daemon) dvmChild(parent, ranks int) int {
+// job of it) and sends its output (its ranks on rankNode's daemons) to
+// that client; 0 when the client's job is over.
+func (d *Daemon) dvmChild(parent int, rankNode []int) int {
 	r := d.dvm
 	client := parent
 	if of, ok := r.childClient[parent]; ok {
@@ -401,12 +398,27 @@ func (d *Daemon) dvmChild(parent, ranks int) int {
 	}
 	r.lastJob++
 	c.children++
-	if !r.sink.addChild(r.lastJob, client, c.children, ranks) {
+	if !r.sink.addChild(r.lastJob, client, c.children, len(rankNode)) {
 		return 0
 	}
-	r.childClient[r.lastJob] = childOf{client, c.children}
+	r.childClient[r.lastJob] = childOf{client, c.children, rankNode}
 	return r.lastJob
 }
 
-// childOf is a DVM child job's client's job, and its number there.
-type childOf struct{ client, ordinal int }
+// childOf is a DVM child job's client's job, its number there, and the
+// daemon of each of its ranks.
+type childOf struct {
+	client, ordinal int
+	rankNode        []int
+}
+
+// ranksOn lists the ranks of rankNode on the daemons of ids.
+func ranksOn(rankNode []int, ids map[int]bool) []int {
+	var ranks []int
+	for rank, id := range rankNode {
+		if ids[id] {
+			ranks = append(ranks, rank)
+		}
+	}
+	return ranks
+}

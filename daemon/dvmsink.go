@@ -105,8 +105,9 @@ func (s *dvmSink) frame(job int, kind byte, payload []byte) {
 	}
 }
 
-// forget stops waiting for the streams of job's ranks that have not
-// ended: their daemon was lost, and their ends will never come.
+// forget stops waiting for the streams of job's ranks (a client's job,
+// or a child job of it) that have not ended: their daemon was lost, and
+// their ends will never come.
 func (s *dvmSink) forget(job int, ranks []int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -115,7 +116,7 @@ func (s *dvmSink) forget(job int, ranks []int) {
 		return
 	}
 	for _, r := range ranks {
-		k := jobRank{0, r}
+		k := jobRank{s.ordinals[job], r}
 		o.open -= 2 - o.ended[k]
 		o.ended[k] = 2
 	}
