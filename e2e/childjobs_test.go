@@ -172,6 +172,24 @@ func TestDVMChildJob(t *testing.T) {
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
+// TestPMIxChildJobSignal: a signal mpirun passes on (SIGUSR1) reaches
+// the child jobs' ranks too: the children, whose parents have exited,
+// die of it, and mpirun says so with their status.
+func TestPMIxChildJobSignal(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	cmd, stdout, stderr := startMpirun(t, c, "-np", "2", prog, "4", "sleep=1000")
+	stdout.waitFor(t, "rank 0 started a child job of 4 ranks")
+	cmd.Process.Signal(syscall.SIGUSR1)
+	if status := waitExit(t, cmd); status != 128+10 {
+		t.Errorf("exit %d, want 138; stderr:\n%s", status, stderr)
+	}
+	checkMpirunLines(t, stderr.String(), `^mpirun: child job 1 \(spawned by rank 0\): node00[23]: rank [0-3] .*SIGUSR1.*$`)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		t.Fatalf("left running: %+v", left)
+	}
+}
+
 // checkMpirunLines checks that mpirun's own lines on stderr are those
 // patterns, in order.
 func checkMpirunLines(t *testing.T, stderr string, patterns ...string) {
