@@ -63,7 +63,7 @@ func (d *Daemon) childJobAnswered(a protocol.ChildJobAnswered) {
 // placeChildJob numbers and places a child job at mpirun; the machine
 // hears the result next.
 func (d *Daemon) placeChildJob(a protocol.PlaceChildJob) {
-	placed := protocol.ChildJobPlaced{ID: a.ID, From: a.From}
+	placed := protocol.ChildJobPlaced{ID: a.ID, From: a.From, Job: a.Job, Rank: a.Rank}
 	app, err := d.childLaunch(a)
 	switch {
 	case err != nil:

@@ -73,7 +73,7 @@ func (d *Daemon) newPMIService(jr *jobRanks, id int, mapping string) *pmiService
 	}
 	if p := jr.app.Parent; p != nil { // a child job: its parent's name, and what it preput
 		s.info.Spawner = p.Name
-		s.view = s.view.With(preputs(jr.app.Preput))
+		s.view = s.view.With(protocol.Preputs(jr.app.Preput))
 	}
 	return s
 }

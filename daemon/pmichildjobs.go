@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"prsh/modex"
 )
@@ -56,13 +54,4 @@ func (d *Daemon) pmiChildJobWanted(e pmiChildJob) {
 	d.requestChildJob(e.service.job.num, e.service.rank, e.req, func(_ int, name string, err error) {
 		e.answer <- childAnswer{name, err} // buffered: never blocks the loop
 	})
-}
-
-// preputs are a child job's preput pairs in key order.
-func preputs(kv map[string]string) []modex.KV {
-	var out []modex.KV
-	for _, k := range slices.Sorted(maps.Keys(kv)) {
-		out = append(out, modex.KV{Key: k, Value: kv[k]})
-	}
-	return out
 }

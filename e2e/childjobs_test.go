@@ -159,6 +159,14 @@ func TestDVMChildJob(t *testing.T) {
 	}
 	checkMpirunLines(t, res.stderr, `^mpirun: child job [0-9]+ \(spawned by rank 0\): node003: rank 2 exited with status 5$`)
 
+	res = dvmRun(t, c, uri, "-np", "2", prog, "5")
+	if res.status != 3 {
+		t.Errorf("too many children: exit %d, want 3; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr,
+		`^mpirun: rank 0 asked for a child job: a child job of 5 ranks, but only 4 slots free \(node001: 0, node002: 2, node003: 2\); use --oversubscribe to allow it$`,
+		`^mpirun: node001: rank 0 exited with status 3$`)
+
 	res = dvmRun(t, c, uri, "-np", "2", prog, "4")
 	if res.status != 0 || !strings.Contains(res.stdout, "rank 0 started a child job of 4 ranks") {
 		t.Errorf("after a failed child job: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)

@@ -42,12 +42,13 @@ type ChildJobWanted struct {
 }
 
 // ChildJobPlaced: mpirun's driver placed daemon From's request ID (a
-// PlaceChildJob) as job Child, launched as App; Err says why it could
-// not (no slot, a host not in the job), and Child is then 0.
+// PlaceChildJob of rank Rank of job Job) as job Child, launched as App;
+// Err says why it could not (no slot, a host not in the job), and Child
+// is then 0.
 type ChildJobPlaced struct {
-	ID, From, Child int
-	App             Launch
-	Err             string
+	ID, From, Job, Rank, Child int
+	App                        Launch
+	Err                        string
 }
 
 func (ChildJobWanted) event() {}
@@ -154,11 +155,11 @@ func (m *Machine) slotsUsed() []int {
 func (r *rootState) childJobPlaced(e ChildJobPlaced) {
 	m := r.m
 	r.placing--
-	req := ChildJobRequest{ID: e.ID, From: e.From}
-	parent, ok := m.jobs[e.App.parentJob()]
+	req := ChildJobRequest{ID: e.ID, From: e.From, Job: e.Job, Rank: e.Rank}
+	parent, ok := m.jobs[e.Job]
 	switch {
 	case e.Err != "":
-		m.emit(Print{Line: "mpirun: " + e.Err, Job: r.lineJob(e.App.parentJob())})
+		m.emit(Print{Line: "mpirun: " + e.Err, Job: r.lineJob(e.Job)})
 		r.refuseChildJob(req, e.Err)
 		r.maybeAllExited()
 		return
@@ -167,7 +168,6 @@ func (r *rootState) childJobPlaced(e ChildJobPlaced) {
 		r.maybeAllExited()
 		return
 	}
-	req.Job, req.Rank = e.App.Parent.Job, e.App.Parent.Rank
 	c := &childJob{req: req, client: r.clientJob(req.Job), ordinal: e.Child}
 	if m.job.DVM {
 		r.ordinals[c.client]++
@@ -178,14 +178,6 @@ func (r *rootState) childJobPlaced(e ChildJobPlaced) {
 	app := e.App
 	app.Job = e.Child
 	r.launch(app)
-}
-
-// parentJob is the job whose rank asked for this one; 0 for none.
-func (l Launch) parentJob() int {
-	if l.Parent == nil {
-		return 0
-	}
-	return l.Parent.Job
 }
 
 // childStarted answers the request of a child job whose ranks all
@@ -287,9 +279,9 @@ func (m *Machine) childJobEvent(ev Event) {
 	}
 }
 
-// preputs are a child job's preput pairs in key order, the first values
+// Preputs are a child job's preput pairs in key order, the first values
 // of its key-value space.
-func preputs(kv map[string]string) []modex.KV {
+func Preputs(kv map[string]string) []modex.KV {
 	var out []modex.KV
 	for _, k := range slices.Sorted(maps.Keys(kv)) {
 		out = append(out, modex.KV{Key: k, Value: kv[k]})

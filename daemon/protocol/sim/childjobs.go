@@ -37,7 +37,7 @@ func (s *Sim) WantChildJob(id, reqID, job, rank int, o ChildJobOrder) {
 func (s *Sim) placeChildJob(d *daemon, a protocol.PlaceChildJob) {
 	o := s.childOrders[a.ID]
 	if o.Refuse != "" {
-		s.later(s.now+1, d.id, protocol.ChildJobPlaced{ID: a.ID, From: a.From, Err: o.Refuse})
+		s.later(s.now+1, d.id, protocol.ChildJobPlaced{ID: a.ID, From: a.From, Job: a.Job, Rank: a.Rank, Err: o.Refuse})
 		return
 	}
 	if s.jobs == nil {
@@ -54,5 +54,5 @@ func (s *Sim) placeChildJob(d *daemon, a protocol.PlaceChildJob) {
 	}
 	app := protocol.Launch{Argv: []string{"child"}, RankNode: nodes, StdinRank: protocol.StdinNone,
 		Parent: &protocol.ParentRank{Job: a.Job, Rank: a.Rank, Name: fmt.Sprintf("job%d", a.Job)}}
-	s.later(s.now+1, d.id, protocol.ChildJobPlaced{ID: a.ID, From: a.From, Child: child, App: app})
+	s.later(s.now+1, d.id, protocol.ChildJobPlaced{ID: a.ID, From: a.From, Job: a.Job, Rank: a.Rank, Child: child, App: app})
 }
