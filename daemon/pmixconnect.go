@@ -54,7 +54,10 @@ func (d *Daemon) pmixDynamicCall(e pmixDynamic) {
 		}
 		names := make([]protocol.Name, len(c.Names))
 		for i, n := range c.Names {
-			names[i] = protocol.Name{Key: n.Key, Value: n.Value, Binary: n.Binary}
+			names[i] = protocol.Name{Key: n.Key, Value: n.Value}
+			if n.Binary {
+				names[i] = protocol.Name{Key: n.Key, Bytes: []byte(n.Value)}
+			}
 		}
 		d.publish(job, c.Proc.Rank, names, c.JobOnly, func(err error) { c.Reply.Send(nil, pmixNameError(err)) })
 	case pmix.Lookup:
@@ -88,8 +91,10 @@ func (d *Daemon) pmixLookup(c pmix.Lookup) {
 	d.lookup(job, c.Proc.Rank, c.Keys, c.Wait, c.Timeout.Milliseconds(), func(found []protocol.Name, err error) {
 		names := make([]pmix.Name, len(found))
 		for i, n := range found {
-			names[i] = pmix.Name{Key: n.Key, Value: n.Value, Binary: n.Binary,
-				Owner: pmix.Proc{Namespace: d.namespaceOf(n.Job), Rank: n.Rank}}
+			names[i] = pmix.Name{Key: n.Key, Value: n.Value, Owner: pmix.Proc{Namespace: d.namespaceOf(n.Job), Rank: n.Rank}}
+			if n.Bytes != nil {
+				names[i].Value, names[i].Binary = string(n.Bytes), true
+			}
 		}
 		c.Reply.Send(names, pmixNameError(err))
 	})

@@ -110,9 +110,10 @@ func TestDVMFenceAcrossJobs(t *testing.T) {
 // errors, never a hang. MPI_Lookup_name of a name never published fails
 // at once (Open MPI 4.1 does not wait); a PMIx lookup that waits at most
 // a second fails with a timeout. A job waiting in MPI_Comm_accept for a
-// job that looked its port up and ended goes on waiting (Open MPI gives
-// up after 600 s): interrupted, it ends with Ctrl-C's line and 130, and
-// its published name goes with it.
+// job that looked its port up and called MPI_Abort (its line and its
+// status 3) goes on waiting (MPI_Comm_accept waits for a connect; Open
+// MPI gives up after 600 s); interrupted, it ends with Ctrl-C's line and
+// 130, and its published name goes with it.
 func TestDVMNamesFail(t *testing.T) {
 	mpi, pmixProg := openMPI(t, "connect"), openMPI(t, "across")
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2, UTS: true})
@@ -140,6 +141,11 @@ func TestDVMNamesFail(t *testing.T) {
 			t.Fatalf("the accepting job did not publish; stderr:\n%s", accErr)
 		}
 	}
+	res := dvmRun(t, c, uri, "-np", "2", "--map-by", "node", mpi, "abort", "svc-2")
+	if res.status != 3 {
+		t.Errorf("the job that looked the port up and aborted: exit %d, want 3", res.status)
+	}
+	checkMpirunLine(t, res.stderr, `^mpirun: node001: rank 0 called MPI_Abort with status 3$`)
 	lookup(mpi, "svc-2", "found svc-2")
 	acc.Process.Signal(syscall.SIGINT)
 	if st := waitExit(t, acc); st != 130 {
@@ -147,5 +153,30 @@ func TestDVMNamesFail(t *testing.T) {
 	}
 	checkOneLine(t, accErr.String(), `^mpirun: caught SIGINT, terminating the job$`)
 	lookup(mpi, "svc-2", "lookup svc-2: MPI_ERR_NAME: invalid name argument")
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMConnectPeerDies: a rank of the connecting job exits (status 1)
+// instead of entering the connect, once its job's rank 0 is in it (the
+// rank watches for Open MPI's "PORT:connect" name). Its job fails with
+// its line and 1; the connect fails for every rank in it, never a hang:
+// the accepting job's MPI_Comm_accept returns MPI_ERR_OTHER (Open MPI
+// 4.1 adds its own ORTE_ERROR_LOG lines), and it ends with 0.
+func TestDVMConnectPeerDies(t *testing.T) {
+	prog := openMPI(t, "connect")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2, UTS: true})
+	dvm, dvmErr, uri := dvmUp(t, c, dvmLog()...)
+	marks := marksDir(t)
+	acc, accOut, accErr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", "2", "--map-by", "node", prog, "accept", "svc-4")
+	con, _, conErr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", "2", "--map-by", "node", prog, "die", "svc-4")
+	if st := waitExit(t, con); st != 1 {
+		t.Errorf("the connecting job: exit %d, want 1", st)
+	}
+	checkMpirunLine(t, conErr.String(), `^mpirun: node002: rank 1 exited with status 1$`)
+	if st := waitExit(t, acc); st != 0 || strings.Contains(accErr.String(), "mpirun:") {
+		t.Errorf("the accepting job: exit %d, stderr:\n%s", st, accErr)
+	}
+	checkLines(t, accOut.String(), []string{"published svc-4",
+		"accept rank 0: MPI_ERR_OTHER: known error not in list", "accept rank 1: MPI_ERR_OTHER: known error not in list"})
 	dvmStop(t, c, dvm, dvmErr, uri)
 }

@@ -31,6 +31,11 @@ func FuzzDecodeMessage(f *testing.F) {
 		CollectiveDown{ID: collective.ID{Group: "g", Op: collective.Fence, Seq: 3}, Part: collective.Part{KVs: []modex.KV{{Key: "k", Value: "v"}}}},
 		CollectiveUp{ID: collective.ID{Group: "0-2,5", Op: collective.Fence, Seq: 2}, Part: collective.Part{Gone: []int{1, 5}}, Job: 3},
 		CollectiveProbe{ID: collective.ID{Group: "0-2,5", Op: collective.Fence, Seq: 2}, Job: 3},
+		CollectiveUp{ID: collective.ID{Group: "1:0-2|4:1,3", Op: collective.Fence, Seq: 1}, Job: 1},
+		NamePublish{ID: 1, From: 3, Job: 2, Rank: 1, Names: []Name{{Key: "port", Bytes: []byte{0, 0xff, 'q'}}}, JobOnly: true},
+		NameLookup{ID: 2, From: 3, Job: 2, Keys: []string{"a", "b"}, Wait: true, TimeoutMS: 600000},
+		NameUnpublish{ID: 3, From: 1, Job: 1, Rank: 0},
+		NameReply{ID: 2, To: 3, Names: []Name{{Key: "a", Value: "1", Job: 1}}, Err: NameTimedOut},
 	} {
 		kind, payload, err := Encode(msg)
 		if err != nil {

@@ -15,10 +15,11 @@ import (
 // job's names go when it ends.
 
 // Name is one published key, its value and its owner (job and rank).
-// Binary: the value is bytes, not text (a PMIx byte object).
+// A value of bytes rather than text (a PMIx byte object, which Open MPI
+// publishes in its connect) is Bytes instead, which JSON carries whole.
 type Name struct {
 	Key, Value string
-	Binary     bool `json:",omitempty"`
+	Bytes      []byte `json:",omitempty"`
 	Job, Rank  int
 }
 
@@ -162,7 +163,7 @@ func (ns *nameService) publish(r NamePublish) NameReply {
 		}
 	}
 	for _, n := range r.Names {
-		ns.names[nameKey{scope, n.Key}] = Name{Key: n.Key, Value: n.Value, Binary: n.Binary, Job: r.Job, Rank: r.Rank}
+		ns.names[nameKey{scope, n.Key}] = Name{Key: n.Key, Value: n.Value, Bytes: n.Bytes, Job: r.Job, Rank: r.Rank}
 	}
 	return NameReply{ID: r.ID, To: r.From}
 }

@@ -29,7 +29,7 @@ func TestNameService(t *testing.T) {
 	if r, _ := look(2, false, "c"); r.Err != NameNotFound {
 		t.Errorf("a publish refused stored a name: %+v", r)
 	}
-	if r, ok := look(2, false, "a", "x"); !ok || len(r.Names) != 1 || r.Names[0] != (Name{Key: "a", Value: "1", Job: 1}) {
+	if r, ok := look(2, false, "a", "x"); !ok || len(r.Names) != 1 || r.Names[0].Value != "1" || r.Names[0].Job != 1 {
 		t.Errorf("lookup of one name published of two, no wait: %+v", r)
 	}
 	if pub(1, 1, true, "mine", "m") != "" || pub(2, 0, true, "mine", "n") != "" {

@@ -6,6 +6,10 @@
 //   connect lookup SERVICE   one MPI_Lookup_name: prints what it found
 //   connect wait SERVICE     MPI_Open_port, MPI_Publish_name, MPI_Comm_accept,
 //                            with no one to connect: waits
+//   connect abort SERVICE    looks SERVICE up, then MPI_Abort(3)
+//   connect die SERVICE      as connect, but rank 1 exits with status 1 instead,
+//                            once rank 0 is in the connect: once Open MPI's
+//                            exchange published "PORT:connect"
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,14 +37,20 @@ static void talk(MPI_Comm inter, int accepting) {
     MPI_Comm_free(&merged);
 }
 
+static void say_error(const char *what, int rc) {
+    char why[MPI_MAX_ERROR_STRING];
+    int len, class;
+    MPI_Error_class(rc, &class);
+    MPI_Error_string(class, why, &len);
+    printf("%s: %s\n", what, why);
+}
+
 static int lookup(const char *service, char *port, int say) {
     int rc = MPI_Lookup_name(service, MPI_INFO_NULL, port);
     if (rc != MPI_SUCCESS && say) {
-        char why[MPI_MAX_ERROR_STRING];
-        int len, class;
-        MPI_Error_class(rc, &class);
-        MPI_Error_string(class, why, &len);
-        printf("lookup %s: %s\n", service, why);
+        char what[256];
+        snprintf(what, sizeof(what), "lookup %s", service);
+        say_error(what, rc);
     }
     return rc;
 }
@@ -65,7 +75,19 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 0;
     }
-    int accepting = strcmp(mode, "connect") != 0;
+    if (strcmp(mode, "die") == 0 && rank == 1) {
+        char key[MPI_MAX_PORT_NAME + 16], seen[MPI_MAX_PORT_NAME];
+        while (lookup(service, port, 0) != MPI_SUCCESS) {
+            usleep(20000);
+        }
+        snprintf(key, sizeof(key), "%s:connect", port);
+        while (lookup(key, seen, 0) != MPI_SUCCESS) {
+            usleep(20000);
+        }
+        _exit(1);
+    }
+    int accepting = strcmp(mode, "accept") == 0 || strcmp(mode, "wait") == 0;
+    int rc;
     if (accepting) {
         if (rank == 0) {
             MPI_Open_port(MPI_INFO_NULL, port);
@@ -73,14 +95,24 @@ int main(int argc, char **argv) {
             printf("published %s\n", service);
             fflush(stdout);
         }
-        MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter);
+        rc = MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter);
     } else {
         if (rank == 0) {
             while (lookup(service, port, 0) != MPI_SUCCESS) {
                 usleep(20000);
             }
         }
-        MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter);
+        if (strcmp(mode, "abort") == 0 && rank == 0) {
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+        rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter);
+    }
+    if (rc != MPI_SUCCESS) {
+        char what[64];
+        snprintf(what, sizeof(what), "%s rank %d", accepting ? "accept" : "connect", rank);
+        say_error(what, rc);
+        MPI_Finalize();
+        return 0;
     }
     talk(inter, accepting);
     MPI_Comm_disconnect(&inter);
