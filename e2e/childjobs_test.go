@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -41,7 +43,8 @@ func parentOf(t *testing.T, out string) string {
 // see PMIX_SPAWNED and their parent (PMIX_PARENT_ID), and print after
 // their parent has exited: mpirun waits for every job, and their output
 // reaches its stdout, tagged with their job (2, as Open MPI numbers a
-// first child job) with --tag-output.
+// first child job) with --tag-output, and under DIR/2 with
+// --output-filename DIR.
 func TestPMIxChildJob(t *testing.T) {
 	prog := openMPI(t, "childjob")
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
@@ -67,6 +70,16 @@ func TestPMIxChildJob(t *testing.T) {
 		tagged = append(tagged, fmt.Sprintf("[2,%d]<stdout>:%s", i, l))
 	}
 	checkLines(t, res.stdout, tagged)
+
+	dir := t.TempDir()
+	res = mpirun(t, c, "-np", "2", "--output-filename", dir, prog, "2")
+	if res.status != 0 {
+		t.Fatalf("--output-filename: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "2", "rank.1", "stdout"))
+	if err != nil || !strings.HasPrefix(string(b), "child 1 of 2 on node002") {
+		t.Errorf("--output-filename: child 1's stdout %q, %v", b, err)
+	}
 }
 
 // TestPMIxChildJobFailures: a child job that cannot run. More ranks than
