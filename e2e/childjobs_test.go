@@ -149,9 +149,9 @@ func TestPMIxChildJobInterrupt(t *testing.T) {
 // TestDVMChildJob: in a DVM a child job belongs to the client of the
 // job that started it: its output reaches that client (tagged as its job
 // 2), the client's status waits for it, and its failure is that
-// client's, whose job ends with the child's status and line; the DVM goes
-// on, and an Open MPI client's MPI_Comm_spawn works as in a plain
-// mpirun.
+// client's, whose job ends with the child's status and line, as when the
+// client's SIGUSR1 kills the child's ranks; the DVM goes on, and an Open
+// MPI client's MPI_Comm_spawn works as in a plain mpirun.
 func TestDVMChildJob(t *testing.T) {
 	prog := openMPI(t, "childjob")
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
@@ -184,6 +184,14 @@ func TestDVMChildJob(t *testing.T) {
 	if res.status != 0 || !strings.Contains(res.stdout, "rank 0 started a child job of 4 ranks") {
 		t.Errorf("after a failed child job: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
+
+	cl, clOut, clErr := startMpirun(t, c, "--dvm", uri, "-np", "2", prog, "4", "sleep=1000")
+	clOut.waitFor(t, "rank 0 started a child job of 4 ranks")
+	cl.Process.Signal(syscall.SIGUSR1) // reaches the child job's ranks too
+	if st := waitExit(t, cl); st != 128+10 {
+		t.Errorf("SIGUSR1 to the client: exit %d, want 138; stderr:\n%s", st, clErr)
+	}
+	checkMpirunLines(t, clErr.String(), `^mpirun: child job 1 \(spawned by rank 0\): node00[23]: rank [0-3] .*SIGUSR1.*$`)
 
 	res = dvmRun(t, c, uri, "-np", "2", openMPI(t, "spawn"), "4")
 	if res.status != 0 {

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"maps"
 	"slices"
 
 	"prsh/errmgr"
@@ -185,7 +186,7 @@ func (r *rootState) launchSurvivors() {
 func (r *rootState) signalDelivered(seq int) {
 	job, ok := r.stopSeq[seq]
 	delete(r.stopSeq, seq)
-	if ok {
+	if ok && !slices.Contains(slices.Collect(maps.Values(r.stopSeq)), job) { // its child jobs' acks too
 		r.stopSelf(job)
 	}
 }
@@ -241,16 +242,26 @@ func (r *rootState) interrupt(sig int, name string) {
 
 // passSignal passes a signal on to the ranks (of job, in a DVM; 0: every
 // rank); Ctrl-Z stops them, and then whoever got it (stopSelf).
+// A DVM job's signal reaches its child jobs' ranks too.
 func (r *rootState) passSignal(sig, job int) {
-	r.signalSeq++
+	jobs := []int{job}
+	if job != 0 {
+		jobs = r.family(job)
+	}
 	if sig != SIGTSTP {
-		r.m.signal(Signal{Sig: sig, Seq: r.signalSeq, Job: job})
+		for _, j := range jobs {
+			r.signalSeq++
+			r.m.signal(Signal{Sig: sig, Seq: r.signalSeq, Job: j})
+		}
 		return
 	}
 	r.stops[job] = true
-	r.stopSeq[r.signalSeq] = job
 	r.m.emit(SetTimer{Timer{Kind: StopTimer, ID: job}, r.m.job.Timeouts.StopWaitMS})
-	r.m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: r.signalSeq, Job: job})
+	for _, j := range jobs {
+		r.signalSeq++
+		r.stopSeq[r.signalSeq] = job
+		r.m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: r.signalSeq, Job: j})
+	}
 }
 
 // stopSelf stops mpirun after its ranks, as Ctrl-Z asks (in a DVM, the
