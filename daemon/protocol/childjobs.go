@@ -81,6 +81,7 @@ func (ChildJobAnswered) action() {}
 type childJob struct {
 	req      ChildJobRequest
 	answered bool
+	exited   bool // its ranks all ended (a plain mpirun keeps it until its end)
 	// client is the job a DVM client submitted that this one descends
 	// from: its lines and status are that client's; ordinal numbers it
 	// among that client's child jobs, from 1 (a plain mpirun's: its job
@@ -121,7 +122,7 @@ func (m *Machine) childJobReply(r ChildJobReply) {
 func (r *rootState) placeChildJob(req ChildJobRequest) {
 	m := r.m
 	parent, ok := m.jobs[req.Job]
-	if !ok || m.ending() || parent.killed || parent.launch == launchAwaited {
+	if !ok || m.ending() || parent.killed || parent.launch == launchAwaited || parent.exited.done {
 		r.refuseChildJob(req, "the job is ending")
 		return
 	}
@@ -163,8 +164,11 @@ func (r *rootState) childJobPlaced(e ChildJobPlaced) {
 		r.refuseChildJob(req, e.Err)
 		r.maybeAllExited()
 		return
-	case !ok || m.ending() || parent.killed || m.jobs[e.Child] != nil || m.released.has(e.Child):
+	case !ok || m.ending() || parent.killed || parent.exited.done || m.jobs[e.Child] != nil || m.released.has(e.Child):
 		r.refuseChildJob(req, "the job is ending")
+		if m.jobs[e.Child] == nil {
+			m.released.add(e.Child) // its number is spent: the released jobs' floor moves past it
+		}
 		r.maybeAllExited()
 		return
 	}
@@ -208,20 +212,23 @@ func (r *rootState) childFailed(f Failure) Failure {
 	return f
 }
 
-// childExited lets go of a child job whose ranks all ended; a plain
-// mpirun ends once every job has, a DVM client's job once it and its
-// children have.
+// childExited: a child job's ranks all ended. A DVM lets go of it
+// everywhere, and ends its client's job once that and its other child
+// jobs have ended; a plain mpirun keeps every job until its own end,
+// whose teardown waits for every job's ranks to drain, and ends once
+// every job has exited.
 func (r *rootState) childExited(job int) {
 	c, ok := r.children[job]
 	if !ok {
 		return
 	}
-	delete(r.children, job)
-	r.m.endJob(job)
 	if r.m.job.DVM {
+		delete(r.children, job)
+		r.m.endJob(job)
 		r.clientJobExited(c.client)
 		return
 	}
+	c.exited = true
 	r.maybeAllExited()
 }
 
@@ -229,8 +236,13 @@ func (r *rootState) childExited(job int) {
 // job have exited and no request is being placed.
 func (r *rootState) maybeAllExited() {
 	m := r.m
-	if m.job.DVM || r.placing > 0 || len(r.children) > 0 {
+	if m.job.DVM || r.placing > 0 {
 		return
+	}
+	for _, c := range r.children {
+		if !c.exited {
+			return
+		}
 	}
 	if j, ok := m.jobs[0]; ok && j.exited.done && r.policy.Finish() {
 		m.teardown(false)
