@@ -384,9 +384,9 @@ func (a *nodeAttrs) get(ctx context.Context, key string, wait bool) (string, boo
 	}
 }
 
-// errNotYet refuses MPI_Comm_spawn and the name service until the
-// daemons can carry them out (issue 33); the wire turns it into the
-// client's failure reply.
+// errNotYet refuses the PMI name service until its wire is joined to
+// the daemons' (issue 33); the wire turns it into the client's failure
+// reply.
 var errNotYet = errors.New("not supported yet by prsh")
 
 // Publish will publish a name. TODO(issue 33): publishNames(s.job.num,
