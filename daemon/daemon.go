@@ -80,6 +80,8 @@ type Config struct {
 	Remap func(skipped map[int]bool) ([]int, error)
 	// DVM keeps the daemons up for the jobs of clients (Job.DVM).
 	DVM *DVMConfig
+	// ChildJobs is where child jobs (MPI_Comm_spawn) may be placed.
+	ChildJobs ChildJobSlots
 }
 
 // Daemon is one daemon's driver state, owned by its event loop.
@@ -122,6 +124,10 @@ type Daemon struct {
 	tripwire  string          // the address of the ranks' PMIx tripwire, once open
 	pmiPort   *pmi.Port       // PMI_PORT of the local ranks, once open
 	staged    *stage.Copy     // orted: this node's copy of the staged files
+	// childReqs are the ranks' requests for child jobs in flight;
+	// lastChild numbers a plain mpirun's child jobs (childjobs.go).
+	childReqs childRequests
+	lastChild int
 
 	sink      iof.Sink
 	terminal  *iof.Terminal

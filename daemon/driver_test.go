@@ -99,6 +99,9 @@ var notThroughTheDriver = map[string]string{
 	"dvm-lost-relay":          "places jobs on some nodes (nodes=), which the driver test's clients do not; its race is the simulator's timing",
 	"dvm-skip-then-lost":      "places jobs on some nodes (nodes=), which the driver test's clients do not",
 	"dvm-lost-dial-race":      "places jobs on some nodes (nodes=), which the driver test's clients do not; its race is the simulator's timing",
+	"childjob":                "a child job is asked by a rank's PMI or PMIx server, which the fake ranks do not run (e2e: TestPMIxChildJob)",
+	"dvm-childjob":            "a child job is asked by a rank's PMI or PMIx server, which the fake ranks do not run (e2e: TestDVMChildJob)",
+	"childjob-fails":          "a child job is asked by a rank's PMI or PMIx server, which the fake ranks do not run (e2e: TestPMIxChildJobFailures)",
 }
 
 // scenario is what the driver test plays of a sim scenario.

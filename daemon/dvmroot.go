@@ -37,6 +37,9 @@ type dvmRoot struct {
 	clients map[int]*dvmClient // by job, from its submission to its answer
 	stopper *dvmClient         // who asked the DVM to stop
 	lastJob int
+	// childClient is the client's job each child job descends from, and
+	// its number there.
+	childClient map[int]childOf
 	// hello is what each client is told first; it changes as the DVM
 	// loses nodes (lost).
 	hello atomic.Pointer[dvm.Hello]
@@ -48,6 +51,7 @@ type dvmClient struct {
 	conn        *dvm.Conn
 	submit      dvm.Submit
 	job         int  // its number once submitted; 0 before
+	children    int  // its job's child jobs so far (their numbers at the client)
 	status      *int // the job's, once JobDone said it
 	outputEnded bool
 	gone        bool
@@ -80,7 +84,8 @@ func (d *Daemon) listenDVM() error {
 	if err != nil {
 		return err
 	}
-	d.dvm = &dvmRoot{ln: ln, sink: newDVMSink(d.post), clients: map[int]*dvmClient{}, lost: map[string]bool{}}
+	d.dvm = &dvmRoot{ln: ln, sink: newDVMSink(d.post), clients: map[int]*dvmClient{}, lost: map[string]bool{},
+		childClient: map[int]childOf{}}
 	d.dvm.hello.Store(&dvm.Hello{Version: dvm.Version, Hosts: d.cfg.Job.Hosts,
 		HostArgs: d.cfg.DVM.HostArgs, Hostfile: d.cfg.DVM.Hostfile})
 	return nil
@@ -115,13 +120,10 @@ func (d *Daemon) daemonsLost(a protocol.DaemonsLost) {
 		lost[id] = true
 	}
 	for job, c := range r.clients { // their ranks there send no stream's end
-		var ranks []int
-		for rank, id := range c.submit.App.RankNode {
-			if lost[id] {
-				ranks = append(ranks, rank)
-			}
-		}
-		r.sink.forget(job, ranks)
+		r.sink.forget(job, ranksOn(c.submit.App.RankNode, lost))
+	}
+	for job, of := range r.childClient {
+		r.sink.forget(job, ranksOn(of.rankNode, lost))
 	}
 }
 
@@ -309,6 +311,7 @@ func (d *Daemon) maybeJobOver(c *dvmClient) {
 		return
 	}
 	delete(d.dvm.clients, c.job)
+	maps.DeleteFunc(d.dvm.childClient, func(_ int, of childOf) bool { return of.client == c.job })
 	d.dvm.sink.finish(c.job, *c.status)
 }
 
@@ -378,4 +381,44 @@ func removeIfOurs(path, uri string) {
 	if got, err := dvm.Resolve(path); err == nil && got == uri {
 		os.Remove(path)
 	}
+}
+
+// dvmChild numbers a child job of job parent (a client's, or a child
+// job of it) and sends its output (its ranks on rankNode's daemons) to
+// that client; 0 when the client's job is over.
+func (d *Daemon) dvmChild(parent int, rankNode []int) int {
+	r := d.dvm
+	client := parent
+	if of, ok := r.childClient[parent]; ok {
+		client = of.client
+	}
+	c, ok := r.clients[client]
+	if !ok || c.status != nil {
+		return 0
+	}
+	r.lastJob++
+	c.children++
+	if !r.sink.addChild(r.lastJob, client, c.children, len(rankNode)) {
+		return 0
+	}
+	r.childClient[r.lastJob] = childOf{client, c.children, rankNode}
+	return r.lastJob
+}
+
+// childOf is a DVM child job's client's job, its number there, and the
+// daemon of each of its ranks.
+type childOf struct {
+	client, ordinal int
+	rankNode        []int
+}
+
+// ranksOn lists the ranks of rankNode on the daemons of ids.
+func ranksOn(rankNode []int, ids map[int]bool) []int {
+	var ranks []int
+	for rank, id := range rankNode {
+		if ids[id] {
+			ranks = append(ranks, rank)
+		}
+	}
+	return ranks
 }

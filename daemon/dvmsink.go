@@ -17,10 +17,13 @@ import (
 // backlog stays bounded, and the other jobs and the DVM never wait for
 // that client.
 type dvmSink struct {
-	post    func(any) bool
-	mu      sync.Mutex
-	jobs    map[int]*jobOutbox
-	writers sync.WaitGroup
+	post func(any) bool
+	mu   sync.Mutex
+	// jobs are the outboxes by job; a child job's (MPI_Comm_spawn) is
+	// its client's job's, where it is numbered ordinals[child].
+	jobs     map[int]*jobOutbox
+	ordinals map[int]int
+	writers  sync.WaitGroup
 }
 
 // backlogBytes bounds the output a job's client lags behind by (about:
@@ -31,11 +34,11 @@ const backlogBytes = 8 << 20
 type jobOutbox struct {
 	job   int
 	conn  *dvm.Conn
-	open  int         // the job's streams not yet ended
-	ended map[int]int // by rank, its streams that ended (or were given up on)
-	queue []outFrame  // in order
-	bytes int         // the output the queue holds
-	held  bool        // the job's ranks are held for its client
+	open  int             // the job's streams not yet ended, its child jobs' included
+	ended map[jobRank]int // by rank (of the job, 0, or of a child job by its ordinal), its streams that ended (or were given up on)
+	queue []outFrame      // in order
+	bytes int             // the output the queue holds
+	held  bool            // the job's ranks are held for its client
 	// heldAt is the backlog when the hold last went out: a hold undone
 	// meanwhile (the client's own SIGCONT, fg) is sent again a bound on.
 	heldAt int
@@ -52,13 +55,13 @@ type outFrame struct {
 }
 
 func newDVMSink(post func(any) bool) *dvmSink {
-	return &dvmSink{post: post, jobs: map[int]*jobOutbox{}}
+	return &dvmSink{post: post, jobs: map[int]*jobOutbox{}, ordinals: map[int]int{}}
 }
 
 // begin opens job's output to conn: 2 streams per rank; once each has
 // ended and been written, the loop hears outputEnded.
 func (s *dvmSink) begin(job int, conn *dvm.Conn, ranks int) {
-	o := &jobOutbox{job: job, conn: conn, open: 2 * ranks, ended: map[int]int{}, wake: make(chan struct{}, 1)}
+	o := &jobOutbox{job: job, conn: conn, open: 2 * ranks, ended: map[jobRank]int{}, wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.jobs[job] = o
 	s.mu.Unlock()
@@ -76,11 +79,12 @@ func (s *dvmSink) Send(c iof.Chunk) error {
 	if !ok {
 		return nil
 	}
+	c.Job = s.ordinals[c.Job]
 	c.Data = append([]byte(nil), c.Data...)
 	o.queue = append(o.queue, outFrame{chunk: c})
 	o.bytes += len(c.Data)
-	if c.EOF && o.ended[c.Rank] < 2 {
-		o.ended[c.Rank]++
+	if k := (jobRank{c.Job, c.Rank}); c.EOF && o.ended[k] < 2 {
+		o.ended[k]++
 		o.open--
 	}
 	if o.bytes > backlogBytes && (!o.held || o.bytes > o.heldAt+backlogBytes) {
@@ -101,8 +105,9 @@ func (s *dvmSink) frame(job int, kind byte, payload []byte) {
 	}
 }
 
-// forget stops waiting for the streams of job's ranks that have not
-// ended: their daemon was lost, and their ends will never come.
+// forget stops waiting for the streams of job's ranks (a client's job,
+// or a child job of it) that have not ended: their daemon was lost, and
+// their ends will never come.
 func (s *dvmSink) forget(job int, ranks []int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -111,8 +116,9 @@ func (s *dvmSink) forget(job int, ranks []int) {
 		return
 	}
 	for _, r := range ranks {
-		o.open -= 2 - o.ended[r]
-		o.ended[r] = 2
+		k := jobRank{s.ordinals[job], r}
+		o.open -= 2 - o.ended[k]
+		o.ended[k] = 2
 	}
 	poke(o.wake)
 }
@@ -123,8 +129,28 @@ func (s *dvmSink) finish(job, status int) {
 	b, _ := json.Marshal(dvm.Status{Status: status})
 	s.frame(job, dvm.KindStatus, b)
 	s.mu.Lock()
-	delete(s.jobs, job) // nothing more for it
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	o := s.jobs[job]
+	for j, other := range s.jobs { // nothing more for it, nor its child jobs
+		if other == o {
+			delete(s.jobs, j)
+			delete(s.ordinals, j)
+		}
+	}
+}
+
+// addChild sends child job's output (ranks of it) to the client of job
+// client, numbered ordinal there; its status waits for its streams too.
+func (s *dvmSink) addChild(child, client, ordinal, ranks int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.jobs[client]
+	if !ok {
+		return false
+	}
+	s.jobs[child], s.ordinals[child] = o, ordinal
+	o.open += 2 * ranks
+	return true
 }
 
 // wait waits for every job's writer to end.
@@ -193,3 +219,6 @@ func poke(wake chan struct{}) {
 	default:
 	}
 }
+
+// jobRank names a rank of a job.
+type jobRank struct{ job, rank int }

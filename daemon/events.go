@@ -105,6 +105,10 @@ func (d *Daemon) handle(ev any) {
 		d.pmixFenceEntered(e.fence)
 	case pmixDirectModex:
 		d.pmixDirectModex(e)
+	case pmixChildJob:
+		d.pmixChildJob(e)
+	case pmiChildJob:
+		d.pmiChildJobWanted(e)
 	case pmixDynamic:
 		d.pmixDynamicCall(e)
 	case tripwireHit:
@@ -234,6 +238,10 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			d.ringDone(a.Job, a.Answers)
 		case protocol.AllgatherDone:
 			d.allgatherDone(a.Job, a.Values)
+		case protocol.PlaceChildJob:
+			d.placeChildJob(a)
+		case protocol.ChildJobAnswered:
+			d.childJobAnswered(a)
 		case protocol.ServeModex:
 			d.serveModex(a)
 		case protocol.ModexAnswered:

@@ -71,6 +71,10 @@ func (d *Daemon) newPMIService(jr *jobRanks, id int, mapping string) *pmiService
 		Rank: id, Size: len(jr.app.RankNode), KVSName: kvsName(d.machine.Job(), jr.app),
 		UniverseSize: len(jr.app.RankNode), ProcessMapping: mapping,
 	}
+	if p := jr.app.Parent; p != nil { // a child job: its parent's name, and what it preput
+		s.info.Spawner = p.Name
+		s.view = s.view.With(protocol.Preputs(jr.app.Preput))
+	}
 	return s
 }
 
@@ -380,18 +384,10 @@ func (a *nodeAttrs) get(ctx context.Context, key string, wait bool) (string, boo
 	}
 }
 
-// errNotYet refuses MPI_Comm_spawn and the name service until the
-// daemons can carry them out (issue 33); the wire turns it into the
-// client's failure reply.
+// errNotYet refuses the PMI name service until its wire is joined to
+// the daemons' (issue 33); the wire turns it into the client's failure
+// reply.
 var errNotYet = errors.New("not supported yet by prsh")
-
-// Spawn will start the child job. TODO(issue 33): requestChildJob —
-// post a request that calls d.requestChildJob(s.job.num, s.rank, req,
-// done), done answering a channel of s, and wait for it or ctx as Fence
-// does; return the child's name.
-func (s *pmiService) Spawn(_ context.Context, _ modex.SpawnRequest) (string, error) {
-	return "", fmt.Errorf("MPI_Comm_spawn: %w", errNotYet)
-}
 
 // Publish will publish a name. TODO(issue 33): publishNames(s.job.num,
 // s.rank, map[string]string{service: port}, done), waited for as Fence.

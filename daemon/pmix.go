@@ -259,7 +259,7 @@ func (d *Daemon) startPMIx(app protocol.Launch, mine []int) {
 	}
 	if err == nil {
 		err = d.pmix.server.RegisterJob(pmix.Job{Namespace: j.ns, Hosts: spec.Hosts, RankNode: app.RankNode, Node: d.cfg.ID,
-			TmpDir: j.tmpdir, AppFirst: appFirsts(app)})
+			TmpDir: j.tmpdir, AppFirst: appFirsts(app), Parent: pmixParent(app)})
 	}
 	if err != nil {
 		d.log.Warn("PMIx: the job's namespace", "error", err)

@@ -9,6 +9,7 @@ import (
 	"prsh/internal/gcburst"
 	"prsh/iof"
 	"prsh/modex"
+	"prsh/modex/pmi"
 	"prsh/ranks"
 )
 
@@ -79,7 +80,7 @@ func (d *Daemon) attach(jr *jobRanks, id int) (ranks.Attachment, error) {
 	if err != nil {
 		return ranks.Attachment{}, err
 	}
-	env := append(pmiEnv(d.machine.Job(), jr.app, id), d.pmiPortEnv(r)...)
+	env := slices.Concat(pmiEnv(d.machine.Job(), jr.app, id), d.pmiPortEnv(r), pmi.SpawnedEnv(r.pmi.info))
 	pmixEnv, err := d.pmixEnvOf(jr, id)
 	if err != nil {
 		conn.Close()

@@ -26,21 +26,36 @@ func TestMPICHNameService(t *testing.T) {
 }
 
 // TestPMI2Spawn: Slurm's libpmi2 asks the orted for MPI_Comm_spawn's new
-// job and for the name service over PMI-2. Refused for now (issue 33):
-// the spawn fails in the way the client understands (a reply without
-// rc: one with rc=1 would pass for success, WIRE.md §9), the name calls
-// too, and the job goes on to a normal end.
+// job and for the name service over PMI-2. The spawn starts a child job
+// of 2 ranks on the free slots: PMI2_Init tells them they were spawned,
+// and the parent's preput is in their key-value space. The name service
+// is refused for now (issue 33) in the way the client understands (a
+// reply without rc: one with rc=1 would pass for success, WIRE.md §9),
+// and the job goes on to a normal end. Without a free slot the spawn
+// fails with mpirun's line, and the job goes on.
 func TestPMI2Spawn(t *testing.T) {
 	spawn := pmi2(t, "pmi2spawn")
-	c := cluster(t, testbed.Config{Nodes: 2, Slots: 1})
-	res := mpirun(t, c, "-np", "2", spawn)
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
+	res := mpirun(t, c, "-np", "2", "--map-by", "node", spawn)
 	if res.status != 0 || res.stderr != "" {
 		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
 	}
 	checkLines(t, res.stdout, []string{
-		"rank 0 spawn: failed ",
+		"rank 0 spawn: ok",
 		"rank 0 publish: failed",
 		"rank 0 lookup: failed ",
 		"rank 1 lookup: failed ",
+		"child 0: spawned 1, parent's port port-of-rank-0",
+		"child 1: spawned 1, parent's port port-of-rank-0",
 	})
+
+	res = mpirun(t, c, "-np", "4", spawn)
+	if res.status != 0 {
+		t.Fatalf("no free slot: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{
+		"rank 0 spawn: failed", "rank 0 publish: failed",
+		"rank 0 lookup: failed ", "rank 1 lookup: failed ", "rank 2 lookup: failed ", "rank 3 lookup: failed ",
+	})
+	checkMpirunLines(t, res.stderr, `^mpirun: rank 0 asked for a child job: a child job of 2 ranks, but only 0 slots free \(node001: 0, node002: 0\); use --oversubscribe to allow it$`)
 }

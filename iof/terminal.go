@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,10 +14,12 @@ import (
 
 // Options decide how mpirun presents the ranks' output.
 type Options struct {
-	Tag         bool   // "[1,R]<stdout>:" before each line, as Open MPI's --tag-output
+	// Tag puts "[J,R]<stdout>:" before each line, as Open MPI's
+	// --tag-output: J is 1 for the first job, 1+N for child job N.
+	Tag         bool
 	PrependRank bool   // "[R] " before each line, as Hydra's -l
 	Timestamp   bool   // the time mpirun received each line
-	FileDir     string // write DIR/1/rank.R/stdout|stderr instead of the terminal
+	FileDir     string // write DIR/J/rank.R/stdout|stderr instead of the terminal
 }
 
 func (o Options) prefixed() bool { return o.Tag || o.PrependRank || o.Timestamp }
@@ -37,7 +40,7 @@ type Terminal struct {
 	opt     Options
 	out     map[Stream]io.Writer
 	pending map[key][]byte
-	ended   map[int]Stream // the streams of each rank whose end came, as bits
+	ended   map[jobRank]Stream // the streams of each rank whose end came, as bits
 	files   map[key]*os.File
 	now     func() time.Time
 	err     error
@@ -50,9 +53,11 @@ type Terminal struct {
 	waiting *WaitingLine
 }
 
+// key is one stream of a rank of a job: the first job (0, a DVM
+// client's job at its client) or a child job (MPI_Comm_spawn).
 type key struct {
-	rank   int
-	stream Stream
+	job, rank int
+	stream    Stream
 }
 
 // NewTerminal writes to stdout and stderr.
@@ -63,7 +68,7 @@ func NewTerminal(stdout, stderr io.Writer, opt Options) *Terminal {
 		opt:     opt,
 		out:     map[Stream]io.Writer{Stdout: stdout, Stderr: stderr},
 		pending: map[key][]byte{},
-		ended:   map[int]Stream{},
+		ended:   map[jobRank]Stream{},
 		files:   map[key]*os.File{},
 		now:     time.Now,
 		started: time.Now(),
@@ -86,7 +91,7 @@ func (t *Terminal) Send(c Chunk) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	defer t.passed()
-	k := key{c.Rank, c.Stream}
+	k := key{c.Job, c.Rank, c.Stream}
 	held := t.pending[k]
 	// Only the new bytes can hold a newline: what is held has none.
 	cut := lastNewline(c.Data) + 1
@@ -105,7 +110,7 @@ func (t *Terminal) Send(c Chunk) error {
 	if c.EOF {
 		delete(t.pending, k)
 		t.closeFile(k)
-		t.ended[c.Rank] |= c.Stream
+		t.ended[jobRank{c.Job, c.Rank}] |= c.Stream
 	}
 	return nil
 }
@@ -141,7 +146,7 @@ func (t *Terminal) CutShort(n int) (int, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for r := range n {
-		if t.ended[r] != Stdout|Stderr {
+		if t.ended[jobRank{0, r}] != Stdout|Stderr {
 			return r, true
 		}
 	}
@@ -229,7 +234,7 @@ func (t *Terminal) prefix(k key) []byte {
 		p = t.now().AppendFormat(p, "2006-01-02T15:04:05.000000 ")
 	}
 	if t.opt.Tag {
-		p = fmt.Appendf(p, "[1,%d]<%s>:", k.rank, k.stream)
+		p = fmt.Appendf(p, "[%d,%d]<%s>:", k.job+1, k.rank, k.stream)
 	}
 	if t.opt.PrependRank {
 		p = fmt.Appendf(p, "[%d] ", k.rank)
@@ -255,7 +260,7 @@ func (t *Terminal) writer(k key) (io.Writer, error) {
 	if f, ok := t.files[k]; ok {
 		return f, nil
 	}
-	dir := filepath.Join(t.opt.FileDir, "1", fmt.Sprintf("rank.%d", k.rank))
+	dir := filepath.Join(t.opt.FileDir, strconv.Itoa(k.job+1), fmt.Sprintf("rank.%d", k.rank))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

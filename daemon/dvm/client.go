@@ -88,7 +88,7 @@ func (j Job) follow(conn *Conn, term *iof.Terminal, wanted chan<- struct{}) (int
 			return 0, noEOF(err)
 		}
 		switch kind {
-		case KindOutput, KindOutputEnd:
+		case KindOutput, KindOutputEnd, KindChildOutput, KindChildOutputEnd:
 			c, err := OutputChunk(kind, payload)
 			if err != nil {
 				return 0, err

@@ -64,22 +64,28 @@ func TestCheckUID(t *testing.T) {
 	}
 }
 
-// TestFrames: output chunks and JSON frames cross a connection whole.
+// TestFrames: output chunks (a child job's with its number) and JSON
+// frames cross a connection whole.
 func TestFrames(t *testing.T) {
 	a, b := net.Pipe()
 	ca, cb := NewConn(a), NewConn(b)
+	chunks := []iof.Chunk{
+		{Rank: 70000, Stream: iof.Stderr, Data: []byte("hello\n")}, {Rank: 3, Stream: iof.Stdout, EOF: true},
+		{Job: 2, Rank: 1, Stream: iof.Stdout, Data: []byte("child\n")}, {Job: 2, Rank: 1, Stream: iof.Stdout, EOF: true},
+	}
 	go func() {
-		ca.WriteOutput(iof.Chunk{Rank: 70000, Stream: iof.Stderr, Data: []byte("hello\n")})
-		ca.WriteOutput(iof.Chunk{Rank: 3, Stream: iof.Stdout, EOF: true})
+		for _, c := range chunks {
+			ca.WriteOutput(c)
+		}
 		ca.WriteJSON(KindStatus, Status{Status: 3})
 	}()
-	for _, want := range []iof.Chunk{{Rank: 70000, Stream: iof.Stderr, Data: []byte("hello\n")}, {Rank: 3, Stream: iof.Stdout, EOF: true}} {
+	for _, want := range chunks {
 		kind, payload, err := cb.Read()
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, err := OutputChunk(kind, payload)
-		if err != nil || got.Rank != want.Rank || got.Stream != want.Stream || string(got.Data) != string(want.Data) || got.EOF != want.EOF {
+		if err != nil || got.Job != want.Job || got.Rank != want.Rank || got.Stream != want.Stream || string(got.Data) != string(want.Data) || got.EOF != want.EOF {
 			t.Errorf("got %+v (%v), want %+v", got, err, want)
 		}
 	}

@@ -6,6 +6,7 @@ package dvm
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,7 +21,7 @@ import (
 
 // Version numbers the client's wire; the DVM says its own in Hello, and
 // a client of another version refuses to go on.
-const Version = 2
+const Version = 3
 
 // The frames' kinds (DVM.md, "The client's wire").
 const (
@@ -39,6 +40,11 @@ const (
 	KindInputWanted byte = 10
 	KindInput       byte = 11
 	KindInputEnd    byte = 12
+	// A child job's output (MPI_Comm_spawn; version 3): the child's
+	// number at its client (1 for the client's job's first), then an
+	// Output frame's payload.
+	KindChildOutput    byte = 13
+	KindChildOutputEnd byte = 14
 )
 
 // maxFrame bounds one frame: an output chunk is at most iof.ChunkSize,
@@ -119,7 +125,11 @@ func (c *Conn) WriteOutput(ch iof.Chunk) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.buf = iof.AppendChunk(c.buf[:0], kind, ch)
+	if ch.Job != 0 {
+		c.buf = appendChildChunk(c.buf[:0], kind+KindChildOutput-KindOutput, ch)
+	} else {
+		c.buf = iof.AppendChunk(c.buf[:0], kind, ch)
+	}
 	_, err := c.c.Write(c.buf)
 	return err
 }
@@ -141,9 +151,26 @@ func (c *Conn) ReadJSON(kind byte, v any) error {
 	return json.Unmarshal(payload, v)
 }
 
-// OutputChunk decodes an Output or OutputEnd frame.
+// OutputChunk decodes an Output or OutputEnd frame, or a child job's.
 func OutputChunk(kind byte, payload []byte) (iof.Chunk, error) {
+	if kind == KindChildOutput || kind == KindChildOutputEnd {
+		if len(payload) < 4 {
+			return iof.Chunk{}, fmt.Errorf("a child job's output frame of %d bytes", len(payload))
+		}
+		c, err := iof.DecodeChunk(payload[4:], kind == KindChildOutputEnd)
+		c.Job = int(binary.BigEndian.Uint32(payload))
+		return c, err
+	}
 	return iof.DecodeChunk(payload, kind == KindOutputEnd)
+}
+
+// appendChildChunk appends a child job's chunk as a frame of kind.
+func appendChildChunk(dst []byte, kind byte, ch iof.Chunk) []byte {
+	var head [9]byte
+	binary.BigEndian.PutUint32(head[:], uint32(ch.Job))
+	binary.BigEndian.PutUint32(head[4:], uint32(ch.Rank))
+	head[8] = byte(ch.Stream)
+	return transport.AppendFrame(dst, kind, head[:], ch.Data)
 }
 
 // noEOF: the DVM's connection ended before the job's status.

@@ -9,5 +9,6 @@ var Actions = []Action{
 	StageTo{}, SignalRanks{}, SetTimer{}, CancelTimer{}, Print{}, Warn{}, Waiting{},
 	Reached{}, ForwardStdin{}, StopSelf{}, Exit{}, FenceDone{}, RingDone{},
 	AllgatherDone{}, ServeModex{}, ModexAnswered{}, DVMUp{}, JobDone{}, ReleaseJob{}, JobStopped{}, DaemonsLost{},
+	PlaceChildJob{}, ChildJobAnswered{},
 	NamesAnswered{},
 }

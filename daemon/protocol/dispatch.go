@@ -59,6 +59,10 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 		m.modexRequest(msg)
 	case ModexReply:
 		m.modexReply(msg)
+	case ChildJobRequest:
+		m.childJobRequest(msg)
+	case ChildJobReply:
+		m.childJobReply(msg)
 	case Pending:
 		m.pendingFrom(peer, msg)
 	case NamePublish, NameLookup, NameUnpublish:

@@ -76,14 +76,18 @@ func (r *rootState) submitted(e Submit) {
 
 // jobFailed ends a job on its first failure; the DVM and its other jobs
 // go on.
+// A child job's failure ends its client's job and every child of it.
 func (r *rootState) jobFailed(f Failure) {
 	m := r.m
-	j, ok := m.jobs[f.Job]
+	client := r.clientJob(f.Job)
+	j, ok := m.jobs[client]
 	if !ok || !j.policy.Fail(f.Status) {
 		return
 	}
-	m.emit(Print{Line: "mpirun: " + f.Msg, Job: f.Job})
-	m.killJob(f.Job)
+	m.emit(Print{Line: "mpirun: " + f.Msg, Job: client})
+	for _, job := range r.family(client) {
+		m.killJob(job)
+	}
 }
 
 // jobTimedOut fails a job that ran past its --timeout.
@@ -103,14 +107,25 @@ func (r *rootState) jobInterrupted(e JobInterrupt) {
 	r.jobFailed(Failure{Msg: "caught SIG" + e.Name + ", terminating the job", Status: 128 + e.Sig, Job: e.Job})
 }
 
-// jobExited: a job's ranks all ended: its status is final, and the job
-// ends everywhere.
+// jobExited: a job's ranks all ended: a client's job's status is final
+// once its child jobs ended too, and the job ends everywhere.
 func (r *rootState) jobExited(job int) {
-	m := r.m
-	j, ok := m.jobs[job]
-	if !ok {
+	if _, ok := r.children[job]; ok {
+		r.childExited(job)
 		return
 	}
+	r.clientJobExited(job)
+}
+
+// clientJobExited ends a client's job whose ranks all ended, once no
+// child job of it runs.
+func (r *rootState) clientJobExited(job int) {
+	m := r.m
+	j, ok := m.jobs[job]
+	if !ok || !j.exited.done || len(r.family(job)) > 1 {
+		return
+	}
+	delete(r.ordinals, job)
 	m.emit(CancelTimer{Timer{Kind: JobTimer, ID: job}})
 	m.emit(JobDone{Job: job, Status: j.policy.Status()})
 	m.endJob(job)
@@ -129,7 +144,7 @@ func (r *rootState) dvmUp() {
 func (r *rootState) stopDVM() {
 	m := r.m
 	for _, j := range m.sortedJobs() {
-		if !m.ending() && j.policy.Fail(errmgr.StatusFailed) {
+		if r.children[j.num] == nil && !m.ending() && j.policy.Fail(errmgr.StatusFailed) {
 			m.emit(Print{Line: "mpirun: the DVM is stopping (mpirun --dvm-stop), terminating the job", Job: j.num})
 		}
 	}
@@ -223,6 +238,8 @@ func (r *rootState) dvmMilestone(kind, job int) {
 	switch kind {
 	case Spawned, Addressed:
 		r.dvmUp()
+	case Started:
+		r.childStarted(job)
 	case Exited:
 		r.jobExited(job)
 	}

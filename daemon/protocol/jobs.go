@@ -65,12 +65,13 @@ func (m *Machine) liveChildren() []int {
 }
 
 // jobOf is job num's state, made at its first message here; nil for a
-// job released here, or a job number that names none.
+// job released here, or a job number that names none. Jobs from 1 are a
+// DVM's, or a plain mpirun's child jobs (childjobs.go).
 func (m *Machine) jobOf(num int) *jobState {
 	if j, ok := m.jobs[num]; ok {
 		return j
 	}
-	if !m.job.DVM || num <= 0 || m.released.has(num) || m.ending() {
+	if num <= 0 || m.released.has(num) || m.ending() {
 		return nil
 	}
 	j := m.newJob(num, m.liveChildren())

@@ -16,6 +16,7 @@ func (m *Machine) receiveLaunch(app Launch) {
 	}
 	m.moveLaunch(j, launchHeld)
 	j.app = app
+	j.view = j.view.With(Preputs(app.Preput))
 	for _, c := range m.routing.Fanout(m.self) {
 		m.deliver(m.router.Neighbour(c, app))
 	}

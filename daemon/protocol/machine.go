@@ -170,7 +170,8 @@ func New(cfg Config) (*Machine, error) {
 		acks: map[int]*reduction{}, lost: map[int]bool{}, unreached: map[int]string{},
 	}
 	if m.self == 0 {
-		m.root = &rootState{m: m, skipped: map[int]bool{}, stops: map[int]bool{}, stopSeq: map[int]int{}, lostSaid: map[int]bool{}}
+		m.root = &rootState{m: m, skipped: map[int]bool{}, stops: map[int]bool{}, stopSeq: map[int]int{}, lostSaid: map[int]bool{},
+			children: map[int]*childJob{}, ordinals: map[int]int{}}
 		m.role = m.root
 	} else {
 		m.role = &orted{m: m}
@@ -286,6 +287,8 @@ func (m *Machine) Step(ev Event) []Action {
 		m.lifelineLost(e.Why)
 	case CannotContinue:
 		m.fail(m.failure(errmgr.StatusFailed, "%s", e.Err))
+	case ChildJobWanted, ChildJobPlaced:
+		m.childJobEvent(ev)
 	case NamePublish, NameLookup, NameUnpublish:
 		m.stepName(ev)
 	case Submit, JobInterrupt, StopDVM, JobSignal:

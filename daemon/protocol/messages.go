@@ -50,6 +50,8 @@ var kinds = [...]Message{
 	16: JobKill{},
 	17: JobEnd{},
 	18: CollectiveProbe{},
+	19: ChildJobRequest{},
+	20: ChildJobReply{},
 	21: NamePublish{},
 	22: NameLookup{},
 	23: NameUnpublish{},
@@ -210,6 +212,19 @@ type Launch struct {
 	// Bind is how each daemon binds its ranks to its own node's CPUs
 	// (--bind-to, --map-by socket, --report-bindings); zero: unbound.
 	Bind binding.Policy `json:",omitzero"`
+	// Parent names the rank that asked for this job (a child job,
+	// MPI_Comm_spawn); nil for a job mpirun or a DVM client started.
+	Parent *ParentRank `json:",omitempty"`
+	// Preput is put into the job's key-value space before its ranks
+	// start (the spawner's PMI preputs).
+	Preput map[string]string `json:",omitempty"`
+}
+
+// ParentRank is the rank that asked for a child job: its job, its rank
+// and its job's PMI/PMIx namespace.
+type ParentRank struct {
+	Job, Rank int
+	Name      string
 }
 
 // App is one further program of an MPMD launch: ranks from First up to
@@ -358,6 +373,8 @@ func (ModexReply) message()      {}
 func (Pending) message()         {}
 func (JobKill) message()         {}
 func (JobEnd) message()          {}
+func (ChildJobRequest) message() {}
+func (ChildJobReply) message()   {}
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.
 const (

@@ -36,6 +36,12 @@ func FuzzDecodeMessage(f *testing.F) {
 		NameLookup{ID: 2, From: 3, Job: 2, Keys: []string{"a", "b"}, Wait: true, TimeoutMS: 600000},
 		NameUnpublish{ID: 3, From: 1, Job: 1, Rank: 0},
 		NameReply{ID: 2, To: 3, Names: []Name{{Key: "a", Value: "1", Job: 1}}, Err: NameTimedOut},
+		ChildJobRequest{ID: 1, From: 2, Job: 0, Rank: 1, Req: modex.SpawnRequest{
+			Apps:   []modex.SpawnApp{{Argv: []string{"a", "x y"}, Env: []string{"K=V"}, NP: 4, Info: map[string]string{"host": "n1,n2"}}, {Argv: []string{"b"}, NP: 1}},
+			Preput: map[string]string{"PARENT_ROOT_PORT_NAME": "p"}, Info: map[string]string{"pmix.pers": "ompi"}}},
+		ChildJobReply{ID: 1, To: 2, Child: 3},
+		ChildJobReply{ID: 1, To: 2, Err: "a child job of 9 ranks, but only 4 slots free"},
+		Launch{Argv: []string{"child"}, RankNode: []int{2, 3}, Job: 2, Parent: &ParentRank{Job: 1, Rank: 0, Name: "prsh_1_1"}, Preput: map[string]string{"k": "v"}},
 	} {
 		kind, payload, err := Encode(msg)
 		if err != nil {

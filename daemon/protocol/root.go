@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"maps"
 	"slices"
 
 	"prsh/errmgr"
@@ -89,6 +90,12 @@ type rootState struct {
 	upSaid      bool // a DVM's DVMUp went out (dvm.go)
 	// lostSaid are the daemons whose loss the DVM took (dvmlost.go).
 	lostSaid map[int]bool
+	// children are the child jobs (childjobs.go) from their placing to
+	// their end; placing counts the requests the driver is placing.
+	children map[int]*childJob
+	placing  int
+	// ordinals counts each DVM client's child jobs, by its job.
+	ordinals map[int]int
 	names    *nameService // the published names (names.go), once used
 }
 
@@ -107,6 +114,7 @@ func (r *rootState) launch(app Launch) {
 
 // fail ends the job on the first failure.
 func (r *rootState) fail(f Failure) {
+	f = r.childFailed(f)
 	if r.m.job.DVM && f.Job != 0 {
 		r.jobFailed(f)
 		return
@@ -120,7 +128,7 @@ func (r *rootState) fail(f Failure) {
 	r.waitOver()
 	r.m.emit(Print{Line: "mpirun: " + f.Msg})
 	for _, j := range r.m.sortedJobs() { // a DVM ends, and its jobs: their clients hear why
-		if j.num != 0 && j.policy.Fail(f.Status) {
+		if j.num != 0 && r.children[j.num] == nil && j.policy.Fail(f.Status) {
 			r.m.emit(Print{Line: "mpirun: " + f.Msg, Job: j.num})
 		}
 	}
@@ -151,10 +159,14 @@ func (r *rootState) milestone(kind, job int) {
 	switch {
 	case kind == Spawned && m.job.launchesAfterSpawn() && !m.ending():
 		r.launchSurvivors()
+	case kind == Started && job != 0:
+		r.childStarted(job)
 	case kind == Started:
 		m.emit(ForwardStdin{})
-	case kind == Exited && r.policy.Finish():
-		m.teardown(false)
+	case kind == Exited && job != 0:
+		r.childExited(job)
+	case kind == Exited:
+		r.maybeAllExited()
 	}
 }
 
@@ -178,7 +190,7 @@ func (r *rootState) launchSurvivors() {
 func (r *rootState) signalDelivered(seq int) {
 	job, ok := r.stopSeq[seq]
 	delete(r.stopSeq, seq)
-	if ok {
+	if ok && !slices.Contains(slices.Collect(maps.Values(r.stopSeq)), job) { // its child jobs' acks too
 		r.stopSelf(job)
 	}
 }
@@ -234,16 +246,26 @@ func (r *rootState) interrupt(sig int, name string) {
 
 // passSignal passes a signal on to the ranks (of job, in a DVM; 0: every
 // rank); Ctrl-Z stops them, and then whoever got it (stopSelf).
+// A DVM job's signal reaches its child jobs' ranks too.
 func (r *rootState) passSignal(sig, job int) {
-	r.signalSeq++
+	jobs := []int{job}
+	if job != 0 {
+		jobs = r.family(job)
+	}
 	if sig != SIGTSTP {
-		r.m.signal(Signal{Sig: sig, Seq: r.signalSeq, Job: job})
+		for _, j := range jobs {
+			r.signalSeq++
+			r.m.signal(Signal{Sig: sig, Seq: r.signalSeq, Job: j})
+		}
 		return
 	}
 	r.stops[job] = true
-	r.stopSeq[r.signalSeq] = job
 	r.m.emit(SetTimer{Timer{Kind: StopTimer, ID: job}, r.m.job.Timeouts.StopWaitMS})
-	r.m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: r.signalSeq, Job: job})
+	for _, j := range jobs {
+		r.signalSeq++
+		r.stopSeq[r.signalSeq] = job
+		r.m.signal(Signal{Sig: SIGSTOP, Ack: true, Seq: r.signalSeq, Job: j})
+	}
 }
 
 // stopSelf stops mpirun after its ranks, as Ctrl-Z asks (in a DVM, the

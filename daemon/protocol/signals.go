@@ -46,8 +46,8 @@ func (m *Machine) signal(s Signal) {
 		}
 	}
 	job := s.Job
-	if m.job.DVM && job == 0 {
-		job = AllJobs // the DVM's own signal: every job's ranks
+	if job == 0 {
+		job = AllJobs // mpirun's or the DVM's own signal: every job's ranks, child jobs' too
 	}
 	m.emit(SignalRanks{s.Sig, job})
 	if s.Ack {

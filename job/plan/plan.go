@@ -100,8 +100,23 @@ func Make(req Request, here Here) (daemon.Config, error) {
 		ID: 0, Node: spec.Hosts[0], Log: here.Log,
 		Bind: listenIP(req.ListenIP, launcher, m, here.Hostname), Ports: ports,
 		Job: spec, Nodes: nodes(m, own), App: app, Agent: launcher, Timeout: limit,
-		Remap: remapper(req, placed, daemonIndex, np, own),
+		Remap:     remapper(req, placed, daemonIndex, np, own),
+		ChildJobs: childJobSlots(req, m, spec, own),
 	}, nil
+}
+
+// childJobSlots are the slots of each daemon's node, where child jobs
+// (MPI_Comm_spawn) are placed; mpirun's own node has them only when it
+// runs its ranks.
+func childJobSlots(req Request, m *job.Map, spec protocol.JobSpec, own bool) daemon.ChildJobSlots {
+	slots := make([]int, spec.Daemons)
+	for i, h := range m.Nodes {
+		if id := daemonOf(i, own); id < len(slots) {
+			slots[id] = h.Slots
+		}
+	}
+	opt, _ := options(req, 0) // checked when the first map was built
+	return daemon.ChildJobSlots{Slots: slots, Oversubscribe: opt.Oversubscribe}
 }
 
 // jobMap places np ranks, the sum of the -np of several programs, on

@@ -26,6 +26,9 @@ type Job struct {
 	// AppFirst is the first rank of each program of an MPMD launch, in
 	// order (0 first); nil for one program.
 	AppFirst []int
+	// Parent is the rank whose PMIx_Spawn (or other spawn) started this
+	// job (PMIX_SPAWNED, PMIX_PARENT_ID); nil for a job mpirun started.
+	Parent *Proc
 }
 
 // Proc names a rank of a job: the job's namespace, and the rank in it.

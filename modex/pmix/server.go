@@ -249,7 +249,10 @@ func jobInfo(j Job) *list {
 		}
 	}
 	l.u32(C.PMIX_NUM_NODES, uint32(len(nodes)))
-	l.flag(C.PMIX_SPAWNED, false)
+	l.flag(C.PMIX_SPAWNED, j.Parent != nil)
+	if j.Parent != nil {
+		l.parent(*j.Parent)
+	}
 	if j.TmpDir != "" {
 		l.str(C.PMIX_TMPDIR, j.TmpDir)
 	}

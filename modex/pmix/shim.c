@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <string.h>
 #include "shim.h"
+#include "childjobs.h"
 #include "library.h"
 #include "_cgo_export.h"
 
@@ -98,6 +99,7 @@ static pmix_status_t job_control(const pmix_proc_t *requestor, const pmix_proc_t
 }
 
 static pmix_server_module_t module = {
+    .spawn = prsh_spawn,
     .client_connected = connected,
     .client_finalized = finalized,
     .abort = aborted,

@@ -81,6 +81,13 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 		return fmt.Sprintf("fence %d done: %d keys", a.Seq, a.View.Len())
 	case protocol.ServeModex:
 		return fmt.Sprintf("serve rank %d's data to d%d#%d", a.Rank, a.From, a.ID)
+	case protocol.PlaceChildJob:
+		return fmt.Sprintf("place a child job for d%d#%d (rank %d of job %d), slots used %v", a.From, a.ID, a.Rank, a.Job, a.Used)
+	case protocol.ChildJobAnswered:
+		if a.Err != "" {
+			return fmt.Sprintf("child job #%d refused: %s", a.ID, a.Err)
+		}
+		return fmt.Sprintf("child job #%d is job %d", a.ID, a.Child)
 	case protocol.ModexAnswered:
 		return fmt.Sprintf("direct modex #%d answered: %q %s", a.ID, a.Data, a.Err)
 	case protocol.NamesAnswered:
@@ -151,6 +158,13 @@ func Message(m protocol.Message) string {
 		return fmt.Sprintf("ModexReply for d%d#%d: %q %s", m.To, m.ID, m.Data, m.Err)
 	case protocol.Pending:
 		return fmt.Sprintf("Pending %d %v", m.Missing, m.Slow)
+	case protocol.ChildJobRequest:
+		return fmt.Sprintf("ChildJobRequest d%d#%d from rank %d%s", m.From, m.ID, m.Rank, ofJob(m.Job))
+	case protocol.ChildJobReply:
+		if m.Err != "" {
+			return fmt.Sprintf("ChildJobReply for d%d#%d: %s", m.To, m.ID, m.Err)
+		}
+		return fmt.Sprintf("ChildJobReply for d%d#%d: job %d", m.To, m.ID, m.Child)
 	case protocol.NamePublish:
 		return fmt.Sprintf("NamePublish d%d#%d %s job-only=%v (job %d rank %d)", m.From, m.ID, nameValues(m.Names), m.JobOnly, m.Job, m.Rank)
 	case protocol.NameLookup:

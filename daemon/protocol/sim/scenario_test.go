@@ -39,6 +39,11 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //	die N at=T                  node N's orted is killed at time T
 //	hang N at=T                 node N's orted is stopped (SIGSTOP) at time T
 //	interrupt NAME at=T         mpirun gets SIGNAME at time T
+//	childjob D #ID job=J rank=R np=K at=T [nodes=D,D…] [rank-ms=T]
+//	         [fail=R status=S] [refuse="why"]
+//	                            rank R of job J (on daemon D) asks for a
+//	                            child job of K ranks; its rank R exits
+//	                            with S; refuse: mpirun cannot place it
 func TestScenarios(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
@@ -156,6 +161,19 @@ func play(script string) (string, error) {
 				}
 			}
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Submit(job, status, ms, nodes...) }) })
+		case "childjob": // childjob D #ID job=J rank=R np=K at=T [nodes=D,D…] [rank-ms=T] [fail=R status=S] [refuse="why"]
+			id, req, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), int64(kv.int("at"))
+			job, rank := kv.int("job"), kv.int("rank")
+			o := ChildJobOrder{NP: kv.int("np"), MS: int64(kv.int("rank-ms")), Status: map[int]int{}, Refuse: quoted(line, "refuse=")}
+			if kv.has("fail") {
+				o.Status[kv.int("fail")] = kv.int("status")
+			}
+			if kv.has("nodes") {
+				for _, d := range strings.Split(kv["nodes"], ",") {
+					o.Nodes = append(o.Nodes, atoi(d))
+				}
+			}
+			timed = append(timed, func(s *Sim) { s.At(at, func() { s.WantChildJob(id, req, job, rank, o) }) })
 		case "job-signal": // job-signal SIG job=N at=T
 			name, job, at := f[1], kv.int("job"), int64(kv.int("at"))
 			sig, ok := signals[name]
@@ -271,6 +289,16 @@ func fields(line string) []string {
 		line = rest
 	}
 	return out
+}
+
+// quoted is the "quoted text" after key= in line, or "".
+func quoted(line, key string) string {
+	_, rest, ok := strings.Cut(line, key+`"`)
+	if !ok {
+		return ""
+	}
+	text, _, _ := strings.Cut(rest, `"`)
+	return text
 }
 
 type keyValue map[string]string

@@ -138,7 +138,9 @@ type Sim struct {
 	// The shared cores, one of the two or neither (a CPU per node).
 	fifo *fifoCPU
 	fair *fairCPU
-	jobs map[int]simJob // a DVM's submitted jobs
+	jobs map[int]simJob // a DVM's submitted jobs, and the child jobs
+	// childOrders are the scenario's child jobs, by request.
+	childOrders map[int]ChildJobOrder
 }
 
 type endKey struct {
@@ -636,6 +638,8 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 		s.ringDone(d, a)
 	case protocol.AllgatherDone:
 		s.allgatherDone(d, a)
+	case protocol.PlaceChildJob:
+		s.placeChildJob(d, a)
 	case protocol.ServeModex: // the owner's PMIx server answers at once
 		s.later(s.now+1, d.id, protocol.ModexServed{ID: a.ID, From: a.From, Data: []byte(fmt.Sprintf("r%d", a.Rank))})
 	case protocol.SignalRanks:
@@ -655,7 +659,7 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 	case protocol.Exit:
 		s.exit(d, a.Status)
 	case protocol.ForwardInput, protocol.StageTo, protocol.Warn, protocol.Waiting,
-		protocol.ForwardStdin, protocol.StopSelf, protocol.ModexAnswered, protocol.NamesAnswered,
+		protocol.ForwardStdin, protocol.StopSelf, protocol.ModexAnswered, protocol.ChildJobAnswered, protocol.NamesAnswered,
 		protocol.DVMUp, protocol.JobDone, protocol.ReleaseJob, protocol.JobStopped, protocol.DaemonsLost:
 		// No stdin, files, log, terminal or process here to act on.
 	default:

@@ -1,0 +1,302 @@
+package protocol
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"prsh/modex"
+)
+
+// Child jobs (MPI_Comm_spawn, PMIx_Spawn, PMI spawn): a rank asks its
+// daemon for a new job; the request travels to mpirun along the routing
+// topology (ChildJobRequest), mpirun's driver places it on the job's
+// daemons (PlaceChildJob, then ChildJobPlaced) and mpirun launches it as
+// a job of its own number, as a DVM does its clients' jobs. Once its
+// ranks all started, or it failed to, the answer travels back to the
+// requesting daemon (ChildJobReply), whose driver answers the rank.
+// A plain mpirun ends once every job has: the first and each child.
+
+// ChildJobRequest asks mpirun for a child job, for daemon From's request
+// ID: rank Rank of job Job asked for Req. It travels along the routing
+// topology.
+type ChildJobRequest struct {
+	ID, From  int
+	Job, Rank int
+	Req       modex.SpawnRequest
+}
+
+// ChildJobReply answers daemon To's request ID: the child's job number,
+// or why there is none. It travels along the routing topology.
+type ChildJobReply struct {
+	ID, To int
+	Child  int `json:",omitempty"`
+	Err    string
+}
+
+// ChildJobWanted: local rank Rank of job Job asked for a child job; ID
+// names the request for the driver.
+type ChildJobWanted struct {
+	ID, Job, Rank int
+	Req           modex.SpawnRequest
+}
+
+// ChildJobPlaced: mpirun's driver placed daemon From's request ID (a
+// PlaceChildJob of rank Rank of job Job) as job Child, launched as App;
+// Err says why it could not (no slot, a host not in the job), and Child
+// is then 0.
+type ChildJobPlaced struct {
+	ID, From, Job, Rank, Child int
+	App                        Launch
+	Err                        string
+}
+
+func (ChildJobWanted) event() {}
+func (ChildJobPlaced) event() {}
+
+// PlaceChildJob asks mpirun's driver to number and place a child job:
+// Req from rank Rank of job Job (whose Launch is Parent), on the
+// daemons' slots, Used[id] of which the running jobs' ranks take. The
+// answer is ChildJobPlaced.
+type PlaceChildJob struct {
+	ID, From  int
+	Job, Rank int
+	Req       modex.SpawnRequest
+	Parent    Launch
+	Used      []int
+}
+
+// ChildJobAnswered: the answer to this daemon's request ID: the child's
+// job number, or the error.
+type ChildJobAnswered struct {
+	ID, Child int
+	Err       string
+}
+
+func (PlaceChildJob) action()    {}
+func (ChildJobAnswered) action() {}
+
+// childJob is mpirun's record of a child job, from its placing to its
+// end: whose it is, and who waits for the answer.
+type childJob struct {
+	req      ChildJobRequest
+	answered bool
+	exited   bool // its ranks all ended (a plain mpirun keeps it until its end)
+	// client is the job a DVM client submitted that this one descends
+	// from: its lines and status are that client's; ordinal numbers it
+	// among that client's child jobs, from 1 (a plain mpirun's: its job
+	// number), as the client's terminal and lines name it.
+	client, ordinal int
+}
+
+// childJobWanted takes a local rank's request.
+func (m *Machine) childJobWanted(e ChildJobWanted) {
+	if _, _, ok := m.rankOf(e.Job, e.Rank); !ok || m.ending() {
+		m.emit(ChildJobAnswered{ID: e.ID, Err: "the job is ending"})
+		return
+	}
+	m.childJobRequest(ChildJobRequest{ID: e.ID, From: m.self, Job: e.Job, Rank: e.Rank, Req: e.Req})
+}
+
+// childJobRequest passes a request on toward mpirun, or takes it there.
+func (m *Machine) childJobRequest(r ChildJobRequest) {
+	if m.root == nil {
+		m.deliver(m.router.Route(0, r))
+		return
+	}
+	m.root.placeChildJob(r)
+}
+
+// childJobReply hands an answer to the driver, or passes it on toward
+// the daemon that asked.
+func (m *Machine) childJobReply(r ChildJobReply) {
+	if r.To != m.self {
+		m.deliver(m.router.Route(r.To, r))
+		return
+	}
+	m.emit(ChildJobAnswered{ID: r.ID, Child: r.Child, Err: r.Err})
+}
+
+// placeChildJob asks the driver to place a request, unless the job
+// cannot take one any more.
+func (r *rootState) placeChildJob(req ChildJobRequest) {
+	m := r.m
+	parent, ok := m.jobs[req.Job]
+	if !ok || m.ending() || parent.killed || parent.launch == launchAwaited || parent.exited.done {
+		r.refuseChildJob(req, "the job is ending")
+		return
+	}
+	r.placing++
+	m.emit(PlaceChildJob{ID: req.ID, From: req.From, Job: req.Job, Rank: req.Rank, Req: req.Req,
+		Parent: parent.app, Used: m.slotsUsed()})
+}
+
+// refuseChildJob answers a request that gets no job.
+func (r *rootState) refuseChildJob(req ChildJobRequest, why string) {
+	r.m.childJobReply(ChildJobReply{ID: req.ID, To: req.From, Err: why})
+}
+
+// slotsUsed counts the ranks of the jobs still running on each daemon.
+func (m *Machine) slotsUsed() []int {
+	used := make([]int, m.job.Daemons)
+	for _, j := range m.sortedJobs() {
+		if j.launch == launchAwaited || j.exited.done {
+			continue
+		}
+		for _, d := range j.app.RankNode {
+			if d >= 0 && d < len(used) {
+				used[d]++
+			}
+		}
+	}
+	return used
+}
+
+// childJobPlaced launches a placed child job, or answers why not.
+func (r *rootState) childJobPlaced(e ChildJobPlaced) {
+	m := r.m
+	r.placing--
+	req := ChildJobRequest{ID: e.ID, From: e.From, Job: e.Job, Rank: e.Rank}
+	parent, ok := m.jobs[e.Job]
+	switch {
+	case e.Err != "":
+		m.emit(Print{Line: "mpirun: " + e.Err, Job: r.lineJob(e.Job)})
+		r.refuseChildJob(req, e.Err)
+		r.maybeAllExited()
+		return
+	case !ok || m.ending() || parent.killed || parent.exited.done || m.jobs[e.Child] != nil || m.released.has(e.Child):
+		r.refuseChildJob(req, "the job is ending")
+		if m.jobs[e.Child] == nil {
+			m.released.add(e.Child) // its number is spent: the released jobs' floor moves past it
+		}
+		r.maybeAllExited()
+		return
+	}
+	c := &childJob{req: req, client: r.clientJob(req.Job), ordinal: e.Child}
+	if m.job.DVM {
+		r.ordinals[c.client]++
+		c.ordinal = r.ordinals[c.client]
+	}
+	r.children[e.Child] = c
+	m.jobOf(e.Child)
+	app := e.App
+	app.Job = e.Child
+	r.launch(app)
+}
+
+// childStarted answers the request of a child job whose ranks all
+// started.
+func (r *rootState) childStarted(job int) {
+	if c, ok := r.children[job]; ok && !c.answered {
+		c.answered = true
+		r.m.childJobReply(ChildJobReply{ID: c.req.ID, To: c.req.From, Child: job})
+	}
+}
+
+// childFailed words a child job's failure for the user, and answers its
+// request with it if its ranks had not all started.
+func (r *rootState) childFailed(f Failure) Failure {
+	c, ok := r.children[f.Job]
+	if !ok {
+		return f
+	}
+	by := fmt.Sprintf("rank %d", c.req.Rank)
+	if p, ok := r.children[c.req.Job]; ok {
+		by += fmt.Sprintf(" of child job %d", p.ordinal)
+	}
+	f.Msg = fmt.Sprintf("child job %d (spawned by %s): %s", c.ordinal, by, f.Msg)
+	if !c.answered {
+		c.answered = true
+		r.m.childJobReply(ChildJobReply{ID: c.req.ID, To: c.req.From, Err: f.Msg})
+	}
+	return f
+}
+
+// childExited: a child job's ranks all ended. A DVM lets go of it
+// everywhere, and ends its client's job once that and its other child
+// jobs have ended; a plain mpirun keeps every job until its own end,
+// whose teardown waits for every job's ranks to drain, and ends once
+// every job has exited.
+func (r *rootState) childExited(job int) {
+	c, ok := r.children[job]
+	if !ok {
+		return
+	}
+	if r.m.job.DVM {
+		delete(r.children, job)
+		r.m.endJob(job)
+		r.clientJobExited(c.client)
+		return
+	}
+	c.exited = true
+	r.maybeAllExited()
+}
+
+// maybeAllExited ends a plain mpirun once its first job and every child
+// job have exited and no request is being placed.
+func (r *rootState) maybeAllExited() {
+	m := r.m
+	if m.job.DVM || r.placing > 0 {
+		return
+	}
+	for _, c := range r.children {
+		if !c.exited {
+			return
+		}
+	}
+	if j, ok := m.jobs[0]; ok && j.exited.done && r.policy.Finish() {
+		m.teardown(false)
+	}
+}
+
+// clientJob is the job whose client a line of job goes to in a DVM: the
+// job itself, or the client's job that it descends from.
+func (r *rootState) clientJob(job int) int {
+	if c, ok := r.children[job]; ok && r.m.job.DVM {
+		return c.client
+	}
+	return job
+}
+
+// lineJob is the job a line about job goes to: its client's in a DVM,
+// mpirun's stderr (0) otherwise.
+func (r *rootState) lineJob(job int) int {
+	if !r.m.job.DVM {
+		return 0
+	}
+	return r.clientJob(job)
+}
+
+// family lists a DVM client's job and the child jobs that descend from
+// it, in number order.
+func (r *rootState) family(client int) []int {
+	jobs := []int{client}
+	for _, j := range r.m.sortedJobs() {
+		if c, ok := r.children[j.num]; ok && c.client == client {
+			jobs = append(jobs, j.num)
+		}
+	}
+	return jobs
+}
+
+// childJobEvent takes a request's events.
+func (m *Machine) childJobEvent(ev Event) {
+	switch e := ev.(type) {
+	case ChildJobWanted:
+		m.childJobWanted(e)
+	case ChildJobPlaced:
+		if m.root != nil {
+			m.root.childJobPlaced(e)
+		}
+	}
+}
+
+// Preputs are a child job's preput pairs in key order, the first values
+// of its key-value space.
+func Preputs(kv map[string]string) []modex.KV {
+	var out []modex.KV
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		out = append(out, modex.KV{Key: k, Value: kv[k]})
+	}
+	return out
+}

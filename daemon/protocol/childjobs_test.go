@@ -1,0 +1,83 @@
+package protocol
+
+import (
+	"testing"
+
+	"prsh/modex"
+)
+
+// plainRoot is mpirun of a plain job of one rank on its own node
+// (daemon 0, no orted), launched.
+func plainRoot(t *testing.T) *Machine {
+	t.Helper()
+	m, err := New(Config{ID: 0, Node: "login", Parent: -1,
+		Job: JobSpec{Daemons: 1, Routed: "radix", KillGraceMS: 3000},
+		App: Launch{Argv: []string{"parent"}, RankNode: RankMap{0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Start()
+	return m
+}
+
+// TestChildJobAtRoot: a request of mpirun's own rank is placed, launched
+// as job 1 and answered once its ranks started; the job's end waits for
+// the child's; a request placed after its parent's failure is refused
+// and its number spent.
+func TestChildJobAtRoot(t *testing.T) {
+	m := plainRoot(t)
+	req := modex.SpawnRequest{Apps: []modex.SpawnApp{{Argv: []string{"child"}, NP: 1}}}
+	acts := m.Step(ChildJobWanted{ID: 5, Job: 0, Rank: 0, Req: req})
+	place, ok := only[PlaceChildJob](acts)
+	if !ok || place.ID != 5 || place.From != 0 || len(place.Used) != 1 || place.Used[0] != 1 {
+		t.Fatalf("want one PlaceChildJob of 1 used slot, got %+v", acts)
+	}
+	acts = m.Step(ChildJobPlaced{ID: 5, From: 0, Job: 0, Rank: 0, Child: 1,
+		App: Launch{Argv: []string{"child"}, RankNode: RankMap{0}, Parent: &ParentRank{Name: "p"}, Preput: map[string]string{"k": "v"}}})
+	if a, ok := only[ChildJobAnswered](acts); !ok || a.Child != 1 || a.Err != "" {
+		t.Fatalf("want the answer job 1 once its rank started, got %+v", acts)
+	}
+	if v, _ := m.jobs[1].view.Get("k"); v != "v" {
+		t.Errorf("the child's key-value space lacks its preput: %q", v)
+	}
+	if acts = m.Step(RankExited{Job: 0, Rank: 0, How: "exited with status 0"}); has[Exit](acts) {
+		t.Fatalf("mpirun ended while its child job runs: %+v", acts)
+	}
+	m.Step(RankDrained{Job: 0, Rank: 0})
+	acts = m.Step(ChildJobPlaced{ID: 6, From: 0, Job: 0, Rank: 0, Child: 2, App: Launch{RankNode: RankMap{0}}})
+	if a, ok := only[ChildJobAnswered](acts); !ok || a.Err == "" {
+		t.Errorf("a child of a job whose ranks ended: want a refusal, got %+v", acts)
+	}
+	if !m.released.has(2) {
+		t.Error("a refused child's number is not spent")
+	}
+	m.Step(RankExited{Job: 1, Rank: 0, How: "exited with status 0"})
+	if acts = m.Step(RankDrained{Job: 1, Rank: 0}); !has[Exit](acts) {
+		t.Errorf("mpirun did not end with its last job: %+v", acts)
+	}
+}
+
+// only is the one action of type T among acts.
+func only[T Action](acts []Action) (T, bool) {
+	var found []T
+	for _, a := range acts {
+		if t, ok := a.(T); ok {
+			found = append(found, t)
+		}
+	}
+	if len(found) != 1 {
+		var zero T
+		return zero, false
+	}
+	return found[0], true
+}
+
+// has says whether acts hold an action of type T.
+func has[T Action](acts []Action) bool {
+	for _, a := range acts {
+		if _, ok := a.(T); ok {
+			return true
+		}
+	}
+	return false
+}

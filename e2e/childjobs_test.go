@@ -1,0 +1,321 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"prsh/testbed"
+)
+
+// Child jobs: a rank starts a new job while it runs (PMIx_Spawn,
+// MPI_Comm_spawn). The PMIx tests use e2e/testdata/pmix/childjob.c, a
+// parent and its children without MPI.
+
+// childLines are the lines the np children of a job on nodes print, their
+// parent being rank 0 of namespace ns (by slot, 2 a node).
+func childLines(np int, nodes []string, parent string) []string {
+	var want []string
+	for r := range np {
+		want = append(want, fmt.Sprintf("child %d of %d on %s (parent %s rank 0)", r, np, nodes[r/2], parent))
+	}
+	return want
+}
+
+// parentOf is the parent's namespace the children of out name.
+func parentOf(t *testing.T, out string) string {
+	t.Helper()
+	ns := regexp.MustCompile(`\(parent (\S+) rank 0\)`).FindStringSubmatch(out)
+	if ns == nil {
+		t.Fatalf("no child names its parent:\n%s", out)
+	}
+	return ns[1]
+}
+
+// TestPMIxChildJob: rank 0 of 2 (on node001, whose two slots they take)
+// starts 4 children with PMIx_Spawn; they run on node002 and node003
+// (with PMIX_HOST node003, 2 of them there),
+// see PMIX_SPAWNED and their parent (PMIX_PARENT_ID), and print after
+// their parent has exited: mpirun waits for every job, and their output
+// reaches its stdout, tagged with their job (2, as Open MPI numbers a
+// first child job) with --tag-output, and under DIR/2 with
+// --output-filename DIR.
+func TestPMIxChildJob(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "2", prog, "4", "sleep=1")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	want := append(childLines(4, []string{"node002", "node003"}, parentOf(t, res.stdout)), "rank 0 started a child job of 4 ranks")
+	checkLines(t, res.stdout, want)
+
+	res = mpirun(t, c, "-np", "2", prog, "2", "host=node003")
+	if res.status != 0 {
+		t.Fatalf("host=node003: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, append(childLines(2, []string{"node003"}, parentOf(t, res.stdout)), "rank 0 started a child job of 2 ranks"))
+
+	res = mpirun(t, c, "-np", "2", "--tag-output", prog, "4")
+	if res.status != 0 {
+		t.Fatalf("--tag-output: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	tagged := []string{"[1,0]<stdout>:rank 0 started a child job of 4 ranks"}
+	for i, l := range childLines(4, []string{"node002", "node003"}, parentOf(t, res.stdout)) {
+		tagged = append(tagged, fmt.Sprintf("[2,%d]<stdout>:%s", i, l))
+	}
+	checkLines(t, res.stdout, tagged)
+
+	dir := t.TempDir()
+	res = mpirun(t, c, "-np", "2", "--output-filename", dir, prog, "2")
+	if res.status != 0 {
+		t.Fatalf("--output-filename: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "2", "rank.1", "stdout"))
+	if err != nil || !strings.HasPrefix(string(b), "child 1 of 2 on node002") {
+		t.Errorf("--output-filename: child 1's stdout %q, %v", b, err)
+	}
+}
+
+// TestPMIxChildJobFailures: a child job that cannot run. More ranks than
+// free slots is refused (without --oversubscribe, Open MPI's rule): the
+// parent's PMIx_Spawn fails and mpirun says why in one line; the parent
+// goes on (here it exits with 3, which ends the job as any rank's
+// status does); so is a PMIX_HOST that is not one of the job's nodes. A program missing, or a child exiting non-zero, ends
+// everything with the child's status and a line naming the child job,
+// its parent, the node and the rank.
+func TestPMIxChildJobFailures(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+
+	res := mpirun(t, c, "-np", "2", prog, "5")
+	if res.status != 3 {
+		t.Errorf("too many children: exit %d, want 3; stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{"rank 0: PMIx_Spawn failed: ERROR"})
+	checkMpirunLines(t, res.stderr,
+		`^mpirun: rank 0 asked for a child job: a child job of 5 ranks, but only 4 slots free \(node001: 0, node002: 2, node003: 2\); use --oversubscribe to allow it$`,
+		`^mpirun: node001: rank 0 exited with status 3$`)
+
+	res = mpirun(t, c, "-np", "2", "--oversubscribe", prog, "5")
+	if res.status != 0 || !strings.Contains(res.stdout, "rank 0 started a child job of 5 ranks") {
+		t.Errorf("--oversubscribe: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+
+	res = mpirun(t, c, "-np", "2", prog, "2", "host=elsewhere")
+	if res.status != 3 {
+		t.Errorf("a host not in the job: exit %d, want 3; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr,
+		`^mpirun: rank 0 asked for a child job: host elsewhere is not one of the job's nodes \(a child job runs on the daemons already up\)$`,
+		`^mpirun: node001: rank 0 exited with status 3$`)
+
+	res = mpirun(t, c, "-np", "2", prog, "4", "missing")
+	if res.status != 127 {
+		t.Errorf("missing program: exit %d, want 127; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr, `^mpirun: child job 1 \(spawned by rank 0\): node00[23]: rank [0-3]: .*/nonexistent/childjob.*$`)
+
+	res = mpirun(t, c, "-np", "2", prog, "4", "fail=2:5")
+	if res.status != 5 {
+		t.Errorf("a child exits with 5: exit %d, want 5; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr, `^mpirun: child job 1 \(spawned by rank 0\): node003: rank 2 exited with status 5$`)
+}
+
+// TestPMIxChildJobInterrupt: Ctrl-C while a child job runs (its parent
+// gone already) ends every job: mpirun exits 130 and nothing is left on
+// any node.
+func TestPMIxChildJobInterrupt(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	cmd, stdout, stderr := startMpirun(t, c, "-np", "2", prog, "4", "sleep=1000")
+	stdout.waitFor(t, "rank 0 started a child job of 4 ranks")
+	cmd.Process.Signal(syscall.SIGINT)
+	if status := waitExit(t, cmd); status != 130 {
+		t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: caught SIGINT, terminating the job$`)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		t.Fatalf("left running after Ctrl-C: %+v", left)
+	}
+}
+
+// TestDVMChildJob: in a DVM a child job belongs to the client of the
+// job that started it: its output reaches that client (tagged as its job
+// 2), the client's status waits for it, and its failure is that
+// client's, whose job ends with the child's status and line, as when the
+// client's SIGUSR1 kills the child's ranks; the DVM goes on, and an Open
+// MPI client's MPI_Comm_spawn works as in a plain mpirun.
+func TestDVMChildJob(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	dvm, dvmErr, uri := dvmUp(t, c)
+	res := dvmRun(t, c, uri, "-np", "2", "--tag-output", prog, "4", "sleep=1")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	tagged := []string{"[1,0]<stdout>:rank 0 started a child job of 4 ranks"}
+	for i, l := range childLines(4, []string{"node002", "node003"}, parentOf(t, res.stdout)) {
+		tagged = append(tagged, fmt.Sprintf("[2,%d]<stdout>:%s", i, l))
+	}
+	checkLines(t, res.stdout, tagged)
+
+	res = dvmRun(t, c, uri, "-np", "2", prog, "4", "fail=2:5")
+	if res.status != 5 {
+		t.Errorf("a child exits with 5: exit %d, want 5; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr, `^mpirun: child job [0-9]+ \(spawned by rank 0\): node003: rank 2 exited with status 5$`)
+
+	res = dvmRun(t, c, uri, "-np", "2", prog, "5")
+	if res.status != 3 {
+		t.Errorf("too many children: exit %d, want 3; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr,
+		`^mpirun: rank 0 asked for a child job: a child job of 5 ranks, but only 4 slots free \(node001: 0, node002: 2, node003: 2\); use --oversubscribe to allow it$`,
+		`^mpirun: node001: rank 0 exited with status 3$`)
+
+	res = dvmRun(t, c, uri, "-np", "2", prog, "4")
+	if res.status != 0 || !strings.Contains(res.stdout, "rank 0 started a child job of 4 ranks") {
+		t.Errorf("after a failed child job: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+
+	cl, clOut, clErr := startMpirun(t, c, "--dvm", uri, "-np", "2", prog, "4", "sleep=1000")
+	clOut.waitFor(t, "rank 0 started a child job of 4 ranks")
+	cl.Process.Signal(syscall.SIGUSR1) // reaches the child job's ranks too
+	if st := waitExit(t, cl); st != 128+10 {
+		t.Errorf("SIGUSR1 to the client: exit %d, want 138; stderr:\n%s", st, clErr)
+	}
+	checkMpirunLines(t, clErr.String(), `^mpirun: child job 1 \(spawned by rank 0\): node00[23]: rank [0-3] .*SIGUSR1.*$`)
+
+	res = dvmRun(t, c, uri, "-np", "2", openMPI(t, "spawn"), "4")
+	if res.status != 0 {
+		t.Fatalf("MPI_Comm_spawn: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, spawnLines(4))
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestPMIxChildJobSignal: a signal mpirun passes on (SIGUSR1) reaches
+// the child jobs' ranks too: the children, whose parents have exited,
+// die of it, and mpirun says so with their status.
+func TestPMIxChildJobSignal(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	cmd, stdout, stderr := startMpirun(t, c, "-np", "2", prog, "4", "sleep=1000")
+	stdout.waitFor(t, "rank 0 started a child job of 4 ranks")
+	cmd.Process.Signal(syscall.SIGUSR1)
+	if status := waitExit(t, cmd); status != 128+10 {
+		t.Errorf("exit %d, want 138; stderr:\n%s", status, stderr)
+	}
+	checkMpirunLines(t, stderr.String(), `^mpirun: child job 1 \(spawned by rank 0\): node00[23]: rank [0-3] .*SIGUSR1.*$`)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		t.Fatalf("left running: %+v", left)
+	}
+}
+
+// checkMpirunLines checks that mpirun's own lines on stderr are those
+// patterns, in order.
+func checkMpirunLines(t *testing.T, stderr string, patterns ...string) {
+	t.Helper()
+	var ours []string
+	for _, l := range lines(stderr) {
+		if strings.HasPrefix(l, "mpirun:") {
+			ours = append(ours, l)
+		}
+	}
+	if len(ours) != len(patterns) {
+		t.Fatalf("mpirun's lines:\n%s\nwant %d matching %q", strings.Join(ours, "\n"), len(patterns), patterns)
+	}
+	for i, p := range patterns {
+		if !regexp.MustCompile(p).MatchString(ours[i]) {
+			t.Fatalf("mpirun's line %q does not match %q", ours[i], p)
+		}
+	}
+}
+
+// TestOpenMPISpawn: an Open MPI parent of 2 ranks (node001) does
+// MPI_Comm_spawn of 4 children (node002, node003): rank 0 exchanges a
+// message with each child over the intercommunicator, then both sides
+// merge it (MPI_Intercomm_merge) and reduce over the 6 ranks.
+func TestOpenMPISpawn(t *testing.T) {
+	prog := openMPI(t, "spawn")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "2", prog, "4")
+	if res.status != 0 {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, spawnLines(4))
+}
+
+// TestOpenMPISpawnChildDies: children that exit with 4 before their
+// MPI_Init, while their parents wait to connect to them in
+// MPI_Comm_spawn, end everything with their status and one line: no
+// hang, nothing left.
+func TestOpenMPISpawnChildDies(t *testing.T) {
+	prog := openMPI(t, "spawn")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "2", prog, "4", "die")
+	if res.status != 4 {
+		t.Fatalf("exit %d, want 4; stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr, `^mpirun: child job 1 \(spawned by rank 0\): node00[23]: rank [0-3] exited with status 4$`)
+}
+
+// spawnLines are the lines of testdata/mpi/spawn.c's 2 parents and n
+// children.
+func spawnLines(n int) []string {
+	size := n + 2
+	want := []string{fmt.Sprintf("parent 0: merged %d ranks, sum %d (want %d)", size, size*(size-1)/2, size*(size-1)/2)}
+	for r := range n {
+		want = append(want, fmt.Sprintf("parent 0: child %d answered %d", r, r*10+7),
+			fmt.Sprintf("child %d: got %d, merged rank %d", r, r, r+2))
+	}
+	return want
+}
+
+// TestOpenMPISpawnMultiple: MPI_Comm_spawn_multiple of two programs (2
+// ranks each) from a parent of 2 ranks: one child job of two apps,
+// which talks to its parents as one intercommunicator.
+func TestOpenMPISpawnMultiple(t *testing.T) {
+	prog := openMPI(t, "spawn")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "2", prog, "0", "multiple", "2", "2")
+	if res.status != 0 {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	want := []string{"parent 0: merged 6 ranks, sum 15 (want 15)"}
+	for r := range 4 {
+		kind := []string{"multiple-a", "multiple-b"}[r/2]
+		want = append(want, fmt.Sprintf("parent 0: child %d answered %d", r, r*10+7),
+			fmt.Sprintf("%s %d: got %d, merged rank %d", kind, r, r, r+2))
+	}
+	checkLines(t, res.stdout, want)
+}
+
+// TestOpenMPISpawnNested: a child spawns again: the parents (2 ranks)
+// start 2 children, whose rank 0 starts a grandchild of its own (a child
+// job of a child job, job 2) and talks to it.
+func TestOpenMPISpawnNested(t *testing.T) {
+	prog := openMPI(t, "spawn")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "2", "--tag-output", prog, "2", "nested")
+	if res.status != 0 {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{
+		"[1,0]<stdout>:parent 0: child 0 answered 7",
+		"[1,0]<stdout>:parent 0: child 1 answered 17",
+		"[1,0]<stdout>:parent 0: merged 4 ranks, sum 6 (want 6)",
+		"[2,0]<stdout>:nested 0: got 0, merged rank 2",
+		"[2,1]<stdout>:nested 1: got 1, merged rank 3",
+		"[2,0]<stdout>:child 0: child 0 answered 7",
+		"[2,0]<stdout>:child 0: merged 2 ranks, sum 1 (want 1)",
+		"[3,0]<stdout>:grandchild 0: got 0, merged rank 1",
+	})
+}
