@@ -109,6 +109,8 @@ func (d *Daemon) handle(ev any) {
 		d.pmixChildJob(e)
 	case pmiChildJob:
 		d.pmiChildJobWanted(e)
+	case pmiNameCall:
+		d.pmiNamesWanted(e)
 	case pmixDynamic:
 		d.pmixDynamicCall(e)
 	case tripwireHit:

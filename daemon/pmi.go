@@ -383,28 +383,3 @@ func (a *nodeAttrs) get(ctx context.Context, key string, wait bool) (string, boo
 		}
 	}
 }
-
-// errNotYet refuses the PMI name service until its wire is joined to
-// the daemons' (issue 33); the wire turns it into the client's failure
-// reply.
-var errNotYet = errors.New("not supported yet by prsh")
-
-// Publish will publish a name. TODO(issue 33): publishNames(s.job.num,
-// s.rank, map[string]string{service: port}, done), waited for as Fence.
-func (s *pmiService) Publish(_ context.Context, _, _ string) error {
-	return fmt.Errorf("MPI_Publish_name: %w", errNotYet)
-}
-
-// Lookup will look a name up. TODO(issue 33): lookupNames(s.job.num,
-// s.rank, []string{service}, false, done), waited for as Fence; a name
-// missing from the answer is pmi.ErrNotPublished.
-func (s *pmiService) Lookup(_ context.Context, _ string) (string, error) {
-	return "", fmt.Errorf("MPI_Lookup_name: %w", errNotYet)
-}
-
-// Unpublish will withdraw a name. TODO(issue 33):
-// unpublishNames(s.job.num, s.rank, []string{service}, done), waited for
-// as Fence.
-func (s *pmiService) Unpublish(_ context.Context, _ string) error {
-	return fmt.Errorf("MPI_Unpublish_name: %w", errNotYet)
-}

@@ -6,11 +6,11 @@ import (
 	"prsh/testbed"
 )
 
-// TestMPICHNameService: MPI_Publish_name and MPI_Lookup_name of an MPICH
-// program reach its orted over PMI-1, which refuses them for now (issue
-// 33: the name service is not there yet): each call returns an MPI error
-// at once, nothing hangs, and the program goes on to a normal end. Once
-// the name service lands, every call here says ok.
+// TestMPICHNameService: MPI_Publish_name, MPI_Lookup_name and
+// MPI_Unpublish_name of an MPICH program reach mpirun's name service over
+// PMI-1: a published name is found by every rank, on both nodes; a name
+// taken, or withdrawn by a rank that did not publish it, is an MPI error
+// at once; once withdrawn it is found no more.
 func TestMPICHNameService(t *testing.T) {
 	names := mpich(t, "pubnames")
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 1})
@@ -19,19 +19,22 @@ func TestMPICHNameService(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
 	}
 	checkLines(t, res.stdout, []string{
-		"rank 0 publish: MPI_ERR_NAME", // MPICH's class for a failed publish too
-		"rank 0 lookup: MPI_ERR_NAME",
-		"rank 1 lookup: MPI_ERR_NAME",
+		"rank 0 publish: ok",
+		"rank 0 lookup: ok",
+		"rank 1 lookup: ok",
+		"rank 0 publish again: MPI_ERR_NAME", // MPICH's class for a failed publish too
+		"rank 1 unpublish: MPI_ERR_SERVICE",
+		"rank 0 unpublish: ok",
+		"rank 0 lookup after: MPI_ERR_NAME",
+		"rank 1 lookup after: MPI_ERR_NAME",
 	})
 }
 
 // TestPMI2Spawn: Slurm's libpmi2 asks the orted for MPI_Comm_spawn's new
 // job and for the name service over PMI-2. The spawn starts a child job
 // of 2 ranks on the free slots: PMI2_Init tells them they were spawned,
-// and the parent's preput is in their key-value space. The name service
-// is refused for now (issue 33) in the way the client understands (a
-// reply without rc: one with rc=1 would pass for success, WIRE.md §9),
-// and the job goes on to a normal end. Without a free slot the spawn
+// and the parent's preput is in their key-value space; a name rank 0
+// publishes is found by every rank, and the job goes on to a normal end. Without a free slot the spawn
 // fails with mpirun's line, and the job goes on.
 func TestPMI2Spawn(t *testing.T) {
 	spawn := pmi2(t, "pmi2spawn")
@@ -42,9 +45,9 @@ func TestPMI2Spawn(t *testing.T) {
 	}
 	checkLines(t, res.stdout, []string{
 		"rank 0 spawn: ok",
-		"rank 0 publish: failed",
-		"rank 0 lookup: failed ",
-		"rank 1 lookup: failed ",
+		"rank 0 publish: ok",
+		"rank 0 lookup: ok port-of-rank-0",
+		"rank 1 lookup: ok port-of-rank-0",
 		"child 0: spawned 1, parent's port port-of-rank-0",
 		"child 1: spawned 1, parent's port port-of-rank-0",
 	})
@@ -54,8 +57,9 @@ func TestPMI2Spawn(t *testing.T) {
 		t.Fatalf("no free slot: exit %d, stderr:\n%s", res.status, res.stderr)
 	}
 	checkLines(t, res.stdout, []string{
-		"rank 0 spawn: failed", "rank 0 publish: failed",
-		"rank 0 lookup: failed ", "rank 1 lookup: failed ", "rank 2 lookup: failed ", "rank 3 lookup: failed ",
+		"rank 0 spawn: failed", "rank 0 publish: ok",
+		"rank 0 lookup: ok port-of-rank-0", "rank 1 lookup: ok port-of-rank-0",
+		"rank 2 lookup: ok port-of-rank-0", "rank 3 lookup: ok port-of-rank-0",
 	})
 	checkMpirunLines(t, res.stderr, `^mpirun: rank 0 asked for a child job: a child job of 2 ranks, but only 0 slots free \(node001: 0, node002: 0\); use --oversubscribe to allow it$`)
 }

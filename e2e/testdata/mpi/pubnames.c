@@ -1,5 +1,7 @@
-/* MPI_Publish_name and MPI_Lookup_name (which MPICH sends to the PMI
- * server): rank 0 publishes, then every rank looks the name up. Each
+/* MPI_Publish_name, MPI_Lookup_name and MPI_Unpublish_name (which MPICH
+ * sends to the PMI server): rank 0 publishes, every rank looks the name
+ * up; rank 0 publishes it again (taken), rank 1 tries to withdraw it (not
+ * its own), rank 0 withdraws it, and every rank looks it up again. Each
  * call's outcome is one line: ok, or the MPI error class it returned. */
 #include <mpi.h>
 #include <stdio.h>
@@ -29,6 +31,16 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     int rc = MPI_Lookup_name("prsh-e2e", MPI_INFO_NULL, port);
     report(rank, "lookup", rc == MPI_SUCCESS && strcmp(port, "port-of-rank-0") != 0 ? MPI_ERR_OTHER : rc);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        report(rank, "publish again", MPI_Publish_name("prsh-e2e", MPI_INFO_NULL, "another-port"));
+    if (rank == 1)
+        report(rank, "unpublish", MPI_Unpublish_name("prsh-e2e", MPI_INFO_NULL, "port-of-rank-0"));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        report(rank, "unpublish", MPI_Unpublish_name("prsh-e2e", MPI_INFO_NULL, "port-of-rank-0"));
+    MPI_Barrier(MPI_COMM_WORLD);
+    report(rank, "lookup after", MPI_Lookup_name("prsh-e2e", MPI_INFO_NULL, port));
     MPI_Finalize();
     return 0;
 }
