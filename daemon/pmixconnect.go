@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -174,8 +173,8 @@ func (d *Daemon) acrossOf(procs []pmix.Proc) ([]protocol.JobRanks, error) {
 
 // pmixAcross: every local rank listed entered a connect, disconnect or
 // fence over procs. One job's is a fence over its group (pmix.go); that
-// of several jobs, a fence over their group: the local members still
-// running enter it, the node's data riding on the first.
+// of several jobs, a fence over their group that the local members
+// still running enter, carrying no data (pmixAcrossFenceDone).
 func (d *Daemon) pmixAcross(op acrossOp, procs []pmix.Proc, data []byte, timeout time.Duration) {
 	d.log.Debug("PMIx across jobs", "op", op.kind, "procs", procs)
 	jobs, err := d.acrossOf(procs)
@@ -209,10 +208,10 @@ func (d *Daemon) pmixAcross(op acrossOp, procs []pmix.Proc, data []byte, timeout
 	op.jobs = jobs
 	name := protocol.AcrossName(jobs)
 	d.pmix.across[name] = append(d.pmix.across[name], op) // first: it may complete in a step
-	in[0].Puts = []modex.KV{{Key: pmixKey(d.cfg.ID), Value: base64.StdEncoding.EncodeToString(data)}}
 	if op.kind == "fence" && !d.knowsAll(jobs) {
-		in[0].Puts = append(in[0].Puts, modex.KV{Key: unknownPrefix + strconv.Itoa(d.cfg.ID), Value: "1"})
+		in[0].Puts = []modex.KV{{Key: unknownPrefix + strconv.Itoa(d.cfg.ID), Value: "1"}}
 	}
+
 	for _, e := range in {
 		d.step(e)
 	}
@@ -265,9 +264,15 @@ func (d *Daemon) knowsAll(jobs []protocol.JobRanks) bool {
 // fails everywhere. PMI clients cannot reach it (pmixKey).
 const unknownPrefix = "\x00pmix-unknown/"
 
-// pmixAcrossFenceDone answers a fence over several jobs with the data
-// of every node that took part, or refuses it where one of them did not
-// know every namespace (jobs that did not connect first).
+// pmixAcrossFenceDone answers a fence over several jobs, or refuses it
+// where a node did not know every namespace (jobs that did not connect
+// first). It hands the library no data, even when the ranks asked it to
+// collect some: their gets of the other jobs' data go by direct modex.
+// PMIx 4.2.2's library packs a node's part of such a fence by the
+// position of each process in a list that differs between nodes (their
+// namespaces' order), so that the parts of all nodes, put together,
+// gave a rank another rank's value (job b's rank read job a's rank 0's
+// for rank 2, in e2e TestDVMFenceAcrossJobs).
 func (d *Daemon) pmixAcrossFenceDone(op acrossOp, puts []modex.KV) {
 	for _, kv := range puts {
 		if strings.HasPrefix(kv.Key, unknownPrefix) {
@@ -276,19 +281,7 @@ func (d *Daemon) pmixAcrossFenceDone(op acrossOp, puts []modex.KV) {
 			return
 		}
 	}
-	var all []byte
-	for _, kv := range puts {
-		b, err := base64.StdEncoding.DecodeString(kv.Value)
-		if err != nil {
-			op.reply.Send(nil, pmix.ErrFailed)
-			return
-		}
-		all = append(all, b...)
-	}
-	if !op.collect {
-		all = nil
-	}
-	op.reply.Send(all, nil)
+	op.reply.Send(nil, nil)
 }
 
 // otherJob is a job's namespace registered here for the local jobs

@@ -74,8 +74,10 @@ func dvmLog() []string {
 // each rank gets what the other job's last rank put before (a direct
 // modex across jobs, asked by daemons too that hold no rank of the
 // other job: node003 holds none of b's), then they fence over both
-// namespaces collecting data and disconnect.
-// Then two more jobs fence over both namespaces without connecting
+// namespaces collecting data, every rank gets every value of the other
+// job right (by direct modex: such a fence hands the library no data),
+// and they disconnect. Then the same with each job listing its own
+// namespace first (the nodes' lists then differ). Then two more jobs fence over both namespaces without connecting
 // first, where node003 holds ranks of one only, so that its PMIx server
 // does not know the other's namespace: the fence is refused
 // (PMIX_ERR_NOT_SUPPORTED) for every rank, rather than leave a rank's
@@ -90,12 +92,12 @@ func TestDVMFenceAcrossJobs(t *testing.T) {
 		}
 	})
 	sizes := map[string]int{"a": 3, "b": 2}
-	for _, connect := range []bool{true, false} {
+	for _, mode := range []string{"", "mixed", "fence"} {
 		clients := map[string]atOnce{}
 		for self, other := range map[string]string{"a": "b", "b": "a"} {
 			args := []string{"--dvm", uri, "-np", itoa(sizes[self]), "--map-by", "node", prog, self, other}
-			if !connect {
-				args = slices.Insert(args, len(args)-2, "fence")
+			if mode != "" {
+				args = slices.Insert(args, len(args)-2, mode)
 			}
 			cmd, out, stderr := dvmClient(t, c, marksDir(t), nil, args...)
 			clients[self] = atOnce{cmd, out, stderr}
@@ -103,21 +105,33 @@ func TestDVMFenceAcrossJobs(t *testing.T) {
 		for self, other := range map[string]string{"a": "b", "b": "a"} {
 			cl := clients[self]
 			if st := waitExit(t, cl.cmd); st != 0 || cl.stderr.String() != "" {
-				t.Errorf("job %s (connect %v): exit %d, stderr:\n%s", self, connect, st, cl.stderr)
+				t.Errorf("job %s (%q): exit %d, stderr:\n%s", self, mode, st, cl.stderr)
 			}
-			var want []string
-			for r := range sizes[self] {
-				if !connect {
-					want = append(want, fmt.Sprintf("%s rank %d: fence over both jobs: NOT-SUPPORTED", self, r))
-					continue
-				}
-				want = append(want, fmt.Sprintf("%s rank %d: fence over both jobs: SUCCESS", self, r),
-					fmt.Sprintf("%s rank %d got \"%s early %d\"", self, r, other, sizes[other]-1))
-			}
-			checkLines(t, cl.stdout.String(), want)
+			checkLines(t, cl.stdout.String(), acrossLines(mode, self, other, sizes))
 		}
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// acrossLines is what each rank of job self prints in a mode of
+// across.c.
+func acrossLines(mode, self, other string, sizes map[string]int) []string {
+	var want []string
+	for r := range sizes[self] {
+		fence := fmt.Sprintf("%s rank %d: fence over both jobs: ", self, r)
+		switch {
+		case mode == "fence":
+			want = append(want, fence+"NOT-SUPPORTED")
+			continue
+		default:
+			want = append(want, fence+"SUCCESS")
+			for o := range sizes[other] {
+				want = append(want, fmt.Sprintf("%s rank %d got \"%s rank %d\"", self, r, other, o))
+			}
+		}
+		want = append(want, fmt.Sprintf("%s rank %d got \"%s early %d\"", self, r, other, sizes[other]-1))
+	}
+	return want
 }
 
 // TestDVMNamesFail: the name service's failures are the program's

@@ -7,6 +7,11 @@
 //                       jobs), fences over both namespaces (all got
 //                       it), puts "SELF rank R", fences over both
 //                       namespaces collecting data, and disconnects.
+//                       Both jobs list the two namespaces in the same
+//                       order (sorted), as PMIx wants of a fence's
+//                       members.
+//   mixed SELF OTHER    the same, each job listing its own namespace
+//                       first (the nodes' lists then differ)
 //   fence SELF OTHER    the fence alone, without connect: it prints the
 //                       fence's status only
 //   lookup KEY          a lookup of KEY that waits at most 1 second:
@@ -52,6 +57,8 @@ static void put(const char *key, const char *format, const char *self, uint32_t 
     PMIx_Commit();
 }
 
+static bool selfFirst;
+
 static void across(pmix_proc_t me, const char *self, const char *other, bool connect) {
     bool yes = true;
     put("prsh.early", "%s early %u", self, me.rank);
@@ -70,8 +77,9 @@ static void across(pmix_proc_t me, const char *self, const char *other, bool con
         return;
     }
     pmix_proc_t both[2];
-    PMIX_LOAD_PROCID(&both[0], me.nspace, PMIX_RANK_WILDCARD);
-    PMIX_LOAD_PROCID(&both[1], peer, PMIX_RANK_WILDCARD);
+    bool mineFirst = selfFirst || strcmp(me.nspace, peer) < 0;
+    PMIX_LOAD_PROCID(&both[mineFirst ? 0 : 1], me.nspace, PMIX_RANK_WILDCARD);
+    PMIX_LOAD_PROCID(&both[mineFirst ? 1 : 0], peer, PMIX_RANK_WILDCARD);
     if (connect && (rc = PMIx_Connect(both, 2, NULL, 0)) != PMIX_SUCCESS) {
         printf("%s rank %u: connect: %s\n", self, me.rank, PMIx_Error_string(rc));
         return;
@@ -97,9 +105,14 @@ static void across(pmix_proc_t me, const char *self, const char *other, bool con
     if (!connect) {
         return;
     }
-    // Not checked: a get of what the fence collected from the other job
-    // gave, once in about fifteen runs, another rank's value (PMIx
-    // 4.2.2's hash store; issue 33's report).
+    pmix_value_t *size = NULL;
+    pmix_proc_t job;
+    PMIX_LOAD_PROCID(&job, peer, PMIX_RANK_WILDCARD);
+    if (rc == PMIX_SUCCESS && PMIx_Get(&job, PMIX_JOB_SIZE, NULL, 0, &size) == PMIX_SUCCESS) {
+        for (uint32_t r = 0; r < size->data.uint32; r++) {
+            get(self, me, peer, r, "prsh.across");
+        }
+    }
     if ((rc = PMIx_Disconnect(both, 2, NULL, 0)) != PMIX_SUCCESS) {
         printf("%s rank %u: disconnect: %s\n", self, me.rank, PMIx_Error_string(rc));
     }
@@ -108,7 +121,7 @@ static void across(pmix_proc_t me, const char *self, const char *other, bool con
 int main(int argc, char **argv) {
     pmix_proc_t me;
     if (argc < 3 || PMIx_Init(&me, NULL, 0) != PMIX_SUCCESS) {
-        fprintf(stderr, "usage: across SELF OTHER | lookup KEY (under a PMIx server)\n");
+        fprintf(stderr, "usage: across SELF OTHER | mixed SELF OTHER | fence SELF OTHER | lookup KEY (under a PMIx server)\n");
         return 2;
     }
     if (strcmp(argv[1], "lookup") == 0) {
@@ -116,6 +129,9 @@ int main(int argc, char **argv) {
         printf("lookup %s: %s\n", argv[2], PMIx_Error_string(lookup(argv[2], 1, &value)));
     } else if (strcmp(argv[1], "fence") == 0 && argc == 4) {
         across(me, argv[2], argv[3], false);
+    } else if (strcmp(argv[1], "mixed") == 0 && argc == 4) {
+        selfFirst = true;
+        across(me, argv[2], argv[3], true);
     } else if (argc == 3) {
         across(me, argv[1], argv[2], true);
     }
