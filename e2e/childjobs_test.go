@@ -319,3 +319,18 @@ func TestOpenMPISpawnNested(t *testing.T) {
 		"[3,0]<stdout>:grandchild 0: got 0, merged rank 1",
 	})
 }
+
+// TestOpenMPISpawnLoop: the master-worker pattern, a master that spawns
+// one worker 30 times in turn: every answer is right and mpirun ends
+// with 0, nothing left. A worker's slot is free again only once mpirun
+// has heard of its job's end, which may come after the master's next
+// spawn (README, "Not yet"): --oversubscribe keeps that race out.
+func TestOpenMPISpawnLoop(t *testing.T) {
+	prog := openMPI(t, "spawnloop")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 1, UTS: true})
+	res := mpirun(t, c, "--oversubscribe", "-np", "1", prog, "30")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{"master: 30 of 30 workers answered right"})
+}

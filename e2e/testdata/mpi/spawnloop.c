@@ -1,0 +1,39 @@
+/* The master-worker pattern: one master spawns one worker N times in
+ * turn; each worker gets a number, answers it doubled and disconnects.
+ * The master prints each answer and, at the end, how many were right. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{
+    MPI_Comm parent, worker;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_get_parent(&parent);
+    if (parent != MPI_COMM_NULL) {
+        int n;
+        MPI_Recv(&n, 1, MPI_INT, 0, 0, parent, MPI_STATUS_IGNORE);
+        n *= 2;
+        MPI_Send(&n, 1, MPI_INT, 0, 0, parent);
+        MPI_Comm_disconnect(&parent);
+        MPI_Finalize();
+        return 0;
+    }
+    int times = argc > 1 ? atoi(argv[1]) : 30, right = 0;
+    for (int i = 0; i < times; i++) {
+        int rc = MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &worker,
+                                MPI_ERRCODES_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            printf("spawn %d failed\n", i);
+            break;
+        }
+        int answer;
+        MPI_Send(&i, 1, MPI_INT, 0, 0, worker);
+        MPI_Recv(&answer, 1, MPI_INT, 0, 0, worker, MPI_STATUS_IGNORE);
+        right += answer == 2 * i;
+        MPI_Comm_disconnect(&worker);
+    }
+    printf("master: %d of %d workers answered right\n", right, times);
+    MPI_Finalize();
+    return 0;
+}
