@@ -334,3 +334,25 @@ func TestOpenMPISpawnLoop(t *testing.T) {
 	}
 	checkLines(t, res.stdout, []string{"master: 30 of 30 workers answered right"})
 }
+
+// TestOpenMPISpawnRoots: a spawn over MPI_COMM_WORLD whose root is the
+// last rank, not 0, and every rank spawning a child of its own at the
+// same time (three child jobs at once): each parent's line is right.
+func TestOpenMPISpawnRoots(t *testing.T) {
+	prog := openMPI(t, "spawnroots")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "3", "--map-by", "node", prog, "root")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("root: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{
+		"parent 0: merged 5 ranks, sum 10", "parent 1: merged 5 ranks, sum 10", "parent 2: merged 5 ranks, sum 10",
+	})
+	res = mpirun(t, c, "-np", "3", "--map-by", "node", prog, "self")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("self: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{
+		"parent 0: its child answered 100", "parent 1: its child answered 101", "parent 2: its child answered 102",
+	})
+}
