@@ -136,14 +136,7 @@ func TestPMIxChildJobInterrupt(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
 	cmd, stdout, stderr := startMpirun(t, c, "-np", "2", prog, "4", "sleep=1000")
 	stdout.waitFor(t, "rank 0 started a child job of 4 ranks")
-	cmd.Process.Signal(syscall.SIGINT)
-	if status := waitExit(t, cmd); status != 130 {
-		t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)
-	}
-	checkOneLine(t, stderr.String(), `^mpirun: caught SIGINT, terminating the job$`)
-	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
-		t.Fatalf("left running after Ctrl-C: %+v", left)
-	}
+	interrupted(t, c, cmd, stderr)
 }
 
 // TestDVMChildJob: in a DVM a child job belongs to the client of the

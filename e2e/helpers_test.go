@@ -258,3 +258,18 @@ func stopAndContinue(t *testing.T, cmd *exec.Cmd, ranks []int) {
 	waitState(t, ranks, "SR")
 	waitState(t, []int{cmd.Process.Pid}, "SR")
 }
+
+// interrupted sends mpirun Ctrl-C and checks that it ends as it should:
+// status 130, the one line saying why, nothing left on any node.
+func interrupted(t *testing.T, c *testbed.Cluster, cmd *exec.Cmd, stderr *lockedBuffer) {
+	t.Helper()
+	cmd.Process.Signal(syscall.SIGINT)
+	if status := waitExit(t, cmd); status != 130 {
+		t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)
+	}
+	checkOneLine(t, stderr.String(), `^mpirun: caught SIGINT, terminating the job$`)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Fatalf("left running after Ctrl-C: %+v", left)
+	}
+}

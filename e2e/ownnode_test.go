@@ -76,14 +76,7 @@ func TestOwnNodeJobControl(t *testing.T) {
 	})
 	t.Run("Ctrl-C", func(t *testing.T) {
 		cmd, stderr, _ := started(t, c, 4, append(ownNode, "-np", "4", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 1000`)...)
-		cmd.Process.Signal(syscall.SIGINT)
-		if status := waitExit(t, cmd); status != 130 {
-			t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)
-		}
-		checkOneLine(t, stderr.String(), `^mpirun: caught SIGINT, terminating the job$`)
-		if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
-			t.Fatalf("left running after Ctrl-C: %+v", left)
-		}
+		interrupted(t, c, cmd, stderr)
 	})
 	t.Run("Ctrl-Z", func(t *testing.T) { ownNodeStop(t, c) })
 	t.Run("timeout", func(t *testing.T) {

@@ -9,9 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"prsh/testbed"
 )
@@ -303,15 +301,7 @@ func TestPMIFenceNeverEntered(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(marks, "ready")); err != nil {
 					t.Fatalf("rank 2 is not ready: %v", err)
 				}
-				cmd.Process.Signal(syscall.SIGINT)
-				if status := waitExit(t, cmd); status != 130 {
-					t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)
-				}
-				checkOneLine(t, stderr.String(), `^mpirun: caught SIGINT, terminating the job$`)
-				if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
-					c.KillLeftovers()
-					t.Fatalf("left running after Ctrl-C: %+v", left)
-				}
+				interrupted(t, c, cmd, stderr)
 			})
 		}
 	}

@@ -19,14 +19,7 @@ func TestInterrupt(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 16, Slots: 2})
 	cmd, stderr, _ := started(t, c, 32, "--spawn-degree", "4", "-np", "32",
 		"sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 1000`)
-	cmd.Process.Signal(syscall.SIGINT)
-	if status := waitExit(t, cmd); status != 130 {
-		t.Errorf("exit %d, want 130; stderr:\n%s", status, stderr)
-	}
-	checkOneLine(t, stderr.String(), `^mpirun: caught SIGINT, terminating the job$`)
-	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
-		t.Fatalf("left running after Ctrl-C: %+v", left)
-	}
+	interrupted(t, c, cmd, stderr)
 }
 
 // TestRanksIgnoringSIGTERM are killed after the grace period.
