@@ -70,17 +70,7 @@ func TestMPICHAbort(t *testing.T) {
 // TestSlurmLibPMI2 runs a program against Slurm's libpmi2: KVS across the
 // ranks, the mapping, a node attribute waited for, and PMIX_Ring.
 func TestSlurmLibPMI2(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts PMI-2 programs")
-	}
-	if _, err := os.Stat("/usr/include/slurm/pmi2.h"); err != nil {
-		t.Skip("slurm/pmi2.h not found: apt-get install -y libpmi2-0-dev")
-	}
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skip("no C compiler (cc) found")
-	}
-	bin := compile(t, cc, "pmi2client.c", "-lpmi2")
+	bin := compileLibPMI2(t, "pmi2client.c")
 	for _, n := range []int{1, 2, 4} {
 		placement := make([]int, n)
 		t.Run(placementName(placement), func(t *testing.T) {
