@@ -211,7 +211,6 @@ func (d *Daemon) pmixAcross(op acrossOp, procs []pmix.Proc, data []byte, timeout
 	if op.kind == "fence" && !d.knowsAll(jobs) {
 		in[0].Puts = []modex.KV{{Key: unknownPrefix + strconv.Itoa(d.cfg.ID), Value: "1"}}
 	}
-
 	for _, e := range in {
 		d.step(e)
 	}
