@@ -19,7 +19,7 @@ import (
 // publishes in its connect) is Bytes instead, which JSON carries whole.
 type Name struct {
 	Key, Value string
-	Bytes      []byte `json:",omitempty"`
+	Bytes      []byte // null for a string value, "" (base64) for an empty byte object
 	Job, Rank  int
 }
 
