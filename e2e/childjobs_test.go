@@ -349,3 +349,19 @@ func TestOpenMPISpawnRoots(t *testing.T) {
 		"parent 0: its child answered 100", "parent 1: its child answered 101", "parent 2: its child answered 102",
 	})
 }
+
+// TestOpenMPISpawnChildAborts: a child's MPI_Abort while its parents
+// and the other child wait for it ends every job with its status and a
+// line naming the child job, its parent and the rank; nothing is left.
+func TestOpenMPISpawnChildAborts(t *testing.T) {
+	prog := openMPI(t, "spawnroots")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "3", "--map-by", "node", prog, "abort")
+	if res.status != 7 {
+		t.Fatalf("exit %d, want 7; stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr, `^mpirun: child job 1 \(spawned by rank 2\): node00[1-3]: rank 1 called MPI_Abort with status 7$`)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		t.Fatalf("left running: %+v", left)
+	}
+}

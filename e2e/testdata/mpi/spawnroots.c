@@ -5,6 +5,8 @@
  *   spawnroots self   every rank spawns 1 child on MPI_COMM_SELF at the
  *                     same time (several child jobs at once); each child
  *                     answers its parent's rank + 100.
+ *   spawnroots abort  as root, but the children's rank 1 calls MPI_Abort
+ *                     with 7 while the others wait in the merge.
  * Children print nothing; parents print one line each. */
 #include <mpi.h>
 #include <stdio.h>
@@ -12,6 +14,10 @@
 
 static void child(MPI_Comm parent, const char *mode)
 {
+    int me;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    if (strcmp(mode, "abort") == 0 && me == 1)
+        MPI_Abort(MPI_COMM_WORLD, 7);
     if (strcmp(mode, "self") == 0) {
         int n;
         MPI_Recv(&n, 1, MPI_INT, 0, 0, parent, MPI_STATUS_IGNORE);
