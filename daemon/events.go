@@ -107,10 +107,8 @@ func (d *Daemon) handle(ev any) {
 		d.pmixDirectModex(e)
 	case pmixChildJob:
 		d.pmixChildJob(e)
-	case pmiChildJob:
-		d.pmiChildJobWanted(e)
-	case pmiNameCall:
-		d.pmiNamesWanted(e)
+	case pmiLoopCall:
+		d.pmiLoopCallWanted(e)
 	case pmixDynamic:
 		d.pmixDynamicCall(e)
 	case tripwireHit:
