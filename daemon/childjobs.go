@@ -64,7 +64,7 @@ func (d *Daemon) childJobAnswered(a protocol.ChildJobAnswered) {
 // hears the result next.
 func (d *Daemon) placeChildJob(a protocol.PlaceChildJob) {
 	placed := protocol.ChildJobPlaced{ID: a.ID, From: a.From, Job: a.Job, Rank: a.Rank}
-	app, err := d.childLaunch(a)
+	app, added, err := d.childLaunch(a)
 	switch {
 	case err != nil:
 		placed.Err = fmt.Sprintf("rank %d%s asked for a child job: %v", a.Rank, d.ofChildJob(a.Job), err)
@@ -75,7 +75,7 @@ func (d *Daemon) placeChildJob(a protocol.PlaceChildJob) {
 		}
 	default:
 		d.lastChild++
-		placed.Child, placed.App = d.lastChild, app
+		placed.Child, placed.App, placed.Added = d.lastChild, app, added
 	}
 	d.next = append(d.next, placed)
 }
@@ -96,13 +96,13 @@ func (d *Daemon) ofChildJob(job int) string {
 	return fmt.Sprintf(" of child job %d", job)
 }
 
-// childLaunch is the Launch of a child job: each program's ranks placed
-// on the free slots of the nodes its hints allow, in order, with the
-// parent job's environment under the program's own.
-func (d *Daemon) childLaunch(a protocol.PlaceChildJob) (protocol.Launch, error) {
+// childLaunch is the Launch of a child job, and the hosts it adds: each
+// program's ranks placed on the free slots of the nodes its hints allow,
+// in order, with the parent job's environment under the program's own.
+func (d *Daemon) childLaunch(a protocol.PlaceChildJob) (protocol.Launch, []string, error) {
 	spec, parent := d.machine.Job(), a.Parent
 	if len(a.Req.Apps) == 0 {
-		return protocol.Launch{}, errors.New("it names no program")
+		return protocol.Launch{}, nil, errors.New("it names no program")
 	}
 	app := protocol.Launch{
 		StdinRank: protocol.StdinNone, MergeStderr: parent.MergeStderr, NoPMIx: parent.NoPMIx,
@@ -110,11 +110,14 @@ func (d *Daemon) childLaunch(a protocol.PlaceChildJob) (protocol.Launch, error) 
 		Preput:   a.Req.Preput,
 		RankNode: []int{},
 	}
-	used := slices.Clone(a.Used)
+	p := childPlacing{used: map[int]int{}}
+	for id, n := range a.Used {
+		p.used[id] = n
+	}
 	for i, sa := range a.Req.Apps {
-		nodes, err := d.placeChildApp(sa, a.Req.Info, used)
+		nodes, err := d.placeChildApp(sa, a.Req.Info, &p)
 		if err != nil {
-			return protocol.Launch{}, err
+			return protocol.Launch{}, nil, err
 		}
 		prog := childApp(sa, a.Req.Info, parent)
 		prog.First = len(app.RankNode)
@@ -125,7 +128,23 @@ func (d *Daemon) childLaunch(a protocol.PlaceChildJob) (protocol.Launch, error) 
 			app.More = append(app.More, prog)
 		}
 	}
-	return app, nil
+	return app, p.added, nil
+}
+
+// childPlacing is what a child job's programs take as they are placed:
+// the ranks on each daemon (by id; the i-th added host's is -1-i), and
+// the hosts added.
+type childPlacing struct {
+	used  map[int]int
+	added []string
+}
+
+// childNode is a node a program of a child job may run on: a daemon's,
+// or (id < 0) a host the request adds.
+type childNode struct {
+	id    int
+	name  string
+	slots int
 }
 
 // childApp is one program of a child job: where it runs (its wdir hint,
@@ -146,21 +165,16 @@ func hint(sa modex.SpawnApp, jobInfo map[string]string, key string) string {
 	return jobInfo[key]
 }
 
-// placeChildApp places one program's ranks on the daemons its host or
-// hostfile hint names (else all of them), adding them to used.
-func (d *Daemon) placeChildApp(sa modex.SpawnApp, jobInfo map[string]string, used []int) ([]int, error) {
-	ids, err := d.childHosts(sa, jobInfo)
+// placeChildApp places one program's ranks on the nodes its hints name
+// (else on every node with slots), adding them to p.
+func (d *Daemon) placeChildApp(sa modex.SpawnApp, jobInfo map[string]string, p *childPlacing) ([]int, error) {
+	nodes, err := d.childHosts(sa, jobInfo, p)
 	if err != nil {
 		return nil, err
 	}
-	slots := d.cfg.ChildJobs.Slots
-	hosts := d.machine.Job().Hosts
-	rooms := make([]job.Room, len(ids))
-	for i, id := range ids {
-		rooms[i] = job.Room{Name: hosts[id], Used: used[id]}
-		if id < len(slots) {
-			rooms[i].Slots = slots[id]
-		}
+	rooms := make([]job.Room, len(nodes))
+	for i, n := range nodes {
+		rooms[i] = job.Room{Name: n.name, Slots: n.slots, Used: p.used[n.id]}
 	}
 	by, err := job.ParseMapBy(hint(sa, jobInfo, "map-by"))
 	if err != nil {
@@ -170,26 +184,63 @@ func (d *Daemon) placeChildApp(sa modex.SpawnApp, jobInfo map[string]string, use
 	if err != nil {
 		return nil, err
 	}
-	nodes := make([]int, len(placed))
+	ids := make([]int, len(placed))
 	for r, i := range placed {
-		nodes[r] = ids[i]
-		used[ids[i]]++
+		ids[r] = nodes[i].id
+		p.used[nodes[i].id]++
+	}
+	return ids, nil
+}
+
+// childHosts are the nodes a program may run on: those its host,
+// add-host or hostfile hint names, in the hint's order, or every node
+// with slots. A host and a hostfile name the job's nodes; add-host may
+// name others, which the job adds (p.added), with the slots it gives
+// them (one by default, as -H).
+func (d *Daemon) childHosts(sa modex.SpawnApp, jobInfo map[string]string, p *childPlacing) ([]childNode, error) {
+	named, err := namedHosts(sa, jobInfo)
+	if err != nil {
+		return nil, err
+	}
+	var adds []job.Host
+	if list := hint(sa, jobInfo, "add-host"); list != "" {
+		if adds, err = job.ParseHostList(list); err != nil {
+			return nil, fmt.Errorf("add-host: %w", err)
+		}
+	}
+	if len(named) == 0 && len(adds) == 0 {
+		return d.everyChildNode(), nil
+	}
+	var nodes []childNode
+	include := func(n childNode) {
+		if !slices.ContainsFunc(nodes, func(o childNode) bool { return o.id == n.id }) {
+			nodes = append(nodes, n)
+		}
+	}
+	for _, name := range named {
+		id := d.daemonOfHost(name)
+		if id < 0 {
+			return nil, fmt.Errorf("host %s is not one of the job's nodes (add-host adds a node)", name)
+		}
+		include(childNode{id, name, d.slotsOf(id)})
+	}
+	for _, h := range adds {
+		n, err := d.addedNode(h, p)
+		if err != nil {
+			return nil, err
+		}
+		include(n)
 	}
 	return nodes, nil
 }
 
-// childHosts are the daemons a program may run on: those of the nodes
-// its host, add-host or hostfile hint names, in the hint's order, or
-// every daemon that runs ranks. A child job runs on the daemons already
-// up: a host that is not one of them is an error.
-func (d *Daemon) childHosts(sa modex.SpawnApp, jobInfo map[string]string) ([]int, error) {
+// namedHosts are the hosts a program's host and hostfile hints name.
+func namedHosts(sa modex.SpawnApp, jobInfo map[string]string) ([]string, error) {
 	var named []string
-	for _, key := range []string{"host", "add-host"} { // add-host too: no daemon starts for a child job
-		if list := hint(sa, jobInfo, key); list != "" {
-			for _, h := range strings.Split(list, ",") {
-				name, _, _ := strings.Cut(strings.TrimSpace(h), ":")
-				named = append(named, name)
-			}
+	if list := hint(sa, jobInfo, "host"); list != "" {
+		for _, h := range strings.Split(list, ",") {
+			name, _, _ := strings.Cut(strings.TrimSpace(h), ":")
+			named = append(named, name)
 		}
 	}
 	if file := hint(sa, jobInfo, "hostfile"); file != "" {
@@ -201,31 +252,52 @@ func (d *Daemon) childHosts(sa modex.SpawnApp, jobInfo map[string]string) ([]int
 			named = append(named, h.Name)
 		}
 	}
-	if len(named) == 0 {
-		return d.rankDaemons(), nil
-	}
-	var ids []int
-	for _, name := range named {
-		id := d.daemonOfHost(name)
-		if id < 0 {
-			return nil, fmt.Errorf("host %s is not one of the job's nodes (a child job runs on the daemons already up)", name)
-		}
-		if !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
-	}
-	return ids, nil
+	return named, nil
 }
 
-// rankDaemons are the daemons whose nodes have slots.
-func (d *Daemon) rankDaemons() []int {
-	var ids []int
-	for id, n := range d.cfg.ChildJobs.Slots {
-		if n > 0 {
-			ids = append(ids, id)
+// addedNode is an add-host's node: the job's own if it has it (the
+// slots it had), else a host to add with the slots h gives it. A DVM
+// starts no daemon for a job.
+func (d *Daemon) addedNode(h job.Host, p *childPlacing) (childNode, error) {
+	if id := d.daemonOfHost(h.Name); id >= 0 {
+		return childNode{id, h.Name, d.slotsOf(id)}, nil
+	}
+	if d.dvm != nil {
+		return childNode{}, fmt.Errorf("host %s is not one of the DVM's nodes (a DVM starts no daemon for a job)", h.Name)
+	}
+	i := slices.Index(p.added, h.Name)
+	if i < 0 {
+		i = len(p.added)
+		p.added = append(p.added, h.Name)
+	}
+	if d.addedSlots == nil {
+		d.addedSlots = map[string]int{}
+	}
+	d.addedSlots[h.Name] = h.Slots
+	return childNode{-1 - i, h.Name, h.Slots}, nil
+}
+
+// everyChildNode lists the nodes with slots, by daemon.
+func (d *Daemon) everyChildNode() []childNode {
+	var nodes []childNode
+	for id, h := range d.machine.Job().Hosts {
+		if n := d.slotsOf(id); n > 0 {
+			nodes = append(nodes, childNode{id, h, n})
 		}
 	}
-	return ids
+	return nodes
+}
+
+// slotsOf is the slots of daemon id's node: those the job planned, or
+// the ones its add-host gave it.
+func (d *Daemon) slotsOf(id int) int {
+	if id < len(d.cfg.ChildJobs.Slots) {
+		return d.cfg.ChildJobs.Slots[id]
+	}
+	if hosts := d.machine.Job().Hosts; id < len(hosts) {
+		return d.addedSlots[hosts[id]]
+	}
+	return 0
 }
 
 // daemonOfHost is the daemon of the node name names (as the job's host
@@ -234,7 +306,7 @@ func (d *Daemon) daemonOfHost(name string) int {
 	for id, h := range d.machine.Job().Hosts {
 		_, bare, _ := strings.Cut(h, "@")
 		if h == name || (bare != "" && bare == name) {
-			if id < len(d.cfg.ChildJobs.Slots) && d.cfg.ChildJobs.Slots[id] > 0 {
+			if d.slotsOf(id) > 0 {
 				return id
 			}
 		}

@@ -128,6 +128,8 @@ type Daemon struct {
 	// lastChild numbers a plain mpirun's child jobs (childjobs.go).
 	childReqs childRequests
 	lastChild int
+	// addedSlots are the slots of the hosts child jobs added, by name.
+	addedSlots map[string]int
 
 	sink      iof.Sink
 	terminal  *iof.Terminal

@@ -82,6 +82,38 @@ func TestPMIxChildJob(t *testing.T) {
 	}
 }
 
+// TestPMIxChildJobAddHost: a child job on hosts the job does not have
+// (PMIX_ADD_HOST, MPI_Comm_spawn's add-host): mpirun starts an orted on
+// each first, and the children run there. More ranks than the added
+// host's slots is refused; a host that cannot be reached ends the job
+// with a line naming it.
+func TestPMIxChildJobAddHost(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-H", "node001:2,node002:2", "-np", "2", prog, "4", "addhost=node003:2,node004:2")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	want := append(childLines(4, []string{"node003", "node004"}, parentOf(t, res.stdout)), "rank 0 started a child job of 4 ranks")
+	checkLines(t, res.stdout, want)
+
+	res = mpirun(t, c, "-H", "node001:2", "-np", "2", prog, "2", "addhost=node004")
+	if res.status != 3 {
+		t.Errorf("2 children on an added host of 1 slot: exit %d, want 3; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr,
+		`^mpirun: rank 0 asked for a child job: a child job of 2 ranks, but only 1 slot free \(node004: 1\); use --oversubscribe to allow it$`,
+		`^mpirun: node001: rank 0 exited with status 3$`)
+
+	res = mpirun(t, c, "-H", "node001:2", "-np", "2", prog, "2", "addhost=node009:2")
+	if res.status == 0 {
+		t.Errorf("an added host that cannot be reached: exit 0; stdout:\n%s", res.stdout)
+	}
+	if !strings.Contains(res.stderr, "mpirun: node009: ") {
+		t.Errorf("an added host that cannot be reached: no line names it:\n%s", res.stderr)
+	}
+}
+
 // TestPMIxChildJobFailures: a child job that cannot run. More ranks than
 // free slots is refused (without --oversubscribe, Open MPI's rule): the
 // parent's PMIx_Spawn fails and mpirun says why in one line; the parent
@@ -241,6 +273,20 @@ func TestOpenMPISpawn(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
 	res := mpirun(t, c, "-np", "2", prog, "4")
 	if res.status != 0 {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, spawnLines(4))
+}
+
+// TestOpenMPISpawnAddHost: the parents (2 ranks, node001, whose slots
+// they take) spawn 4 children with the add-host info key on two nodes
+// the job does not have: mpirun starts their orteds, and the children
+// connect to their parents, talk and merge as in TestOpenMPISpawn.
+func TestOpenMPISpawnAddHost(t *testing.T) {
+	prog := openMPI(t, "spawn")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-H", "node001:2", "-np", "2", prog, "4", "child", "add-host=node002:2,node003:2")
+	if res.status != 0 || res.stderr != "" {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
 	checkLines(t, res.stdout, spawnLines(4))

@@ -31,6 +31,10 @@ func (r *Router[M]) Route(dst int, msg M) []Delivery[M] {
 	return r.to(r.topo.NextHop(r.self, dst), msg)
 }
 
+// Reroute routes what comes next along t: the same daemons and more
+// (a job that added some, see Grow).
+func (r *Router[M]) Reroute(t Topology) { r.topo = t }
+
 // Neighbour sends msg to daemon via itself, with the same deferral.
 func (r *Router[M]) Neighbour(via int, msg M) []Delivery[M] { return r.to(via, msg) }
 

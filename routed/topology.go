@@ -8,6 +8,7 @@ package routed
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"prsh/topo"
@@ -70,4 +71,54 @@ func (d direct) Fanout(self int) []int {
 		return nil
 	}
 	return d.star.Children(0)
+}
+
+// Grow returns t over size daemons, or more: those past t's own (the
+// daemons a running job adds, see topo.Grown) are leaves under mpirun,
+// which alone reaches them. A daemon that knows fewer still routes a
+// message for one of them: toward mpirun.
+func Grow(t Topology, size int) Topology {
+	if g, ok := t.(grownRouting); ok {
+		t = g.base
+	}
+	return grownRouting{base: t, tree: topo.Grown(t.Tree(), size)}
+}
+
+type grownRouting struct {
+	base Topology
+	tree topo.Tree
+}
+
+func (g grownRouting) Name() string    { return g.base.Name() }
+func (g grownRouting) Tree() topo.Tree { return g.tree }
+
+// planned is the number of daemons the job started with.
+func (g grownRouting) planned() int { return g.base.Tree().Size() }
+
+func (g grownRouting) NextHop(self, dst int) int {
+	n := g.planned()
+	switch {
+	case self == dst:
+		return self
+	case self >= n:
+		return 0
+	case dst >= n && self == 0:
+		return dst
+	case dst >= n:
+		return g.base.NextHop(self, 0)
+	}
+	return g.base.NextHop(self, dst)
+}
+
+func (g grownRouting) Fanout(self int) []int {
+	if self >= g.planned() {
+		return nil
+	}
+	out := g.base.Fanout(self)
+	if self == 0 {
+		for late := g.planned(); late < g.tree.Size(); late++ {
+			out = append(slices.Clip(out), late)
+		}
+	}
+	return out
 }

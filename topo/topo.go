@@ -158,3 +158,46 @@ func (r radix) subtreeSize(id int) int {
 	}
 	return n
 }
+
+// Grown returns t with the ids t.Size() … size-1 added as leaves under
+// the root: the daemons a job adds once it runs (a child job's new
+// hosts), which mpirun starts itself.
+func Grown(t Tree, size int) Tree {
+	if g, ok := t.(grown); ok {
+		t = g.base
+	}
+	if size <= t.Size() {
+		return t
+	}
+	return grown{base: t, size: size}
+}
+
+type grown struct {
+	base Tree
+	size int
+}
+
+func (g grown) Size() int { return g.size }
+
+func (g grown) Parent(id int) int {
+	if id >= g.base.Size() {
+		return 0
+	}
+	return g.base.Parent(id)
+}
+
+func (g grown) Children(id int) []int {
+	if id >= g.base.Size() {
+		return nil
+	}
+	kids := g.base.Children(id)
+	if id != 0 {
+		return kids
+	}
+	out := make([]int, 0, len(kids)+g.size-g.base.Size())
+	out = append(out, kids...)
+	for late := g.base.Size(); late < g.size; late++ {
+		out = append(out, late)
+	}
+	return out
+}

@@ -55,7 +55,7 @@ func (m *Machine) sendAddrs(sends []routed.Send) {
 }
 
 func (m *Machine) checkAddressed() {
-	if m.flood.Complete() && !m.milestones[Addressed].local {
+	if (m.flood.Complete() || m.added()) && !m.milestones[Addressed].local {
 		m.reach(Addressed, nil)
 	}
 }

@@ -44,10 +44,13 @@ type ChildJobWanted struct {
 // ChildJobPlaced: mpirun's driver placed daemon From's request ID (a
 // PlaceChildJob of rank Rank of job Job) as job Child, launched as App;
 // Err says why it could not (no slot, a host not in the job), and Child
-// is then 0.
+// is then 0. Added are the hosts the job gets a daemon on first (the
+// request's add-host), in order: App.RankNode names the daemon of
+// Added[i] -1-i.
 type ChildJobPlaced struct {
 	ID, From, Job, Rank, Child int
 	App                        Launch
+	Added                      []string
 	Err                        string
 }
 
@@ -178,10 +181,23 @@ func (r *rootState) childJobPlaced(e ChildJobPlaced) {
 		c.ordinal = r.ordinals[c.client]
 	}
 	r.children[e.Child] = c
-	m.jobOf(e.Child)
 	app := e.App
 	app.Job = e.Child
+	app.RankNode = onAdded(app.RankNode, m.addDaemons(e.Added))
+	m.jobOf(e.Child)
 	r.launch(app)
+}
+
+// onAdded replaces, in a rank map, the stand-ins -1-i for the daemon of
+// the i-th added host by that daemon.
+func onAdded(rankNode, added []int) []int {
+	out := slices.Clone(rankNode)
+	for r, d := range out {
+		if d < 0 && -1-d < len(added) {
+			out[r] = added[-1-d]
+		}
+	}
+	return out
 }
 
 // childStarted answers the request of a child job whose ranks all

@@ -15,6 +15,7 @@ func (m *Machine) receiveLaunch(app Launch) {
 		return
 	}
 	m.moveLaunch(j, launchHeld)
+	m.learnAdded(app.Added)
 	j.app = app
 	j.view = j.view.With(Preputs(app.Preput))
 	for _, c := range m.routing.Fanout(m.self) {

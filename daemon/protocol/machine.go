@@ -122,6 +122,9 @@ type child struct {
 	// guardsDue: it stopped answering while it may hold ranks, and its
 	// ranks' guard may not have killed it yet (GuardsTimer).
 	guardsDue bool
+	// before are the jobs that ran before an added daemon (added.go)
+	// came, whose Launch it gets when it calls back.
+	before []int
 }
 
 // calledBack says the child's orted called back (its link may be gone
@@ -159,10 +162,11 @@ func New(cfg Config) (*Machine, error) {
 	if radix <= 0 {
 		radix = routed.DefaultRadix
 	}
-	rt, err := routed.New(job.Routed, job.Daemons, radix)
+	rt, err := routed.New(job.Routed, job.planned(), radix)
 	if err != nil {
 		return nil, err
 	}
+	rt = routed.Grow(rt, job.Daemons)
 	m := &Machine{
 		cfg: cfg, self: cfg.ID, job: job, routing: rt, spawnTree: rt.Tree(),
 		links: map[int]LinkID{}, linkPeer: map[LinkID]int{}, dialing: map[int][]Message{},
@@ -181,9 +185,9 @@ func New(cfg Config) (*Machine, error) {
 		// A star: mpirun spawns every node in one step. Phase 2 floods
 		// over it too, so mpirun sends each of n orteds what it lacks:
 		// O(n²) addresses in all, fine at hundreds of nodes, not at 10k.
-		m.spawnTree = topo.Radix(job.Daemons, job.Daemons-1)
+		m.spawnTree = topo.Grown(topo.Radix(job.planned(), job.planned()-1), job.Daemons)
 	case job.SpawnDegree > 0:
-		m.spawnTree = topo.Radix(job.Daemons, job.SpawnDegree)
+		m.spawnTree = topo.Grown(topo.Radix(job.planned(), job.SpawnDegree), job.Daemons)
 	}
 	m.phase1 = spawn.NewPhase1(m.self, m.spawnTree)
 	if job.SkipUnreachable {
@@ -196,7 +200,11 @@ func New(cfg Config) (*Machine, error) {
 	if book.Size() != job.Daemons {
 		return nil, fmt.Errorf("an address table for %d daemons in a job of %d", book.Size(), job.Daemons)
 	}
-	m.flood = routed.NewFlood(m.self, cfg.Addr, cfg.Parent, m.spawnTree.Children(m.self), book)
+	floodParent := cfg.Parent
+	if m.added() { // it learns no address: mpirun is its only neighbour
+		floodParent = -1
+	}
+	m.flood = routed.NewFlood(m.self, cfg.Addr, floodParent, m.spawnTree.Children(m.self), book)
 	m.router = routed.NewRouter[Message](m.self, rt, m.reachable)
 	for k := range m.milestones {
 		m.milestones[k] = newReduction(m.spawnTree.Children(m.self))

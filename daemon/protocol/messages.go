@@ -112,7 +112,12 @@ type Welcome struct {
 
 // JobSpec is what every daemon needs to know about the job's daemons.
 type JobSpec struct {
-	Daemons      int    // n + 1: mpirun and one orted per node
+	Daemons int // n + 1: mpirun and one orted per node
+	// Planned is the number of daemons the job started with, once it
+	// has added some (a child job's new hosts: added.go); 0 = Daemons.
+	// The trees are built over the planned ones; the added are leaves
+	// under mpirun.
+	Planned      int    `json:",omitempty"`
 	SpawnDegree  int    // δ; 0 = the routing topology's tree
 	Routed       string // routing topology name
 	RoutedRadix  int
@@ -178,6 +183,14 @@ type StagedFile struct {
 
 // launchesAfterSpawn says whether mpirun holds the Launch until the
 // Spawned milestone, rather than overlapping it with phases 1 and 2.
+// planned is the number of daemons the job started with.
+func (j JobSpec) planned() int {
+	if j.Planned > 0 {
+		return j.Planned
+	}
+	return j.Daemons
+}
+
 func (j JobSpec) launchesAfterSpawn() bool { return j.SkipUnreachable || j.HoldLaunch }
 
 // Addrs carries contact addresses for phase 2.
@@ -194,6 +207,9 @@ type Launch struct {
 	RankNode RankMap  // daemon id of each rank; on the wire, runs ("1-512*4")
 	// Job is the job's number in a DVM, from 1; 0 in a plain mpirun.
 	Job int `json:",omitempty"`
+	// Added are the hosts of the daemons the job added (added.go), from
+	// JobSpec.Planned on, as mpirun knew them when it launched this.
+	Added []string `json:",omitempty"`
 	// NoPMIx: a DVM job whose client found that no program of it may use
 	// PMIx (its --pmix): the daemons register no namespace for it. A
 	// plain mpirun's daemons boot no server at all instead (JobSpec).

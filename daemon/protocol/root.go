@@ -109,6 +109,9 @@ func (r *rootState) start() {
 // launch starts phase 3 from mpirun, where the Launch is made.
 func (r *rootState) launch(app Launch) {
 	app.RanksByNode = slices.IsSorted(app.RankNode)
+	if r.m.job.Planned > 0 {
+		app.Added = r.m.job.Hosts[r.m.job.Planned:]
+	}
 	r.m.receiveLaunch(app)
 }
 

@@ -111,6 +111,10 @@ func (m *Machine) callbackExpired(id int) {
 }
 
 func (m *Machine) acceptChild(c *child, l LinkID) {
+	if c.id >= m.job.planned() {
+		m.acceptAdded(c, l)
+		return
+	}
 	if c.failed || m.ending() {
 		m.emit(CloseLink{l})
 		return

@@ -9,6 +9,8 @@
 //                       its own, a grandchild, which answers it.
 //   spawn NP die        the children exit with 4 before MPI_Init, while
 //                       the parents wait in MPI_Comm_spawn's connect.
+//   spawn NP child add-host=H:S,H:S
+//                       as spawn NP, on hosts the job may not have.
 //   spawn multiple N M  MPI_Comm_spawn_multiple of this program N times
 //                       ("multiple-a") and M times ("multiple-b").
 #include <mpi.h>
@@ -84,7 +86,12 @@ int main(int argc, char **argv) {
         MPI_Comm_spawn_multiple(2, cmds, args, n, infos, 0, MPI_COMM_WORLD, &inter, MPI_ERRCODES_IGNORE);
     } else {
         char *args[] = {argc > 2 ? argv[2] : "child", NULL};
-        MPI_Comm_spawn(argv[0], args, np, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, MPI_ERRCODES_IGNORE);
+        MPI_Info info = MPI_INFO_NULL;
+        if (argc > 3 && strncmp(argv[3], "add-host=", 9) == 0) {
+            MPI_Info_create(&info);
+            MPI_Info_set(info, "add-host", argv[3] + 9);
+        }
+        MPI_Comm_spawn(argv[0], args, np, info, 0, MPI_COMM_WORLD, &inter, MPI_ERRCODES_IGNORE);
     }
     talk_as_parent(inter, rank, "parent");
     MPI_Comm_disconnect(&inter);

@@ -1,6 +1,6 @@
 // A parent that starts a child job with PMIx_Spawn, without MPI, and the
 // children it starts (the same program). As the parent (job 0):
-//   childjob NP [missing|fail=R:S|sleep=SEC|host=H,H]...
+//   childjob NP [missing|fail=R:S|sleep=SEC|host=H,H|addhost=H:S,H:S]...
 // rank 0 asks for NP children running this program ("missing": a
 // program that does not exist; host=: on those hosts, PMIX_HOST) and
 // says it did, or prints the error and exits with 3; the other ranks
@@ -60,10 +60,13 @@ static int parent(pmix_proc_t *me, int argc, char **argv) {
         app.argv[i] = strdup(argv[i]);
     }
     for (int i = 2; i < argc; i++) {
-        if (strncmp(argv[i], "host=", 5) == 0) {
+        const char *key = strncmp(argv[i], "host=", 5) == 0      ? PMIX_HOST
+                          : strncmp(argv[i], "addhost=", 8) == 0 ? PMIX_ADD_HOST
+                                                                 : NULL;
+        if (key != NULL) {
             app.ninfo = 1;
             PMIX_INFO_CREATE(app.info, 1);
-            PMIX_INFO_LOAD(&app.info[0], PMIX_HOST, argv[i] + 5, PMIX_STRING);
+            PMIX_INFO_LOAD(&app.info[0], key, strchr(argv[i], '=') + 1, PMIX_STRING);
         }
     }
     pmix_nspace_t ns;
