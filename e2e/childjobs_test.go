@@ -144,7 +144,7 @@ func TestPMIxChildJobFailures(t *testing.T) {
 		t.Errorf("a host not in the job: exit %d, want 3; stderr:\n%s", res.status, res.stderr)
 	}
 	checkMpirunLines(t, res.stderr,
-		`^mpirun: rank 0 asked for a child job: host elsewhere is not one of the job's nodes \(a child job runs on the daemons already up\)$`,
+		`^mpirun: rank 0 asked for a child job: host elsewhere is not one of the job's nodes \(add-host adds a node\)$`,
 		`^mpirun: node001: rank 0 exited with status 3$`)
 
 	res = mpirun(t, c, "-np", "2", prog, "4", "missing")

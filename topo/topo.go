@@ -136,8 +136,11 @@ func reverse(ids []int) []int {
 // SubtreeSize is the number of vertices in id's subtree, id included. A
 // radix tree counts it level by level, in O(depth); others walk it.
 func SubtreeSize(t Tree, id int) int {
-	if r, ok := t.(radix); ok {
-		return r.subtreeSize(id)
+	switch t := t.(type) {
+	case radix:
+		return t.subtreeSize(id)
+	case grown:
+		return t.subtreeSize(id)
 	}
 	return 1 + len(Subtree(t, id))
 }
@@ -161,15 +164,13 @@ func (r radix) subtreeSize(id int) int {
 
 // Grown returns t with the ids t.Size() … size-1 added as leaves under
 // the root: the daemons a job adds once it runs (a child job's new
-// hosts), which mpirun starts itself.
+// hosts), which mpirun starts itself. Any id past t's is under the root,
+// even past size: a daemon that knows fewer of them places them right.
 func Grown(t Tree, size int) Tree {
 	if g, ok := t.(grown); ok {
 		t = g.base
 	}
-	if size <= t.Size() {
-		return t
-	}
-	return grown{base: t, size: size}
+	return grown{base: t, size: max(size, t.Size())}
 }
 
 type grown struct {
@@ -191,7 +192,7 @@ func (g grown) Children(id int) []int {
 		return nil
 	}
 	kids := g.base.Children(id)
-	if id != 0 {
+	if id != 0 || g.size == g.base.Size() {
 		return kids
 	}
 	out := make([]int, 0, len(kids)+g.size-g.base.Size())
@@ -200,4 +201,16 @@ func (g grown) Children(id int) []int {
 		out = append(out, late)
 	}
 	return out
+}
+
+func (g grown) subtreeSize(id int) int {
+	switch {
+	case id == 0:
+		return g.size
+	case id >= g.size || id < 0:
+		return 0
+	case id >= g.base.Size():
+		return 1
+	}
+	return SubtreeSize(g.base, id)
 }

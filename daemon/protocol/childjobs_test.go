@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"slices"
 	"testing"
 
 	"prsh/modex"
@@ -80,4 +81,57 @@ func has[T Action](acts []Action) bool {
 		}
 	}
 	return false
+}
+
+// TestChildJobAddsDaemon: a child job on a host the job lacks makes
+// mpirun spawn an orted there (daemon 1 of a job of one), whose Launch
+// waits for its call back; it then gets the Welcome of the grown job,
+// the parent job's Launch and its own; a second child job on that host
+// uses the same daemon; the job's end reaches it.
+func TestChildJobAddsDaemon(t *testing.T) {
+	m := plainRoot(t)
+	m.Step(ChildJobWanted{ID: 1, Job: 0, Rank: 0, Req: modex.SpawnRequest{}})
+	acts := m.Step(ChildJobPlaced{ID: 1, From: 0, Job: 0, Rank: 0, Child: 1, Added: []string{"node9"},
+		App: Launch{Argv: []string{"child"}, RankNode: RankMap{-1, -1}}})
+	sp, ok := only[Spawn](acts)
+	if !ok || sp.Node.ID != 1 || sp.Node.Host != "node9" || has[Send](acts) {
+		t.Fatalf("want one Spawn of daemon 1 on node9 and nothing sent, got %+v", acts)
+	}
+	if job := m.Job(); job.Daemons != 2 || job.Planned != 1 || job.Hosts[1] != "node9" {
+		t.Fatalf("the job did not grow: %+v", job)
+	}
+	if got := m.jobs[1].app.RankNode; got[0] != 1 || got[1] != 1 {
+		t.Fatalf("the child's ranks are on %v, want daemon 1", got)
+	}
+	m.Step(SpawnStarted{ID: 1})
+	acts = m.Step(LinkUp{Link: 7, Peer: 1})
+	var sent []Message
+	for _, a := range acts {
+		if s, ok := a.(Send); ok && s.Link == 7 {
+			sent = append(sent, s.Msg)
+		}
+	}
+	if len(sent) != 3 {
+		t.Fatalf("want the Welcome and two Launches on the link, got %+v", acts)
+	}
+	w, ok := sent[0].(Welcome)
+	if !ok || w.Job.Daemons != 2 || w.Job.Planned != 1 || len(w.Nodes) != 0 {
+		t.Errorf("first: %+v, want the grown job's Welcome", sent[0])
+	}
+	if l, ok := sent[1].(Launch); !ok || l.Job != 0 {
+		t.Errorf("second: %+v, want the parent job's Launch", sent[1])
+	}
+	if l, ok := sent[2].(Launch); !ok || l.Job != 1 || len(l.Added) != 1 || l.Added[0] != "node9" {
+		t.Errorf("third: %+v, want the child job's Launch naming the added host", sent[2])
+	}
+	m.Step(ChildJobWanted{ID: 2, Job: 0, Rank: 0, Req: modex.SpawnRequest{}})
+	acts = m.Step(ChildJobPlaced{ID: 2, From: 0, Job: 0, Rank: 0, Child: 2, Added: []string{"node9"},
+		App: Launch{Argv: []string{"child"}, RankNode: RankMap{-1}}})
+	if has[Spawn](acts) || m.Job().Daemons != 2 || m.jobs[2].app.RankNode[0] != 1 {
+		t.Errorf("a second child job on node9 spawned again or went elsewhere: %+v", acts)
+	}
+	acts = m.Step(Interrupt{Sig: SIGINT, Name: "INT"})
+	if !slices.ContainsFunc(acts, func(a Action) bool { s, ok := a.(Send); return ok && s.Link == 7 }) {
+		t.Errorf("Ctrl-C sent the added daemon nothing: %+v", acts)
+	}
 }
