@@ -161,12 +161,17 @@ func TestPMIxChildJobFailures(t *testing.T) {
 }
 
 // TestPMIxChildJobInterrupt: Ctrl-C while a child job runs (its parent
-// gone already) ends every job: mpirun exits 130 and nothing is left on
-// any node.
+// gone already), on the job's nodes or on nodes it added, ends every
+// job: mpirun exits 130 and nothing is left on any node.
 func TestPMIxChildJobInterrupt(t *testing.T) {
 	prog := openMPI(t, "childjob")
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
 	cmd, stdout, stderr := startMpirun(t, c, "-np", "2", prog, "4", "sleep=1000")
+	stdout.waitFor(t, "rank 0 started a child job of 4 ranks")
+	interrupted(t, c, cmd, stderr)
+
+	// The same on hosts the job added.
+	cmd, stdout, stderr = startMpirun(t, c, "-H", "node001:2", "-np", "2", prog, "4", "sleep=1000", "addhost=node002:2,node003:2")
 	stdout.waitFor(t, "rank 0 started a child job of 4 ranks")
 	interrupted(t, c, cmd, stderr)
 }
@@ -203,6 +208,14 @@ func TestDVMChildJob(t *testing.T) {
 	}
 	checkMpirunLines(t, res.stderr,
 		`^mpirun: rank 0 asked for a child job: a child job of 5 ranks, but only 4 slots free \(node001: 0, node002: 2, node003: 2\); use --oversubscribe to allow it$`,
+		`^mpirun: node001: rank 0 exited with status 3$`)
+
+	res = dvmRun(t, c, uri, "-np", "2", prog, "2", "addhost=node009")
+	if res.status != 3 {
+		t.Errorf("add-host in a DVM: exit %d, want 3; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr,
+		`^mpirun: rank 0 asked for a child job: host node009 is not one of the DVM's nodes \(a DVM starts no daemon for a job\)$`,
 		`^mpirun: node001: rank 0 exited with status 3$`)
 
 	res = dvmRun(t, c, uri, "-np", "2", prog, "4")
