@@ -135,3 +135,23 @@ func TestChildJobAddsDaemon(t *testing.T) {
 		t.Errorf("Ctrl-C sent the added daemon nothing: %+v", acts)
 	}
 }
+
+// TestAddedDaemonFails: an added daemon that cannot be spawned ends the
+// job, even with --on-unreachable skip: its child job waits for it.
+func TestAddedDaemonFails(t *testing.T) {
+	m, err := New(Config{ID: 0, Node: "login", Parent: -1,
+		Job: JobSpec{Daemons: 1, Routed: "radix", KillGraceMS: 3000, SkipUnreachable: true},
+		App: Launch{Argv: []string{"parent"}, RankNode: RankMap{0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Start()
+	m.Step(ChildJobWanted{ID: 1, Job: 0, Rank: 0, Req: modex.SpawnRequest{}})
+	m.Step(ChildJobPlaced{ID: 1, From: 0, Job: 0, Rank: 0, Child: 1, Added: []string{"node9"},
+		App: Launch{Argv: []string{"child"}, RankNode: RankMap{-1}}})
+	acts := m.Step(SpawnFailed{ID: 1, Err: "ssh: no route to host"})
+	p, ok := only[Print](acts)
+	if !ok || p.Line != "mpirun: node9: ssh: no route to host" || !m.Ending() {
+		t.Errorf("want the job to end with a line naming node9, got %+v", acts)
+	}
+}

@@ -162,7 +162,7 @@ func (m *Machine) spawnFailed(c *child, f Failure) {
 	c.failed, c.why = true, f.Msg
 	m.dropChild(c.id)
 	acts := m.phase1.Failed(c.id)
-	if !m.job.SkipUnreachable {
+	if !m.job.SkipUnreachable || c.id >= m.job.planned() { // a child job waits for an added one
 		m.fail(f)
 	}
 	m.do(acts)
