@@ -63,30 +63,16 @@ func (m *Machine) runningJobs() []int {
 	return nums
 }
 
-// acceptAdded takes the call back of an added daemon: it gets the job,
-// the Launch of the jobs that ran before it came, and what was held for
-// it.
-func (m *Machine) acceptAdded(c *child, l LinkID) {
-	if c.failed || m.ending() {
-		m.emit(CloseLink{l})
-		return
-	}
-	m.emit(CancelTimer{Timer{CallbackTimer, c.id}})
-	m.lifeSigns++
-	m.moveCall(c, callLinked)
-	c.link = l
-	m.links[c.id], m.linkPeer[l] = l, c.id
-	m.emit(ForwardInput{Child: c.id, Link: l})
+// welcomeAdded sends an added daemon that called back the job and the
+// Launch of the jobs that ran before it came; what was held for it (the
+// child job's Launch) follows.
+func (m *Machine) welcomeAdded(c *child, l LinkID) {
 	m.emit(Send{l, Welcome{Job: m.job, Parent: m.self}})
-	if len(m.job.Stage) > 0 {
-		m.emit(StageTo{Child: c.id, Link: l})
-	}
 	for _, num := range c.before {
 		if j, ok := m.jobs[num]; ok {
 			m.emit(Send{l, j.app})
 		}
 	}
-	m.deliver(m.router.Learned(c.id))
 }
 
 // learnAdded learns the hosts of the daemons the job added, which a

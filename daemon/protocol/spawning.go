@@ -111,19 +111,19 @@ func (m *Machine) callbackExpired(id int) {
 }
 
 func (m *Machine) acceptChild(c *child, l LinkID) {
-	if c.id >= m.job.planned() {
-		m.acceptAdded(c, l)
-		return
-	}
 	if c.failed || m.ending() {
 		m.emit(CloseLink{l})
 		return
 	}
-	acts, err := m.phase1.Connected(c.id)
-	if err != nil {
-		m.warn("unexpected call back from daemon %d: %v", c.id, err)
-		m.emit(CloseLink{l})
-		return
+	added := c.id >= m.job.planned() // added.go: no part in phase 1
+	var acts []spawn.Action
+	if !added {
+		var err error
+		if acts, err = m.phase1.Connected(c.id); err != nil {
+			m.warn("unexpected call back from daemon %d: %v", c.id, err)
+			m.emit(CloseLink{l})
+			return
+		}
 	}
 	m.emit(CancelTimer{Timer{CallbackTimer, c.id}})
 	m.lifeSigns++
@@ -131,7 +131,11 @@ func (m *Machine) acceptChild(c *child, l LinkID) {
 	c.link = l
 	m.links[c.id], m.linkPeer[l] = l, c.id
 	m.emit(ForwardInput{Child: c.id, Link: l})
-	m.do(acts) // the Welcome goes first on the link
+	if added {
+		m.welcomeAdded(c, l)
+	} else {
+		m.do(acts) // the Welcome goes first on the link
+	}
 	if len(m.job.Stage) > 0 {
 		m.emit(StageTo{Child: c.id, Link: l})
 	}
