@@ -18,6 +18,9 @@ type ChildJobOrder struct {
 	Status map[int]int // each rank's exit status (absent: 0)
 	MS     int64       // how long its ranks run (0: Options.RankMS)
 	Refuse string      // the driver cannot place it: why
+	// Added are hosts the job does not have (add-host): Nodes names the
+	// daemon of Added[i] -1-i.
+	Added []string
 }
 
 // WantChildJob makes rank of job, on daemon id, ask now for a child job
@@ -54,5 +57,5 @@ func (s *Sim) placeChildJob(d *daemon, a protocol.PlaceChildJob) {
 	}
 	app := protocol.Launch{Argv: []string{"child"}, RankNode: nodes, StdinRank: protocol.StdinNone,
 		Parent: &protocol.ParentRank{Job: a.Job, Rank: a.Rank, Name: fmt.Sprintf("job%d", a.Job)}}
-	s.later(s.now+1, d.id, protocol.ChildJobPlaced{ID: a.ID, From: a.From, Job: a.Job, Rank: a.Rank, Child: child, App: app})
+	s.later(s.now+1, d.id, protocol.ChildJobPlaced{ID: a.ID, From: a.From, Job: a.Job, Rank: a.Rank, Child: child, App: app, Added: o.Added})
 }

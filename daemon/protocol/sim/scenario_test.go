@@ -39,7 +39,7 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //	die N at=T                  node N's orted is killed at time T
 //	hang N at=T                 node N's orted is stopped (SIGSTOP) at time T
 //	interrupt NAME at=T         mpirun gets SIGNAME at time T
-//	childjob D #ID job=J rank=R np=K at=T [nodes=D,D…] [rank-ms=T]
+//	childjob D #ID job=J rank=R np=K at=T [nodes=D,D…] [rank-ms=T] [add=H,H…]
 //	         [fail=R status=S] [refuse="why"]
 //	                            rank R of job J (on daemon D) asks for a
 //	                            child job of K ranks; its rank R exits
@@ -161,7 +161,7 @@ func play(script string) (string, error) {
 				}
 			}
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Submit(job, status, ms, nodes...) }) })
-		case "childjob": // childjob D #ID job=J rank=R np=K at=T [nodes=D,D…] [rank-ms=T] [fail=R status=S] [refuse="why"]
+		case "childjob": // childjob D #ID job=J rank=R np=K at=T [nodes=D,D…] [rank-ms=T] [fail=R status=S] [refuse="why"] [add=H,H…]
 			id, req, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), int64(kv.int("at"))
 			job, rank := kv.int("job"), kv.int("rank")
 			o := ChildJobOrder{NP: kv.int("np"), MS: int64(kv.int("rank-ms")), Status: map[int]int{}, Refuse: quoted(line, "refuse=")}
@@ -172,6 +172,9 @@ func play(script string) (string, error) {
 				for _, d := range strings.Split(kv["nodes"], ",") {
 					o.Nodes = append(o.Nodes, atoi(d))
 				}
+			}
+			if kv.has("add") {
+				o.Added = strings.Split(kv["add"], ",")
 			}
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.WantChildJob(id, req, job, rank, o) }) })
 		case "job-signal": // job-signal SIG job=N at=T

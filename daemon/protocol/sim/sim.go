@@ -528,9 +528,13 @@ func (s *Sim) arrive(to end, msg protocol.Message) {
 }
 
 func (s *Sim) welcome(d *daemon, l protocol.LinkID, w protocol.Welcome) {
+	book := s.book
+	if book != nil && d.id >= book.Size() { // an added daemon: a book of its own
+		book = nil
+	}
 	m, err := protocol.New(protocol.Config{
-		ID: d.id, Node: s.opt.Job.Hosts[d.id], Addr: Addr(d.id), Job: w.Job,
-		Parent: w.Parent, ParentLink: l, Nodes: w.Nodes, Book: s.book,
+		ID: d.id, Node: w.Job.Hosts[d.id], Addr: Addr(d.id), Job: w.Job,
+		Parent: w.Parent, ParentLink: l, Nodes: w.Nodes, Book: book,
 	})
 	if err != nil {
 		s.tracef("d%d: %v", d.id, err)
@@ -671,6 +675,9 @@ func (s *Sim) do(d *daemon, a protocol.Action) {
 // for many nodes, which starts even where the orted cannot: a refused
 // node's task ends at once instead.
 func (s *Sim) spawn(p *daemon, id int, inStep bool) {
+	for len(s.d) <= id { // a daemon the job adds (a child job's add-host)
+		s.d = append(s.d, &daemon{id: len(s.d), spawner: -1})
+	}
 	c, f := s.d[id], s.opt.Faults[id]
 	exec := s.sessionOpen(p) + s.opt.SpawnMS
 	s.idleWhile(KindAgent, func() bool { return s.now < exec }) // it waits its turn and the latency
