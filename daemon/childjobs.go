@@ -265,6 +265,9 @@ func (d *Daemon) addedNode(h job.Host, p *childPlacing) (childNode, error) {
 	if d.dvm != nil {
 		return childNode{}, fmt.Errorf("host %s is not one of the DVM's nodes (a DVM starts no daemon for a job)", h.Name)
 	}
+	if d.agent == nil { // a one-node job whose ranks mpirun runs itself
+		return childNode{}, fmt.Errorf("host %s is not one of the job's nodes, and this mpirun has no launch agent to start an orted there (it runs its one node's ranks itself; name the host in -H)", h.Name)
+	}
 	i := slices.Index(p.added, h.Name)
 	if i < 0 {
 		i = len(p.added)

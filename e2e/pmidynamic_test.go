@@ -34,8 +34,9 @@ func TestMPICHNameService(t *testing.T) {
 // job and for the name service over PMI-2. The spawn starts a child job
 // of 2 ranks on the free slots: PMI2_Init tells them they were spawned,
 // and the parent's preput is in their key-value space; a name rank 0
-// publishes is found by every rank, and the job goes on to a normal end. Without a free slot the spawn
-// fails with mpirun's line, and the job goes on.
+// publishes is found by every rank, and the job goes on to a normal end.
+// With add-host the children run on a node the job did not have. Without
+// a free slot the spawn fails with mpirun's line, and the job goes on.
 func TestPMI2Spawn(t *testing.T) {
 	spawn := pmi2(t, "pmi2spawn")
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
@@ -48,6 +49,17 @@ func TestPMI2Spawn(t *testing.T) {
 		"rank 0 publish: ok",
 		"rank 0 lookup: ok port-of-rank-0",
 		"rank 1 lookup: ok port-of-rank-0",
+		"child 0: spawned 1, parent's port port-of-rank-0",
+		"child 1: spawned 1, parent's port port-of-rank-0",
+	})
+
+	res = mpirun(t, c, "-H", "node001:2", "-np", "2", spawn, "add-host=node002:2")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("add-host: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{
+		"rank 0 spawn: ok", "rank 0 publish: ok",
+		"rank 0 lookup: ok port-of-rank-0", "rank 1 lookup: ok port-of-rank-0",
 		"child 0: spawned 1, parent's port port-of-rank-0",
 		"child 1: spawned 1, parent's port port-of-rank-0",
 	})

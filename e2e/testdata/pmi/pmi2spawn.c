@@ -2,7 +2,8 @@
  * (PMI2_Job_Spawn of 2 copies of this program, the parent's port as
  * preput) and for the name service; each call's outcome is one line. A
  * child ("pmi2spawn child") says whether PMI2_Init saw it spawned and
- * what its parent preput. */
+ * what its parent preput. "pmi2spawn add-host=H:S" spawns the children
+ * on H, which the job may not have. */
 #include <slurm/pmi2.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,12 @@ int main(int argc, char **argv)
     int argcs[] = {1}, maxprocs[] = {2}, infocounts[] = {0};
     const char **argvs[] = {args};
     const MPID_Info *infos[] = {NULL};
+    MPID_Info host = {.key = "add-host"};
+    if (argc > 1 && strncmp(argv[1], "add-host=", 9) == 0) { /* on hosts the job may not have */
+        host.value = argv[1] + 9;
+        infos[0] = &host;
+        infocounts[0] = 1;
+    }
     MPID_Info pp = {.key = "PARENT_ROOT_PORT_NAME", .value = "port-of-rank-0"};
     const MPID_Info *preput[] = {&pp};
     if (rank == 0) {
