@@ -97,6 +97,14 @@ func TestPMIxChildJobAddHost(t *testing.T) {
 	want := append(childLines(4, []string{"node003", "node004"}, parentOf(t, res.stdout)), "rank 0 started a child job of 4 ranks")
 	checkLines(t, res.stdout, want)
 
+	// Both kinds of node: host names the job's, add-host one it lacks.
+	res = mpirun(t, c, "-H", "node001:2,node002:2", "-np", "2", prog, "4", "host=node002", "addhost=node003:2")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("host and add-host: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	want = append(childLines(4, []string{"node002", "node003"}, parentOf(t, res.stdout)), "rank 0 started a child job of 4 ranks")
+	checkLines(t, res.stdout, want)
+
 	res = mpirun(t, c, "-H", "node001:2", "-np", "2", prog, "2", "addhost=node004")
 	if res.status != 3 {
 		t.Errorf("2 children on an added host of 1 slot: exit %d, want 3; stderr:\n%s", res.status, res.stderr)
@@ -294,13 +302,22 @@ func TestOpenMPISpawn(t *testing.T) {
 // TestOpenMPISpawnAddHost: the parents (2 ranks, node001, whose slots
 // they take) spawn 4 children with the add-host info key on two nodes
 // the job does not have: mpirun starts their orteds, and the children
-// connect to their parents, talk and merge as in TestOpenMPISpawn.
+// connect to their parents, talk and merge as in TestOpenMPISpawn; then
+// on a node of the job (host) and an added one.
 func TestOpenMPISpawnAddHost(t *testing.T) {
 	prog := openMPI(t, "spawn")
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
 	res := mpirun(t, c, "-H", "node001:2", "-np", "2", prog, "4", "child", "add-host=node002:2,node003:2")
 	if res.status != 0 || res.stderr != "" {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, spawnLines(4))
+
+	// Half on a node of the job, half on one it adds: their MPI_Init's
+	// fence spans both kinds of daemon.
+	res = mpirun(t, c, "-H", "node001:2,node002:2", "-np", "2", prog, "4", "child", "host=node002", "add-host=node003:2")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("host and add-host: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
 	checkLines(t, res.stdout, spawnLines(4))
 }

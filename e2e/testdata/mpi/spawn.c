@@ -9,8 +9,9 @@
 //                       its own, a grandchild, which answers it.
 //   spawn NP die        the children exit with 4 before MPI_Init, while
 //                       the parents wait in MPI_Comm_spawn's connect.
-//   spawn NP child add-host=H:S,H:S
-//                       as spawn NP, on hosts the job may not have.
+//   spawn NP child KEY=VALUE...
+//                       as spawn NP, with these info keys (host=H,H;
+//                       add-host=H:S,H:S: on hosts the job may not have).
 //   spawn multiple N M  MPI_Comm_spawn_multiple of this program N times
 //                       ("multiple-a") and M times ("multiple-b").
 #include <mpi.h>
@@ -87,9 +88,15 @@ int main(int argc, char **argv) {
     } else {
         char *args[] = {argc > 2 ? argv[2] : "child", NULL};
         MPI_Info info = MPI_INFO_NULL;
-        if (argc > 3 && strncmp(argv[3], "add-host=", 9) == 0) {
-            MPI_Info_create(&info);
-            MPI_Info_set(info, "add-host", argv[3] + 9);
+        for (int i = 3; i < argc; i++) { /* KEY=VALUE: host, add-host */
+            char key[32] = "";
+            const char *eq = strchr(argv[i], '=');
+            if (eq == NULL || eq - argv[i] >= (long)sizeof key)
+                continue;
+            memcpy(key, argv[i], eq - argv[i]);
+            if (info == MPI_INFO_NULL)
+                MPI_Info_create(&info);
+            MPI_Info_set(info, key, eq + 1);
         }
         MPI_Comm_spawn(argv[0], args, np, info, 0, MPI_COMM_WORLD, &inter, MPI_ERRCODES_IGNORE);
     }

@@ -59,14 +59,14 @@ static int parent(pmix_proc_t *me, int argc, char **argv) {
         }
         app.argv[i] = strdup(argv[i]);
     }
-    for (int i = 2; i < argc; i++) {
+    PMIX_INFO_CREATE(app.info, 2);
+    for (int i = 2; i < argc && app.ninfo < 2; i++) {
         const char *key = strncmp(argv[i], "host=", 5) == 0      ? PMIX_HOST
                           : strncmp(argv[i], "addhost=", 8) == 0 ? PMIX_ADD_HOST
                                                                  : NULL;
         if (key != NULL) {
-            app.ninfo = 1;
-            PMIX_INFO_CREATE(app.info, 1);
-            PMIX_INFO_LOAD(&app.info[0], key, strchr(argv[i], '=') + 1, PMIX_STRING);
+            PMIX_INFO_LOAD(&app.info[app.ninfo], key, strchr(argv[i], '=') + 1, PMIX_STRING);
+            app.ninfo++;
         }
     }
     pmix_nspace_t ns;
