@@ -193,20 +193,18 @@ func (d *Daemon) placeChildApp(sa modex.SpawnApp, jobInfo map[string]string, p *
 }
 
 // childHosts are the nodes a program may run on: those its host,
-// add-host or hostfile hint names, in the hint's order, or every node
-// with slots. A host and a hostfile name the job's nodes; add-host may
-// name others, which the job adds (p.added), with the slots it gives
-// them (one by default, as -H).
+// hostfile, add-host or add-hostfile hint names, in that order, or
+// every node with slots. A host and a hostfile name the job's nodes;
+// add-host and add-hostfile may name others, which the job adds
+// (p.added), with the slots they give them (one by default, as -H).
 func (d *Daemon) childHosts(sa modex.SpawnApp, jobInfo map[string]string, p *childPlacing) ([]childNode, error) {
 	named, err := namedHosts(sa, jobInfo)
 	if err != nil {
 		return nil, err
 	}
-	var adds []job.Host
-	if list := hint(sa, jobInfo, "add-host"); list != "" {
-		if adds, err = job.ParseHostList(list); err != nil {
-			return nil, fmt.Errorf("add-host: %w", err)
-		}
+	adds, err := addedHosts(sa, jobInfo)
+	if err != nil {
+		return nil, err
 	}
 	if len(named) == 0 && len(adds) == 0 {
 		return d.everyChildNode(), nil
@@ -253,6 +251,27 @@ func namedHosts(sa modex.SpawnApp, jobInfo map[string]string) ([]string, error) 
 		}
 	}
 	return named, nil
+}
+
+// addedHosts are the hosts a program's add-host and add-hostfile hints
+// name, with their slots.
+func addedHosts(sa modex.SpawnApp, jobInfo map[string]string) ([]job.Host, error) {
+	var adds []job.Host
+	if list := hint(sa, jobInfo, "add-host"); list != "" {
+		hosts, err := job.ParseHostList(list)
+		if err != nil {
+			return nil, fmt.Errorf("add-host: %w", err)
+		}
+		adds = hosts
+	}
+	if file := hint(sa, jobInfo, "add-hostfile"); file != "" {
+		hosts, err := job.ReadHostfile(file)
+		if err != nil {
+			return nil, fmt.Errorf("add-hostfile: %w", err)
+		}
+		adds = append(adds, hosts...)
+	}
+	return adds, nil
 }
 
 // addedNode is an add-host's node: the job's own if it has it (the

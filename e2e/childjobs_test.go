@@ -83,8 +83,8 @@ func TestPMIxChildJob(t *testing.T) {
 }
 
 // TestPMIxChildJobAddHost: a child job on hosts the job does not have
-// (PMIX_ADD_HOST, MPI_Comm_spawn's add-host): mpirun starts an orted on
-// each first, and the children run there. More ranks than the added
+// (PMIX_ADD_HOST, MPI_Comm_spawn's add-host; PMIX_ADD_HOSTFILE): mpirun
+// starts an orted on each first, and the children run there. More ranks than the added
 // host's slots is refused; a host that cannot be reached ends the job
 // with a line naming it.
 func TestPMIxChildJobAddHost(t *testing.T) {
@@ -104,6 +104,16 @@ func TestPMIxChildJobAddHost(t *testing.T) {
 	}
 	want = append(childLines(4, []string{"node002", "node003"}, parentOf(t, res.stdout)), "rank 0 started a child job of 4 ranks")
 	checkLines(t, res.stdout, want)
+
+	hostfile := filepath.Join(t.TempDir(), "added")
+	if err := os.WriteFile(hostfile, []byte("node004 slots=2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = mpirun(t, c, "-H", "node001:2", "-np", "2", prog, "2", "addhostfile="+hostfile)
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("add-hostfile: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, append(childLines(2, []string{"node004"}, parentOf(t, res.stdout)), "rank 0 started a child job of 2 ranks"))
 
 	res = mpirun(t, c, "-H", "node001:2", "-np", "2", prog, "2", "addhost=node004")
 	if res.status != 3 {

@@ -1,6 +1,6 @@
 // A parent that starts a child job with PMIx_Spawn, without MPI, and the
 // children it starts (the same program). As the parent (job 0):
-//   childjob NP [missing|fail=R:S|sleep=SEC|host=H,H|addhost=H:S,H:S]...
+//   childjob NP [missing|fail=R:S|sleep=SEC|host=H,H|addhost=H:S,H:S|addhostfile=F]...
 // rank 0 asks for NP children running this program ("missing": a
 // program that does not exist; host=: on those hosts, PMIX_HOST) and
 // says it did, or prints the error and exits with 3; the other ranks
@@ -61,9 +61,10 @@ static int parent(pmix_proc_t *me, int argc, char **argv) {
     }
     PMIX_INFO_CREATE(app.info, 2);
     for (int i = 2; i < argc && app.ninfo < 2; i++) {
-        const char *key = strncmp(argv[i], "host=", 5) == 0      ? PMIX_HOST
-                          : strncmp(argv[i], "addhost=", 8) == 0 ? PMIX_ADD_HOST
-                                                                 : NULL;
+        const char *key = strncmp(argv[i], "host=", 5) == 0           ? PMIX_HOST
+                          : strncmp(argv[i], "addhost=", 8) == 0      ? PMIX_ADD_HOST
+                          : strncmp(argv[i], "addhostfile=", 12) == 0 ? PMIX_ADD_HOSTFILE
+                                                                      : NULL;
         if (key != NULL) {
             PMIX_INFO_LOAD(&app.info[app.ninfo], key, strchr(argv[i], '=') + 1, PMIX_STRING);
             app.ninfo++;
