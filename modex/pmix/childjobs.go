@@ -73,7 +73,7 @@ func spawnRequest(info *C.pmix_info_t, ninfo C.size_t, apps *C.pmix_app_t, napps
 // alike (MPI_Info's keys); others keep the library's key.
 var hintNames = map[string]string{
 	C.PMIX_HOST: "host", C.PMIX_HOSTFILE: "hostfile", C.PMIX_ADD_HOST: "add-host", C.PMIX_ADD_HOSTFILE: "add-hostfile",
-	C.PMIX_WDIR: "wdir",
+	C.PMIX_WDIR:   "wdir",
 	C.PMIX_PREFIX: "prefix", C.PMIX_MAPBY: "map-by",
 }
 
