@@ -194,6 +194,26 @@ func TestPMIxChildJobInterrupt(t *testing.T) {
 	interrupted(t, c, cmd, stderr)
 }
 
+// TestPMIxChildJobAddedNodeLost: the orted of a node the job added,
+// killed outright while its child job runs, ends every job with a line
+// naming that node (status 255, as any orted lost), and nothing is left.
+func TestPMIxChildJobAddedNodeLost(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2, UTS: true})
+	cmd, stdout, stderr := startMpirun(t, c, "-H", "node001:2", "-np", "2", prog, "2", "sleep=1000", "addhost=node002:2")
+	stdout.waitFor(t, "rank 0 started a child job of 2 ranks")
+	syscall.Kill(ortedOf(t, c, "node002"), syscall.SIGKILL)
+	if status := waitExit(t, cmd); status != 255 {
+		t.Errorf("exit %d, want 255; stderr:\n%s", status, stderr)
+	}
+	if left := c.WaitNoLeftovers(10 * time.Second); len(left) > 0 {
+		t.Fatalf("left running after an added node's orted was killed: %+v", left)
+	}
+	if !regexp.MustCompile(`(?m)^mpirun: node002: `).MatchString(stderr.String()) {
+		t.Errorf("no line names node002:\n%s", stderr)
+	}
+}
+
 // TestDVMChildJob: in a DVM a child job belongs to the client of the
 // job that started it: its output reaches that client (tagged as its job
 // 2), the client's status waits for it, and its failure is that
