@@ -102,6 +102,7 @@ var notThroughTheDriver = map[string]string{
 	"childjob":                "a child job is asked by a rank's PMI or PMIx server, which the fake ranks do not run (e2e: TestPMIxChildJob)",
 	"dvm-childjob":            "a child job is asked by a rank's PMI or PMIx server, which the fake ranks do not run (e2e: TestDVMChildJob)",
 	"childjob-fails":          "a child job is asked by a rank's PMI or PMIx server, which the fake ranks do not run (e2e: TestPMIxChildJobFailures)",
+	"childjob-addhost":        "a child job is asked by a rank's PMI or PMIx server, which the fake ranks do not run (e2e: TestPMIxChildJobAddHost)",
 }
 
 // scenario is what the driver test plays of a sim scenario.
