@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,13 +148,7 @@ func (b *bench) spawnRows(prog, hostfile string, sizes []int) []spawnRow {
 	var rows []spawnRow
 	for _, n := range sizes {
 		argv := b.spawnArgv(prog, hostfile, n)
-		names := slices.Sorted(func(yield func(string) bool) {
-			for k := range argv {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		names := slices.Sorted(maps.Keys(argv))
 		first := len(rows)
 		for _, name := range names {
 			rows = append(rows, spawnRow{launcher: name, children: n})
