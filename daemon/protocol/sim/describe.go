@@ -60,7 +60,7 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 	case protocol.JobStopped:
 		return fmt.Sprintf("job %d stopped: its client stops", a.Job)
 	case protocol.Warn:
-		return ""
+		return "warn: " + a.Line
 	case protocol.Waiting:
 		if a.Line == "" {
 			return "waiting over"
