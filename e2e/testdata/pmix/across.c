@@ -23,6 +23,12 @@
 //                       job ends while the other still gets its data
 //   fence-mixed SELF OTHER  the same, each job listing its own namespace
 //                       first
+//   timeout SELF OTHER  without connect: every rank fences over both
+//                       namespaces within 1 second, which OTHER's ranks
+//                       never enter, prints its status, fences over its
+//                       own job; then rank 0 publishes SELF-done
+//   idle SELF OTHER     rank 0 publishes its namespace under SELF; every
+//                       rank waits for OTHER-done (a lookup), then ends
 //   lookup KEY          a lookup of KEY that waits at most 1 second:
 //                       prints its status.
 #include <pmix.h>
@@ -115,27 +121,72 @@ static pmix_status_t fenceGetAll(const char *self, pmix_proc_t me, const char *p
     return PMIX_SUCCESS;
 }
 
+// publish publishes this rank's namespace under key.
+static void publish(pmix_proc_t me, const char *self, const char *key) {
+    pmix_info_t info;
+    PMIX_INFO_LOAD(&info, key, me.nspace, PMIX_STRING);
+    pmix_status_t rc = PMIx_Publish(&info, 1);
+    if (rc != PMIX_SUCCESS) {
+        printf("%s rank %u: publish %s: %s\n", self, me.rank, key, PMIx_Error_string(rc));
+    }
+}
+
+// meet finds the other job's namespace (peer) and lists both jobs'
+// processes, sorted or (selfFirst) this job's first; false if not found.
+static bool meet(pmix_proc_t me, const char *self, const char *other, char **peer, pmix_proc_t both[2]) {
+    if (me.rank == 0) {
+        publish(me, self, self);
+    }
+    pmix_status_t rc = lookup(other, 60, peer);
+    if (rc != PMIX_SUCCESS) {
+        printf("%s rank %u: lookup %s: %s\n", self, me.rank, other, PMIx_Error_string(rc));
+        return false;
+    }
+    bool mineFirst = selfFirst || strcmp(me.nspace, *peer) < 0;
+    PMIX_LOAD_PROCID(&both[mineFirst ? 0 : 1], me.nspace, PMIX_RANK_WILDCARD);
+    PMIX_LOAD_PROCID(&both[mineFirst ? 1 : 0], *peer, PMIX_RANK_WILDCARD);
+    return true;
+}
+
+static void timeoutFence(pmix_proc_t me, const char *self, const char *other) {
+    char *peer = NULL;
+    pmix_proc_t both[2];
+    if (!meet(me, self, other, &peer, both)) {
+        return;
+    }
+    int seconds = 1;
+    pmix_info_t timeout;
+    PMIX_INFO_LOAD(&timeout, PMIX_TIMEOUT, &seconds, PMIX_INT);
+    pmix_status_t rc = PMIx_Fence(both, 2, &timeout, 1);
+    printf("%s rank %u: fence over both jobs within 1 s: %s\n", self, me.rank, PMIx_Error_string(rc));
+    pmix_proc_t job;
+    PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+    PMIx_Fence(&job, 1, NULL, 0); // every rank of this job timed out
+    if (me.rank == 0) {
+        char done[64];
+        snprintf(done, sizeof done, "%s-done", self);
+        publish(me, self, done);
+    }
+}
+
+static void idle(pmix_proc_t me, const char *self, const char *other) {
+    if (me.rank == 0) {
+        publish(me, self, self);
+    }
+    char done[64], *value = NULL;
+    snprintf(done, sizeof done, "%s-done", other);
+    printf("%s rank %u: lookup %s: %s\n", self, me.rank, done, PMIx_Error_string(lookup(done, 60, &value)));
+}
+
 static void across(pmix_proc_t me, const char *self, const char *other, bool connect) {
     bool yes = true;
     put("prsh.early", "%s early %u", self, me.rank);
-    if (me.rank == 0) {
-        pmix_info_t info;
-        PMIX_INFO_LOAD(&info, self, me.nspace, PMIX_STRING);
-        pmix_status_t rc = PMIx_Publish(&info, 1);
-        if (rc != PMIX_SUCCESS) {
-            printf("%s rank 0: publish: %s\n", self, PMIx_Error_string(rc));
-        }
-    }
     char *peer = NULL;
-    pmix_status_t rc = lookup(other, 60, &peer);
-    if (rc != PMIX_SUCCESS) {
-        printf("%s rank %u: lookup %s: %s\n", self, me.rank, other, PMIx_Error_string(rc));
+    pmix_proc_t both[2];
+    if (!meet(me, self, other, &peer, both)) {
         return;
     }
-    pmix_proc_t both[2];
-    bool mineFirst = selfFirst || strcmp(me.nspace, peer) < 0;
-    PMIX_LOAD_PROCID(&both[mineFirst ? 0 : 1], me.nspace, PMIX_RANK_WILDCARD);
-    PMIX_LOAD_PROCID(&both[mineFirst ? 1 : 0], peer, PMIX_RANK_WILDCARD);
+    pmix_status_t rc;
     if (!connect) {
         if (fenceGetAll(self, me, peer, both, "prsh.across", "rank") == PMIX_SUCCESS &&
             fenceGetAll(self, me, peer, both, "prsh.again", "again") == PMIX_SUCCESS &&
@@ -172,7 +223,7 @@ static void across(pmix_proc_t me, const char *self, const char *other, bool con
 int main(int argc, char **argv) {
     pmix_proc_t me;
     if (argc < 3 || PMIx_Init(&me, NULL, 0) != PMIX_SUCCESS) {
-        fprintf(stderr, "usage: across SELF OTHER | mixed SELF OTHER | fence SELF OTHER | fence-mixed SELF OTHER | lookup KEY "
+        fprintf(stderr, "usage: across [mixed|fence|fence-mixed|timeout|idle] SELF OTHER | lookup KEY "
                         "(under a PMIx server)\n");
         return 2;
     }
@@ -181,6 +232,10 @@ int main(int argc, char **argv) {
         printf("lookup %s: %s\n", argv[2], PMIx_Error_string(lookup(argv[2], 1, &value)));
     } else if (strcmp(argv[1], "fence") == 0 && argc == 4) {
         across(me, argv[2], argv[3], false);
+    } else if (strcmp(argv[1], "timeout") == 0 && argc == 4) {
+        timeoutFence(me, argv[2], argv[3]);
+    } else if (strcmp(argv[1], "idle") == 0 && argc == 4) {
+        idle(me, argv[2], argv[3]);
     } else if (strcmp(argv[1], "fence-mixed") == 0 && argc == 4) {
         selfFirst = true;
         across(me, argv[2], argv[3], false);
