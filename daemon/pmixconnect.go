@@ -255,10 +255,9 @@ func (d *Daemon) pmixAcrossDone(done protocol.FenceDone) {
 
 // otherJob is a job's namespace registered here for the local jobs
 // connected to it or in a fence with it (by), where it has no rank. It
-// stays until
-// they have all ended, its own end or not: a rank's get of its data then
-// fails (the job is gone) where, the namespace unknown to the library,
-// the library would hold the get for ever.
+// stays until they have all ended, its own end or not: a rank's get of
+// its data then fails (the job is gone) where, the namespace unknown to
+// the library, the library would hold the get for ever.
 type otherJob struct {
 	ns    string
 	by    map[int]bool
