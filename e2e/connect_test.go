@@ -239,3 +239,33 @@ func TestDVMConnectPeerDies(t *testing.T) {
 		"accept rank 0: MPI_ERR_OTHER: known error not in list", "accept rank 1: MPI_ERR_OTHER: known error not in list"})
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
+
+// TestPMIxFenceParentChild: a parent job of 2 ranks (node001) and the
+// child job of 4 it starts (node002 and node003) fence over both
+// namespaces without connecting, collecting data, each job listing its
+// own first. No node holds ranks of both, so every node's PMIx server
+// learns the other job's namespace as its ranks enter the fence; every
+// rank gets every other rank's value of both jobs right.
+func TestPMIxFenceParentChild(t *testing.T) {
+	prog := openMPI(t, "spawnfence")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "2", prog, "4")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	sizes := map[string]int{"parent": 2, "child": 4}
+	var want []string
+	for self := range sizes {
+		for r := range sizes[self] {
+			want = append(want, fmt.Sprintf("%s rank %d: fence over both jobs: SUCCESS", self, r))
+			for job, n := range sizes {
+				for o := range n {
+					if job != self || o != r {
+						want = append(want, fmt.Sprintf("%s rank %d got \"%s rank %d\"", self, r, job, o))
+					}
+				}
+			}
+		}
+	}
+	checkLines(t, res.stdout, want)
+}
