@@ -39,6 +39,9 @@ type pmixHost struct {
 	// with no local rank, by job (pmixconnect.go).
 	across map[string][]acrossOp
 	others map[int]*otherJob
+	// timeouts holds the timers of the fences, connects and disconnects
+	// not yet answered that have a timeout (pmixtimeout.go).
+	timeouts map[*pmix.Reply]Timer
 }
 
 // pmixJob is one job's namespace and the fences waiting on the machine.
@@ -277,7 +280,7 @@ func (d *Daemon) pmixUp() bool {
 		d.pmixBoot = nil
 		if b.err == nil {
 			d.pmix = &pmixHost{server: b.server, tmpdir: b.tmpdir, jobs: map[int]*pmixJob{}, asked: map[int]pmixAsked{},
-				across: map[string][]acrossOp{}, others: map[int]*otherJob{}}
+				across: map[string][]acrossOp{}, others: map[int]*otherJob{}, timeouts: map[*pmix.Reply]Timer{}}
 		} else {
 			d.log.Warn("no PMIx server", "error", b.err)
 			d.pmixWhy = fmt.Errorf("it speaks PMIx (Open MPI), but the PMIx server of its node did not start: %w", b.err)
@@ -299,7 +302,7 @@ func (d *Daemon) releasePMIx(job int) {
 		j.fences = append(j.fences, fences...)
 	}
 	for _, f := range j.fences {
-		f.Reply.Send(nil, pmix.ErrFailed)
+		d.pmixReply(f.Reply, nil, pmix.ErrFailed)
 	}
 	for id, a := range d.pmix.asked {
 		if a.job == job {
@@ -470,9 +473,6 @@ func (d *Daemon) pmixFenceEntered(f pmix.Fence) {
 		f.Reply.Send(nil, pmix.ErrFailed)
 		return
 	}
-	if f.Timeout > 0 {
-		time.AfterFunc(f.Timeout, func() { f.Reply.Send(nil, pmix.ErrTimeout) })
-	}
 	var in []int
 	for _, id := range slices.Sorted(maps.Keys(jr.ranks)) {
 		if jr.starter.Live(id) && (f.Ranks == nil || slices.Contains(f.Ranks, id)) {
@@ -483,6 +483,7 @@ func (d *Daemon) pmixFenceEntered(f pmix.Fence) {
 		f.Reply.Send(nil, pmix.ErrFailed)
 		return
 	}
+	d.armTimeout(f.Reply, f.Timeout)
 	j.queueFence(protocol.GroupName(f.Ranks), f) // first: it may complete in a step
 	data := []modex.KV{{Key: pmixKey(d.cfg.ID), Value: base64.StdEncoding.EncodeToString(f.Data)}}
 	for _, id := range in {
@@ -544,9 +545,9 @@ func (d *Daemon) pmixFenceDone(done protocol.FenceDone) {
 	}
 	for _, f := range j.fences {
 		if f.Collect {
-			f.Reply.Send(all, err)
+			d.pmixReply(f.Reply, all, err)
 		} else {
-			f.Reply.Send(nil, err)
+			d.pmixReply(f.Reply, nil, err)
 		}
 	}
 	j.fences = nil
@@ -567,14 +568,14 @@ func (d *Daemon) pmixGroupFenceDone(done protocol.FenceDone) {
 	if len(done.Gone) > 0 {
 		d.log.Warn("PMIx: a fence over some ranks failed: ranks of it ended before entering it", "job", done.Job,
 			"ranks", done.Group, "gone", done.Gone)
-		f.Reply.Send(nil, pmix.ErrFailed)
+		d.pmixReply(f.Reply, nil, pmix.ErrFailed)
 		return
 	}
 	var all []byte
 	for _, kv := range done.Puts {
 		b, err := base64.StdEncoding.DecodeString(kv.Value)
 		if err != nil {
-			f.Reply.Send(nil, pmix.ErrFailed)
+			d.pmixReply(f.Reply, nil, pmix.ErrFailed)
 			return
 		}
 		all = append(all, b...)
@@ -582,7 +583,7 @@ func (d *Daemon) pmixGroupFenceDone(done protocol.FenceDone) {
 	if !f.Collect {
 		all = nil
 	}
-	f.Reply.Send(all, nil)
+	d.pmixReply(f.Reply, all, nil)
 }
 
 // pmixDirectModex sends the library's request for a remote rank's data

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"prsh/daemon/protocol"
-	"prsh/modex"
 	"prsh/modex/pmix"
 )
 
@@ -18,8 +17,9 @@ import (
 // and connect, disconnect and fences between namespaces, each a fence
 // over a group of several jobs (protocol/connect.go). A daemon that
 // holds ranks of a connect registers the other jobs' namespaces (with no
-// local rank) before the connect completes: the library then hands
-// their job data to its clients, and holds their gets of the other
+// local rank) before the connect completes, and one that holds ranks of
+// a fence over several jobs, before they enter it: the library then
+// hands their job data to its clients, and holds their gets of the other
 // side's data until it knows the namespace.
 
 // pmixDynamic is one of the library's upcalls of dynamic processes:
@@ -174,7 +174,11 @@ func (d *Daemon) acrossOf(procs []pmix.Proc) ([]protocol.JobRanks, error) {
 // pmixAcross: every local rank listed entered a connect, disconnect or
 // fence over procs. One job's is a fence over its group (pmix.go); that
 // of several jobs, a fence over their group that the local members
-// still running enter, carrying no data (pmixAcrossFenceDone).
+// still running enter, carrying no data (pmixAcrossDone). A fence's
+// node registers the namespaces it lacks first, as a connect does at
+// its end (registerOthers): the library holds a get of an unknown
+// namespace's data for ever. The registration is complete when
+// RegisterJob returns, so no job can end in between here.
 func (d *Daemon) pmixAcross(op acrossOp, procs []pmix.Proc, data []byte, timeout time.Duration) {
 	d.log.Debug("PMIx across jobs", "op", op.kind, "procs", procs)
 	jobs, err := d.acrossOf(procs)
@@ -202,15 +206,16 @@ func (d *Daemon) pmixAcross(op acrossOp, procs []pmix.Proc, data []byte, timeout
 		op.reply.Send(nil, pmix.ErrFailed)
 		return
 	}
-	if timeout > 0 {
-		time.AfterFunc(timeout, func() { op.reply.Send(nil, pmix.ErrTimeout) })
+	if op.kind == "fence" {
+		if err := d.registerOthers(jobs); err != nil {
+			op.reply.Send(nil, err)
+			return
+		}
 	}
+	d.armTimeout(op.reply, timeout)
 	op.jobs = jobs
 	name := protocol.AcrossName(jobs)
 	d.pmix.across[name] = append(d.pmix.across[name], op) // first: it may complete in a step
-	if op.kind == "fence" && !d.knowsAll(jobs) {
-		in[0].Puts = []modex.KV{{Key: unknownPrefix + strconv.Itoa(d.cfg.ID), Value: "1"}}
-	}
 	for _, e := range in {
 		d.step(e)
 	}
@@ -218,6 +223,13 @@ func (d *Daemon) pmixAcross(op acrossOp, procs []pmix.Proc, data []byte, timeout
 
 // pmixAcrossDone completes the node's oldest operation over a group of
 // several jobs: a connect registers the other jobs' namespaces first.
+// A fence hands the library no data, even when the ranks asked it to
+// collect some: their gets of any rank's data go by direct modex.
+// PMIx 4.2.2's library packs a node's part of such a fence by the
+// position of each process in a list that differs between nodes (their
+// namespaces' order), so that the parts of all nodes, put together,
+// gave a rank another rank's value (job b's rank read job a's rank 0's
+// for rank 2, in e2e TestDVMFenceAcrossJobs).
 func (d *Daemon) pmixAcrossDone(done protocol.FenceDone) {
 	if d.pmix == nil || len(d.pmix.across[done.Group]) == 0 {
 		return
@@ -231,63 +243,21 @@ func (d *Daemon) pmixAcrossDone(done protocol.FenceDone) {
 	}
 	if len(done.Gone) > 0 {
 		d.log.Warn("PMIx: a "+op.kind+" between jobs failed: processes of it ended before entering it", "group", done.Group)
-		op.reply.Send(nil, pmix.ErrFailed)
+		d.pmixReply(op.reply, nil, pmix.ErrFailed)
 		return
 	}
-	switch op.kind {
-	case "connect":
-		op.reply.Send(nil, d.registerOthers(op.jobs))
-	case "disconnect":
-		op.reply.Send(nil, nil)
-	default:
-		d.pmixAcrossFenceDone(op, done.Puts)
+	var err error
+	if op.kind == "connect" {
+		err = d.registerOthers(op.jobs)
 	}
-}
-
-// knowsAll says whether this node's server has the namespace of every
-// job of a fence over several. One that lacks a namespace holds its
-// ranks' gets of that namespace's data until it is registered, and
-// packs its part of the fence without it: the fence is refused instead.
-// A connect registers them first (Open MPI always connects first).
-func (d *Daemon) knowsAll(jobs []protocol.JobRanks) bool {
-	for _, jr := range jobs {
-		if d.pmix.jobs[jr.Job] == nil && d.pmix.others[jr.Job] == nil {
-			return false
-		}
-	}
-	return true
-}
-
-// unknownPrefix starts the key that marks a node's part of a fence over
-// several jobs made without the namespace of one of them: the fence
-// fails everywhere. PMI clients cannot reach it (pmixKey).
-const unknownPrefix = "\x00pmix-unknown/"
-
-// pmixAcrossFenceDone answers a fence over several jobs, or refuses it
-// where a node did not know every namespace (jobs that did not connect
-// first). It hands the library no data, even when the ranks asked it to
-// collect some: their gets of the other jobs' data go by direct modex.
-// PMIx 4.2.2's library packs a node's part of such a fence by the
-// position of each process in a list that differs between nodes (their
-// namespaces' order), so that the parts of all nodes, put together,
-// gave a rank another rank's value (job b's rank read job a's rank 0's
-// for rank 2, in e2e TestDVMFenceAcrossJobs).
-func (d *Daemon) pmixAcrossFenceDone(op acrossOp, puts []modex.KV) {
-	for _, kv := range puts {
-		if strings.HasPrefix(kv.Key, unknownPrefix) {
-			d.log.Warn("PMIx: a fence over several jobs that did not connect first: refused")
-			op.reply.Send(nil, pmix.ErrNotSupported)
-			return
-		}
-	}
-	op.reply.Send(nil, nil)
+	d.pmixReply(op.reply, nil, err)
 }
 
 // otherJob is a job's namespace registered here for the local jobs
-// connected to it (by), which hold none of its ranks. It stays until
-// they have all ended, its own end or not: a rank's get of its data then
-// fails (the job is gone) where, the namespace unknown to the library,
-// the library would hold the get for ever.
+// connected to it or in a fence with it (by), where it has no rank. It
+// stays until they have all ended, its own end or not: a rank's get of
+// its data then fails (the job is gone) where, the namespace unknown to
+// the library, the library would hold the get for ever.
 type otherJob struct {
 	ns    string
 	by    map[int]bool
@@ -295,25 +265,31 @@ type otherJob struct {
 }
 
 // registerOthers registers, with no local rank, the namespaces of the
-// jobs that have none here (where their ranks are, and their sizes), for
-// the local jobs among jobs.
+// jobs that have no rank here (where their ranks are, and their sizes),
+// for the local jobs among jobs. A job whose ranks here have yet to
+// start is left to startPMIx: a fence with them cannot end before.
+// It fails where a job has ended here.
 func (d *Daemon) registerOthers(jobs []protocol.JobRanks) error {
 	for _, jr := range jobs {
 		if o := d.pmix.others[jr.Job]; o != nil {
 			d.connectedBy(o, jobs)
+			continue
 		}
-		if d.pmix.jobs[jr.Job] != nil || d.pmix.others[jr.Job] != nil {
+		if d.pmix.jobs[jr.Job] != nil {
 			continue
 		}
 		app, ok := d.machine.JobLaunch(jr.Job)
 		if !ok {
 			return pmix.ErrFailed
 		}
+		if slices.Contains(app.RankNode, d.cfg.ID) {
+			continue
+		}
 		ns := d.namespaceOf(jr.Job)
 		err := d.pmix.server.RegisterJob(pmix.Job{Namespace: ns, Hosts: d.machine.Job().Hosts, RankNode: app.RankNode,
 			Node: d.cfg.ID, AppFirst: appFirsts(app)})
 		if err != nil {
-			d.log.Warn("PMIx: a connected job's namespace", "namespace", ns, "error", err)
+			d.log.Warn("PMIx: another job's namespace", "namespace", ns, "error", err)
 			return pmix.ErrFailed
 		}
 		o := &otherJob{ns: ns, by: map[int]bool{}}
@@ -323,7 +299,8 @@ func (d *Daemon) registerOthers(jobs []protocol.JobRanks) error {
 	return nil
 }
 
-// connectedBy notes the local jobs among jobs as connected to o.
+// connectedBy notes the local jobs among jobs as connected to o, or in
+// a fence with it.
 func (d *Daemon) connectedBy(o *otherJob, jobs []protocol.JobRanks) {
 	for _, jr := range jobs {
 		if d.pmix.jobs[jr.Job] != nil {
@@ -354,7 +331,7 @@ func (d *Daemon) releaseAcross(job int) {
 		}
 		delete(d.pmix.across, name)
 		for _, op := range ops {
-			op.reply.Send(nil, pmix.ErrFailed)
+			d.pmixReply(op.reply, nil, pmix.ErrFailed)
 		}
 	}
 	if o := d.pmix.others[job]; o != nil {
@@ -366,7 +343,7 @@ func (d *Daemon) releaseAcross(job int) {
 		if o.ended && len(o.by) == 0 {
 			delete(d.pmix.others, other)
 			if err := d.pmix.server.DeregisterJob(o.ns); err != nil {
-				d.log.Warn("PMIx: a connected job's namespace", "namespace", o.ns, "error", err)
+				d.log.Warn("PMIx: another job's namespace", "namespace", o.ns, "error", err)
 			}
 		}
 	}

@@ -77,12 +77,26 @@ func dvmLog() []string {
 // namespaces collecting data, every rank gets every value of the other
 // job right (by direct modex: such a fence hands the library no data),
 // and they disconnect. Then the same with each job listing its own
-// namespace first (the nodes' lists then differ). Then two more jobs fence over both namespaces without connecting
-// first, where node003 holds ranks of one only, so that its PMIx server
-// does not know the other's namespace: the fence is refused
-// (PMIX_ERR_NOT_SUPPORTED) for every rank, rather than leave a rank's
-// get of the other job's data held there for ever.
+// namespace first (the nodes' lists then differ).
 func TestDVMFenceAcrossJobs(t *testing.T) {
+	fenceAcross(t, "", "mixed")
+}
+
+// TestDVMFenceAcrossUnconnected: two PMIx jobs of a DVM that never
+// connect fence over both namespaces collecting data, each rank listing
+// them in the same order, then (in two more jobs) its own first. node003
+// holds ranks of job a only, so its PMIx server learns job b's namespace
+// as its rank enters the fence. Every rank gets every other rank's value
+// of both jobs right (by direct modex), then all do it once more with
+// another key, every server knowing both namespaces by then.
+func TestDVMFenceAcrossUnconnected(t *testing.T) {
+	fenceAcross(t, "fence", "fence-mixed")
+}
+
+// fenceAcross runs across.c in each mode as two jobs of one DVM of three
+// nodes, a of 3 ranks and b of 2, mapped by node (node003 holds only a's
+// rank 2), and checks every rank's lines.
+func fenceAcross(t *testing.T, modes ...string) {
 	prog := openMPI(t, "across")
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 4, UTS: true})
 	dvm, dvmErr, uri := dvmUp(t, c, dvmLog()...)
@@ -92,7 +106,7 @@ func TestDVMFenceAcrossJobs(t *testing.T) {
 		}
 	})
 	sizes := map[string]int{"a": 3, "b": 2}
-	for _, mode := range []string{"", "mixed", "fence"} {
+	for _, mode := range modes {
 		clients := map[string]atOnce{}
 		for self, other := range map[string]string{"a": "b", "b": "a"} {
 			args := []string{"--dvm", uri, "-np", itoa(sizes[self]), "--map-by", "node", prog, self, other}
@@ -116,20 +130,37 @@ func TestDVMFenceAcrossJobs(t *testing.T) {
 // acrossLines is what each rank of job self prints in a mode of
 // across.c.
 func acrossLines(mode, self, other string, sizes map[string]int) []string {
+	if strings.HasPrefix(mode, "fence") {
+		return unconnectedLines(self, other, sizes)
+	}
 	var want []string
 	for r := range sizes[self] {
-		fence := fmt.Sprintf("%s rank %d: fence over both jobs: ", self, r)
-		switch {
-		case mode == "fence":
-			want = append(want, fence+"NOT-SUPPORTED")
-			continue
-		default:
-			want = append(want, fence+"SUCCESS")
-			for o := range sizes[other] {
-				want = append(want, fmt.Sprintf("%s rank %d got \"%s rank %d\"", self, r, other, o))
-			}
+		want = append(want, fmt.Sprintf("%s rank %d: fence over both jobs: SUCCESS", self, r))
+		for o := range sizes[other] {
+			want = append(want, fmt.Sprintf("%s rank %d got \"%s rank %d\"", self, r, other, o))
 		}
 		want = append(want, fmt.Sprintf("%s rank %d got \"%s early %d\"", self, r, other, sizes[other]-1))
+	}
+	return want
+}
+
+// unconnectedLines is what each rank of job self prints in the fence
+// modes of across.c: two fences, each followed by every other rank's
+// value of both jobs.
+func unconnectedLines(self, other string, sizes map[string]int) []string {
+	var want []string
+	for r := range sizes[self] {
+		for _, word := range []string{"rank", "again"} {
+			want = append(want, fmt.Sprintf("%s rank %d: fence over both jobs for %s: SUCCESS", self, r, word))
+			for o := range sizes[self] {
+				if o != r {
+					want = append(want, fmt.Sprintf("%s rank %d got \"%s %s %d\"", self, r, self, word, o))
+				}
+			}
+			for o := range sizes[other] {
+				want = append(want, fmt.Sprintf("%s rank %d got \"%s %s %d\"", self, r, other, word, o))
+			}
+		}
 	}
 	return want
 }
@@ -207,4 +238,34 @@ func TestDVMConnectPeerDies(t *testing.T) {
 	checkLines(t, accOut.String(), []string{"published svc-4",
 		"accept rank 0: MPI_ERR_OTHER: known error not in list", "accept rank 1: MPI_ERR_OTHER: known error not in list"})
 	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestPMIxFenceParentChild: a parent job of 2 ranks (node001) and the
+// child job of 4 it starts (node002 and node003) fence over both
+// namespaces without connecting, collecting data, each job listing its
+// own first. No node holds ranks of both, so every node's PMIx server
+// learns the other job's namespace as its ranks enter the fence; every
+// rank gets every other rank's value of both jobs right.
+func TestPMIxFenceParentChild(t *testing.T) {
+	prog := openMPI(t, "spawnfence")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "2", prog, "4")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	sizes := map[string]int{"parent": 2, "child": 4}
+	var want []string
+	for self := range sizes {
+		for r := range sizes[self] {
+			want = append(want, fmt.Sprintf("%s rank %d: fence over both jobs: SUCCESS", self, r))
+			for job, n := range sizes {
+				for o := range n {
+					if job != self || o != r {
+						want = append(want, fmt.Sprintf("%s rank %d got \"%s rank %d\"", self, r, job, o))
+					}
+				}
+			}
+		}
+	}
+	checkLines(t, res.stdout, want)
 }

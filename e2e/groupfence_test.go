@@ -104,3 +104,43 @@ func TestDVMGroupFence(t *testing.T) {
 	}
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
+
+// TestPMIxFenceTimeout: a fence whose PMIX_TIMEOUT passes before every
+// rank listed entered returns PMIX_ERR_TIMEOUT, and the ranks go on. Over
+// part of a job: ranks 0 and 1 of 3 (one a node) fence over ranks 0-2
+// within a second, which rank 2 never enters; then all fence over the
+// whole job and end with 0. Over two jobs of a DVM: job a's ranks fence
+// over both namespaces within a second, which job b's never enter (they
+// wait for a's "a-done", published once every rank of a timed out).
+func TestPMIxFenceTimeout(t *testing.T) {
+	group, across := openMPI(t, "groupfence"), openMPI(t, "across")
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
+	res := mpirun(t, c, "-np", "3", "--map-by", "node", group, "timeout")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{"rank 0: fence over ranks 0-2 within 1 s: TIMEOUT",
+		"rank 1: fence over ranks 0-2 within 1 s: TIMEOUT", "rank 0: fence over the job: SUCCESS",
+		"rank 1: fence over the job: SUCCESS", "rank 2: fence over the job: SUCCESS"})
+
+	dvm, dvmErr, uri := dvmUp(t, c, dvmLog()...)
+	marks := marksDir(t)
+	a, aOut, aErr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", "3", "--map-by", "node", across, "timeout", "a", "b")
+	b, bOut, bErr := dvmClient(t, c, marks, nil, "--dvm", uri, "-np", "2", "--map-by", "node", across, "idle", "b", "a")
+	if st := waitExit(t, a); st != 0 || aErr.String() != "" {
+		t.Errorf("job a: exit %d, stderr:\n%s", st, aErr)
+	}
+	if st := waitExit(t, b); st != 0 || bErr.String() != "" {
+		t.Errorf("job b: exit %d, stderr:\n%s", st, bErr)
+	}
+	var wantA, wantB []string
+	for r := range 3 {
+		wantA = append(wantA, fmt.Sprintf("a rank %d: fence over both jobs within 1 s: TIMEOUT", r))
+	}
+	for r := range 2 {
+		wantB = append(wantB, fmt.Sprintf("b rank %d: lookup a-done: SUCCESS", r))
+	}
+	checkLines(t, aOut.String(), wantA)
+	checkLines(t, bOut.String(), wantB)
+	dvmStop(t, c, dvm, dvmErr, uri)
+}

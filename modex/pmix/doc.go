@@ -133,8 +133,6 @@ var (
 	ErrNotFound  = errors.New("pmix: not found")
 	ErrFailed    = errors.New("pmix: failed")
 	ErrDuplicate = errors.New("pmix: duplicate key")
-	// ErrNotSupported: what the ranks asked for is not done here.
-	ErrNotSupported = errors.New("pmix: not supported")
 )
 
 // ErrUnavailable says this daemon was built without the library, and

@@ -209,8 +209,6 @@ func code(err error) C.pmix_status_t {
 		return C.PMIX_ERR_NOT_FOUND
 	case ErrDuplicate:
 		return C.PMIX_ERR_DUPLICATE_KEY
-	case ErrNotSupported:
-		return C.PMIX_ERR_NOT_SUPPORTED
 	}
 	return C.PMIX_ERROR
 }
