@@ -26,7 +26,7 @@ type Message interface{ message() }
 // run under a parent of another version: a node with another prsh
 // installed fails at its start, by name, instead of mid-launch with a
 // message it cannot decode.
-const Version = 8
+const Version = 9
 
 // kinds is the one table of message kinds: the index is the frame's kind
 // byte. Encoding and decoding follow from it; a new message is one line
@@ -56,7 +56,8 @@ var kinds = [...]Message{
 	22: NameLookup{},
 	23: NameUnpublish{},
 	24: NameReply{},
-	31: Lost{}, // dvmlost.go
+	25: RanksLeft{}, // ranksleft.go
+	31: Lost{},      // dvmlost.go
 }
 
 var kindOfType = func() map[reflect.Type]byte {
@@ -273,6 +274,12 @@ type Milestone struct {
 	Job  int `json:",omitempty"` // the DVM job of a Started or Exited
 }
 
+// RanksLeft says every rank of job Job in the sender's subtree left: it
+// finalised PMI, or exited without failing the job.
+type RanksLeft struct {
+	Job int `json:",omitempty"`
+}
+
 // Skipped tells mpirun a node was left out, and why.
 type Skipped struct {
 	ID  int
@@ -375,6 +382,7 @@ func (JobKill) message()         {}
 func (JobEnd) message()          {}
 func (ChildJobRequest) message() {}
 func (ChildJobReply) message()   {}
+func (RanksLeft) message()       {}
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.
 const (
