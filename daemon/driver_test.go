@@ -77,6 +77,7 @@ var notThroughTheDriver = map[string]string{
 	"dmodex":                  "direct modex is asked by a PMIx server, which the fake ranks do not run",
 	"group-fences":            "fences over a group of ranks come from a PMIx server, which the fake ranks do not run (e2e: TestPMIxGroupFence)",
 	"group-fence-left":        "fences over a group of ranks come from a PMIx server, which the fake ranks do not run (e2e: TestPMIxGroupFenceLeft)",
+	"fence-left":              "its fake ranks would finalise without fencing; they fence then finalise (e2e: TestPMIFenceRankFinalized, TestPMIxFenceRankFinalized)",
 	"names":                   "name requests come from a PMIx server, which the fake ranks do not run (e2e: TestDVMConnectAccept, TestDVMNamesFail)",
 	"connect":                 "fences over several jobs come from a PMIx server, which the fake ranks do not run (e2e: TestDVMFenceAcrossJobs)",
 	"hung-daemon":             "a hung orted is noticed by the transport's silence bound, which in-memory links do not have",

@@ -231,7 +231,7 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			d.cfg.StopSelf()
 		case protocol.FenceDone:
 			if a.Group == "" { // a group's fence is PMIx's only
-				d.fenceDone(a.Job, a.View)
+				d.fenceDone(a)
 			}
 			d.pmixFenceDone(a)
 		case protocol.RingDone:

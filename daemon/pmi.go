@@ -65,7 +65,7 @@ func (d *Daemon) newPMIService(jr *jobRanks, id int, mapping string) *pmiService
 	ctx, stop := context.WithCancel(d.ctx)
 	s := &pmiService{
 		d: d, job: jr, rank: id, ctx: ctx, stop: stop,
-		done: make(chan modex.View, 1), ring: make(chan pmi.Ring, 1), gathered: make(chan []string, 1),
+		done: make(chan fenceResult, 1), ring: make(chan pmi.Ring, 1), gathered: make(chan []string, 1),
 	}
 	s.info = pmi.JobInfo{
 		Rank: id, Size: len(jr.app.RankNode), KVSName: kvsName(d.machine.Job(), jr.app),
@@ -178,8 +178,8 @@ type pmiService struct {
 	info    pmi.JobInfo
 	puts    []modex.KV
 	view    modex.View
-	done    chan modex.View // the loop's answer to this rank's fence
-	ring    chan pmi.Ring   // the loop's answer to this rank's ring
+	done    chan fenceResult // the loop's answer to this rank's fence
+	ring    chan pmi.Ring    // the loop's answer to this rank's ring
 	// gathered is the loop's answer to this rank's allgather.
 	gathered chan []string
 }
@@ -217,8 +217,9 @@ func (s *pmiService) Fence(ctx context.Context) error {
 	s.waiting.Store(true)
 	defer s.waiting.Store(false)
 	select {
-	case s.view = <-s.done:
-		return nil
+	case res := <-s.done:
+		s.view = res.view
+		return res.err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -280,15 +281,32 @@ func (d *Daemon) fenceEntered(w fenceWait) {
 	}
 }
 
+// fenceResult is what a rank's fence gives: the view, and an error when
+// ranks left before entering it.
+type fenceResult struct {
+	view modex.View
+	err  error
+}
+
 // fenceDone releases every local rank of job waiting in the fence: a
 // rank is in one fence at a time, and enters the next only once released.
-func (d *Daemon) fenceDone(job int, view modex.View) {
-	if jr, ok := d.jobs[job]; ok {
+func (d *Daemon) fenceDone(done protocol.FenceDone) {
+	res := fenceResult{view: done.View, err: fenceGone(done.Gone)}
+	if jr, ok := d.jobs[done.Job]; ok {
 		for _, s := range jr.fenceWaiters {
-			answer(s.done, view)
+			answer(s.done, res)
 		}
 		jr.fenceWaiters = nil
 	}
+}
+
+// fenceGone is the error of a fence that ranks left (finalised or
+// exited) before entering, if any did.
+func fenceGone(gone []int) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	return fmt.Errorf("rank(s) %s finalized or exited without entering it", protocol.GroupName(gone))
 }
 
 // allgatherEntered notes who waits for the allgather, then tells the

@@ -535,6 +535,10 @@ func (d *Daemon) pmixFenceDone(done protocol.FenceDone) {
 	}
 	var all []byte
 	var err error
+	if len(done.Gone) > 0 {
+		d.log.Warn("PMIx: a fence over the job failed: ranks ended before entering it", "job", done.Job, "gone", done.Gone)
+		err = pmix.ErrFailed
+	}
 	for _, node := range j.nodes {
 		v, _ := view.Get(pmixKey(node))
 		b, e := base64.StdEncoding.DecodeString(v)

@@ -111,7 +111,7 @@ func (m *Machine) collectiveDone(j *jobState, id collective.ID, result collectiv
 			return
 		}
 		j.view = j.view.With(result.KVs)
-		m.emit(FenceDone{Job: j.num, Seq: id.Seq, View: j.view})
+		m.emit(FenceDone{Job: j.num, Seq: id.Seq, View: j.view, Gone: result.Gone})
 	case collective.Allgather:
 		m.emit(AllgatherDone{Job: j.num, Seq: id.Seq, Values: result.Ordered})
 	case collective.Ring:

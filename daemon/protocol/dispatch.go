@@ -55,6 +55,10 @@ func (m *Machine) handle(l LinkID, peer int, msg Message) {
 		if j := m.jobOf(msg.Job); j != nil && fromParent && msg.ID.Group != jobGroup && m.joinGroup(j, msg.ID.Group) {
 			m.collectives(j, j.coll.Probed(msg.ID))
 		}
+	case RanksLeft:
+		if j := m.jobOf(msg.Job); j != nil && m.isChild(peer) {
+			m.childRanksLeft(j, peer)
+		}
 	case ModexRequest:
 		m.modexRequest(msg)
 	case ModexReply:

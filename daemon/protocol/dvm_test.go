@@ -56,7 +56,7 @@ func TestDVMJobsOverlap(t *testing.T) {
 		{Received{7, Launch{Job: 1, RankNode: RankMap{1}}}, "start [0] of job 1; send {Kind:2 Job:1}"},
 		{Received{7, Launch{Job: 2, RankNode: RankMap{1, 1}}}, "start [0 1] of job 2; send {Kind:2 Job:2}"},
 		{RankExited{Job: 2, Rank: 1, Status: 3, How: "exited with status 3"}, "send {Msg:node1: rank 1 exited with status 3 Status:3 Job:2 Lost:0}"},
-		{RankExited{Job: 1, Rank: 0, How: "exited with status 0"}, "send {Kind:3 Job:1}"},
+		{RankExited{Job: 1, Rank: 0, How: "exited with status 0"}, "send {Job:1}; send {Kind:3 Job:1}"}, // RanksLeft, Exited
 		{Received{7, JobKill{Job: 2}}, "signal 15 of job 2"},
 		{Received{7, JobEnd{Job: 1}}, "signal 9 of job 1; release 1"},
 		{RankExited{Job: 2, Rank: 0, Status: 143, How: "was killed by signal 15"}, "send {Kind:3 Job:2}"},

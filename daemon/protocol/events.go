@@ -321,16 +321,16 @@ type ForwardStdin struct{}
 type StopSelf struct{}
 
 // FenceDone: fence Seq is complete; the local ranks in it go on, and
-// answer their gets from View.
+// answer their gets from View. Gone lists the ranks that left before
+// entering it, which fails it.
 type FenceDone struct {
 	Job  int
 	Seq  int
 	View modex.View
 	// A group's fence (FenceEntered.Group), by GroupName, or over
 	// several jobs (FenceEntered.Across, by AcrossName, Job its first):
-	// its result is Puts, not added to View; Gone lists its members that
-	// left before entering it (ranks; a group over several jobs: member
-	// numbers), which fails it.
+	// its result is Puts, not added to View; Gone lists its members (a
+	// group over several jobs: member numbers).
 	Group string
 	Puts  []modex.KV
 	Gone  []int

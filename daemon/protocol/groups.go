@@ -114,6 +114,15 @@ func (m *Machine) groupMembers(app Launch, ranks []int) collective.Members {
 		}
 	}
 	mem.Children = m.childrenHolding(nodes)
+	mem.Below = func(child int) []int {
+		var below []int
+		for _, r := range ranks {
+			if m.towardRank(app, r) == child {
+				below = append(below, r)
+			}
+		}
+		return below
+	}
 	return mem
 }
 

@@ -25,10 +25,11 @@ type jobState struct {
 	// earlyModex holds direct-modex requests for this daemon's ranks that
 	// came before the launch did.
 	earlyModex []ModexRequest
-	// started and exited are the Started and Exited milestones' reductions.
-	started, exited *reduction
-	coll            *collective.Machine // the PMI collectives (collectives.go)
-	view            modex.View          // what the fences committed so far
+	// started and exited are the Started and Exited milestones' reductions;
+	// left, that of RanksLeft (ranksleft.go).
+	started, exited, left *reduction
+	coll                  *collective.Machine // the PMI collectives (collectives.go)
+	view                  modex.View          // what the fences committed so far
 	// groups are the groups of ranks whose collectives were joined here;
 	// earlyGroups, those named before the ranks started (groups.go).
 	groups      map[string]bool
@@ -49,7 +50,7 @@ type jobState struct {
 func (m *Machine) newJob(num int, children []int) *jobState {
 	return &jobState{
 		num: num, ranks: map[int]*rank{}, coll: collective.New(m.root != nil), groups: map[string]bool{},
-		started: newReduction(children), exited: newReduction(children),
+		started: newReduction(children), exited: newReduction(children), left: newReduction(children),
 	}
 }
 
@@ -115,6 +116,7 @@ func (m *Machine) eachReduction(f func(*reduction)) {
 	for _, j := range m.sortedJobs() {
 		f(j.started)
 		f(j.exited)
+		f(j.left)
 	}
 }
 

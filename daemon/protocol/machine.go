@@ -149,6 +149,7 @@ type rank struct {
 	reaped, drained bool
 	pmi, finalized  bool   // it used PMI; it finalised it
 	pmiErr          string // what was wrong with its PMI input
+	left            bool   // it will enter no collective of the job (ranksleft.go)
 }
 
 // New builds the machine of one daemon.

@@ -56,7 +56,8 @@ var kinds = [...]Message{
 	22: NameLookup{},
 	23: NameUnpublish{},
 	24: NameReply{},
-	31: Lost{}, // dvmlost.go
+	25: RanksLeft{}, // ranksleft.go
+	31: Lost{},      // dvmlost.go
 }
 
 var kindOfType = func() map[reflect.Type]byte {
@@ -289,6 +290,12 @@ type Milestone struct {
 	Job  int `json:",omitempty"` // the DVM job of a Started or Exited
 }
 
+// RanksLeft says every rank of job Job in the sender's subtree left: it
+// finalised PMI, or exited without failing the job.
+type RanksLeft struct {
+	Job int `json:",omitempty"`
+}
+
 // Skipped tells mpirun a node was left out, and why.
 type Skipped struct {
 	ID  int
@@ -391,6 +398,7 @@ func (JobKill) message()         {}
 func (JobEnd) message()          {}
 func (ChildJobRequest) message() {}
 func (ChildJobReply) message()   {}
+func (RanksLeft) message()       {}
 
 // Milestone kinds, reported by a subtree once reached everywhere in it.
 const (

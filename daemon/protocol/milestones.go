@@ -18,6 +18,7 @@ func (m *Machine) checkMilestones() {
 	for _, j := range m.sortedJobs() {
 		m.checkMilestone(Started, j)
 		m.checkMilestone(Exited, j)
+		m.checkRanksLeft(j)
 	}
 }
 

@@ -23,6 +23,7 @@ func (m *Machine) startRanks(j *jobState) {
 	m.emit(StartRanks{App: j.app, Ranks: mine})
 	m.reach(Started, j)
 	m.checkExited(j)
+	m.checkRanksLeft(j)
 }
 
 // localRanks lists the ranks app's map places on daemon self.
@@ -71,6 +72,8 @@ func (m *Machine) rankExited(e RankExited) {
 		m.fail(m.jobFailure(j, errmgr.StatusFailed, "rank %d broke the PMI protocol: %s", e.Rank, r.pmiErr))
 	case r.pmi && !r.finalized:
 		m.fail(m.jobFailure(j, errmgr.StatusFailed, "rank %d exited with status 0 without finalizing MPI (PMI)", e.Rank))
+	default:
+		m.leaveJob(j, e.Rank, r)
 	}
 	m.checkExited(j)
 }
@@ -81,7 +84,7 @@ func (m *Machine) pmiEvent(ev Event) {
 	case PMIFinalize:
 		if j, r, ok := m.rankOf(e.Job, e.Rank); ok {
 			r.finalized = true
-			m.collectives(j, j.coll.Finalized(jobGroup, e.Rank))
+			m.leaveJob(j, e.Rank, r)
 			m.leaveGroups(j, e.Rank)
 		}
 	case PMIConnected:

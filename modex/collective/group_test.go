@@ -95,7 +95,8 @@ func TestLeftMemberFailsTheNextCollective(t *testing.T) {
 
 // A probe opens the collective and goes on down to the children it waits
 // for; one that comes before the Join waits for it. The job's
-// collectives are never probed: a rank that finalised does not fail them.
+// collectives are never probed: a daemon whose ranks all left says so
+// once instead (ChildLeft).
 func TestProbeGoesDown(t *testing.T) {
 	m := New(false)
 	id := ID{Group: "1-3", Op: Fence, Seq: 1}
@@ -116,8 +117,8 @@ func TestProbeGoesDown(t *testing.T) {
 }
 
 // At the root, a member that left makes the open collective complete
-// without it, failed for everyone, while the job's collectives, which a
-// finalised rank does not hold, are not touched.
+// without it, failed for everyone; a rank outside the group changes
+// nothing.
 func TestLeftMemberFailsTheOpenCollectiveForAll(t *testing.T) {
 	m := New(true)
 	m.Join("0,1", members([]int{0, 1}, []int{3}))

@@ -15,6 +15,9 @@ type Members struct {
 	// the child below which it lives, or Nowhere. Only a scattering
 	// operation (the ring) asks.
 	Toward func(rank int) int
+	// Below lists the ranks of the group in child's subtree; only the
+	// job's group asks, for a child whose ranks all left (ChildLeft).
+	Below func(child int) []int
 }
 
 // Places Members.Toward gives besides a child.
@@ -75,6 +78,8 @@ type Machine struct {
 	open   map[ID]*reduction
 	early  map[string][]childPart // parts of groups not joined yet
 	failed map[int]bool
+	// left: children every rank of the job below which left (ChildLeft).
+	left   map[int]bool
 	probes []Action // Probe actions of collectives just opened
 	// completed is the last Seq of each group's Op completed here: a
 	// late or repeated part of it must not open it again. Collectives of
@@ -95,8 +100,7 @@ type group struct {
 	loaded *Members
 	isRank map[int]bool // Members.Ranks as a set
 	// entered counts the collectives of each Op each local rank entered.
-	entered   map[Op]map[int]int
-	finalized map[int]bool
+	entered map[Op]map[int]int
 	// left: local ranks that will enter none of the group's collectives
 	// any more; those they did not enter fail (Left).
 	left map[int]bool
@@ -122,7 +126,7 @@ type childPart struct {
 // completes each collective.
 func New(root bool) *Machine {
 	return &Machine{root: root, groups: map[string]*group{}, open: map[ID]*reduction{},
-		early: map[string][]childPart{}, failed: map[int]bool{}, completed: map[series]int{}}
+		early: map[string][]childPart{}, failed: map[int]bool{}, left: map[int]bool{}, completed: map[series]int{}}
 }
 
 // Join says who takes part in group's collectives here (at the launch);
@@ -133,7 +137,7 @@ func (m *Machine) Join(name string, members func() Members) []Action {
 	if m.groups[name] != nil {
 		return nil
 	}
-	m.groups[name] = &group{load: members, entered: map[Op]map[int]int{}, finalized: map[int]bool{}, left: map[int]bool{}}
+	m.groups[name] = &group{load: members, entered: map[Op]map[int]int{}, left: map[int]bool{}}
 	early := m.early[name]
 	delete(m.early, name)
 	for _, e := range early {
@@ -187,33 +191,41 @@ func (m *Machine) FromParent(id ID, result Part) []Action {
 	return m.down(id, result)
 }
 
-// Finalized: local rank is done with group's collectives (it finalised
-// PMI): none of them waits for it any more. A rank that ended without
-// finalising holds them for ever: the job is failing, and the ranks
-// waiting must not go on as if it had taken part.
-func (m *Machine) Finalized(name string, rank int) []Action {
-	g := m.groups[name]
-	if g == nil {
-		return nil
-	}
-	g.finalized[rank] = true
-	return m.checkAll(func(id ID) bool { return id.Group == name })
-}
-
 // Left: local rank of group will enter none of its collectives any more
-// (it exited or finalised). Unlike Finalized, which lets the job's
-// collectives go on without a rank, each collective of the group that
-// the rank did not enter completes here without it and fails (its part
-// names the rank in Gone): a subset of ranks that fences together
-// expects every member. One that has not opened here yet does so when
-// the parent probes for it (Probed).
+// (it finalised, or exited). Each collective of the group that the rank
+// did not enter completes here without it and fails (its part names the
+// rank in Gone): the ranks that fence together expect every member. One
+// that has not opened here yet does so when the parent probes for it
+// (Probed), or, for the job's group, when the parent hears that every
+// rank below this daemon left (ChildLeft).
 func (m *Machine) Left(name string, rank int) []Action {
 	g := m.groups[name]
-	if g == nil || !g.has(rank) || g.left[rank] {
+	if g == nil || g.left[rank] {
+		return nil
+	}
+	if g.loaded == nil && !m.opened(name) {
+		// Nothing to fail yet: the members are not worked out (at a
+		// large job's every daemon, a list of all its ranks) for a
+		// group whose collectives may never open; members() drops a
+		// rank that is not one.
+		g.left[rank] = true
+		return nil
+	}
+	if !g.has(rank) {
 		return nil
 	}
 	g.left[rank] = true
 	return m.withProbes(m.checkAll(func(id ID) bool { return id.Group == name }))
+}
+
+// opened says whether a collective of group name is open here.
+func (m *Machine) opened(name string) bool {
+	for id := range m.open {
+		if id.Group == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Probed: the parent opened collective id of a group and waits for this
@@ -243,6 +255,30 @@ func (m *Machine) Reprobe(child int) []Action {
 		}
 	}
 	return acts
+}
+
+// ChildLeft: every rank of the job below child left. The job's
+// collectives (group "") that it sent no part of do not wait for it, and
+// count its ranks gone; so a fence that the ranks elsewhere entered fails
+// instead of waiting for a daemon that none of whose ranks will enter
+// it, and so never opens it.
+func (m *Machine) ChildLeft(child int) []Action {
+	m.left[child] = true
+	for _, id := range m.Open() {
+		if r := m.open[id]; id.Group == "" && r.waiting[child] {
+			m.childGone(r, id, child)
+		}
+	}
+	return m.checkAll(func(id ID) bool { return id.Group == "" })
+}
+
+// childGone counts a child whose ranks left as present in collective id,
+// with its ranks gone.
+func (m *Machine) childGone(r *reduction, id ID, child int) {
+	delete(r.waiting, child)
+	if below := m.groups[id.Group].members().Below; below != nil {
+		r.part.Gone = append(r.part.Gone, below(child)...)
+	}
 }
 
 // probe stands, in the parts that came before a Join, for a parent's
@@ -289,6 +325,7 @@ func (g *group) members() *Members {
 		for _, r := range mem.Ranks {
 			g.isRank[r] = true
 		}
+		maps.DeleteFunc(g.left, func(r int, _ bool) bool { return !g.isRank[r] })
 	}
 	return g.loaded
 }
@@ -299,17 +336,22 @@ func (g *group) has(rank int) bool {
 }
 
 // at is collective id's reduction, opened on first use. A group's
-// (other than the job's) probes the children it waits for.
+// (other than the job's) probes the children it waits for; the job's
+// counts those whose ranks all left as come, with their ranks gone.
 func (m *Machine) at(id ID) *reduction {
 	r, ok := m.open[id]
 	if !ok {
 		r = &reduction{waiting: map[int]bool{}}
 		for _, c := range m.groups[id.Group].members().Children {
-			if !m.failed[c] {
-				r.waiting[c] = true
-				if id.Group != "" {
-					m.probes = append(m.probes, Probe{c, id})
-				}
+			if m.failed[c] {
+				continue
+			}
+			r.waiting[c] = true
+			switch {
+			case id.Group == "" && m.left[c]:
+				m.childGone(r, id, c)
+			case id.Group != "":
+				m.probes = append(m.probes, Probe{c, id})
 			}
 		}
 		m.open[id] = r
@@ -388,19 +430,20 @@ func (m *Machine) goneFrom(id ID) []int {
 }
 
 // ranksIn says whether every local rank of the group entered collective
-// id or finalised.
+// id or left.
 func (m *Machine) ranksIn(id ID) bool {
 	g := m.groups[id.Group]
 	for _, rank := range g.members().Ranks {
-		if g.entered[id.Op][rank] < id.Seq && !g.finalized[rank] && !g.left[rank] {
+		if g.entered[id.Op][rank] < id.Seq && !g.left[rank] {
 			return false
 		}
 	}
 	return true
 }
 
-// down passes a result on to the live children that take part and hands
-// it to the local ranks.
+// down passes a result on to the live children that take part (of the
+// job's, those whose ranks have not all left) and hands it to the local
+// ranks.
 func (m *Machine) down(id ID, result Part) []Action {
 	mem := &outsider
 	if g := m.groups[id.Group]; g != nil {
@@ -416,7 +459,7 @@ func (m *Machine) down(id ID, result Part) []Action {
 		if shares != nil {
 			share, ok = shares[c]
 		}
-		if ok && !m.failed[c] {
+		if ok && !m.failed[c] && !(id.Group == "" && m.left[c]) {
 			acts = append(acts, SendDown{c, id, share})
 		}
 	}

@@ -237,18 +237,63 @@ func TestSeveralCollectivesAtOnce(t *testing.T) {
 	}
 }
 
-// A rank that finalised no longer holds a collective; one that did not
-// (it ended without finalising) holds it for ever.
-func TestFinalizedRankIsNotWaitedFor(t *testing.T) {
+// A rank that left (finalised) no longer holds the job's collectives,
+// but fails each one it did not enter: its part names it gone.
+func TestLeftRankFailsTheJobsCollectives(t *testing.T) {
 	m := New(false)
 	m.Join("", members([]int{0, 1}, nil))
 	m.Enter("", Fence, 0, kv("r0"))
-	if acts := m.Finalized("", 1); len(acts) != 1 {
-		t.Fatalf("fence 1 still waits for the finalised rank: %v", acts)
+	up, ok := only[SendUp](t, m.Left("", 1))
+	if !ok || up.ID != fence(1) || !slices.Equal(up.Part.Gone, []int{1}) {
+		t.Fatalf("fence 1: got %v, want its part sent up with rank 1 gone", up)
 	}
+	up, ok = only[SendUp](t, m.Enter("", Fence, 0, kv("r0")))
+	if !ok || up.ID != fence(2) || !slices.Equal(up.Part.Gone, []int{1}) {
+		t.Fatalf("fence 2: got %v, want its part sent up with rank 1 gone", up)
+	}
+}
+
+// below is Members whose children 2 and 4 each hold two ranks: 20, 21
+// and 40, 41.
+func below(ranks, children []int) func() Members {
+	return func() Members {
+		mem := members(ranks, children)()
+		mem.Below = func(c int) []int { return []int{c * 10, c*10 + 1} }
+		return mem
+	}
+}
+
+// A child whose ranks all left counts as come in the job's collectives
+// it sent no part of, open or to come, with its ranks gone; those it
+// sent a part of are not touched, and a group's are not either.
+func TestChildLeftFailsTheJobsCollectives(t *testing.T) {
+	m := New(true)
+	m.Join("", below([]int{0}, []int{2, 4}))
+	m.Join("0,40", below([]int{0}, []int{4}))
 	m.Enter("", Fence, 0, kv("r0"))
-	if open := m.Open(); len(open) != 0 {
-		t.Fatalf("fence 2 waits for the finalised rank: %v", open)
+	m.FromChild(2, fence(1), kv("c2"))
+	m.Enter("", Fence, 0, kv("r0"))
+	m.Enter("0,40", Fence, 0, kv("r0"))
+	acts := m.ChildLeft(4)
+	gone := []int{40, 41}
+	want := []Action{
+		SendDown{2, fence(1), Part{KVs: append(kv("r0").KVs, kv("c2").KVs...), Gone: gone}},
+		Done{fence(1), Part{KVs: append(kv("r0").KVs, kv("c2").KVs...), Gone: gone}},
+	}
+	if !reflect.DeepEqual(acts, want) {
+		t.Fatalf("ChildLeft:\n got %v\nwant %v", acts, want)
+	}
+	if open := m.Open(); !slices.Equal(open, []ID{fence(2), {Group: "0,40", Op: Fence, Seq: 1}}) {
+		t.Fatalf("open: %v", open)
+	}
+	acts = m.FromChild(2, fence(2), Part{})
+	if d, ok := acts[len(acts)-1].(Done); !ok || d.ID != fence(2) || !slices.Equal(d.Part.Gone, gone) {
+		t.Fatalf("fence 2: %v", acts)
+	}
+	m.Enter("", Allgather, 0, Part{})
+	acts = m.FromChild(2, ID{Op: Allgather, Seq: 1}, Part{})
+	if d, ok := acts[len(acts)-1].(Done); !ok || !slices.Equal(d.Part.Gone, gone) {
+		t.Fatalf("an allgather opened after ChildLeft: %v", acts)
 	}
 }
 

@@ -129,6 +129,7 @@ type daemonLog struct {
 	entriesIn                     int // phase-2 entries received
 	dialPeers                     int // launch peers off the spawn tree
 	milestones                    [protocol.NumMilestones]int
+	ranksLeft                     int   // RanksLeft sent
 	lastPending                   int64 // when it last sent a Pending; -1 = never
 	// Rounds only: when phases 1 and 2 completed here, when the launch
 	// arrived, when its routing parent learned its address; -1 = never.
@@ -172,6 +173,12 @@ func (w *watch) onSend(at int64, from, to int, msg protocol.Message) {
 			return
 		}
 		w.log[from].milestones[m.Kind]++
+	case protocol.RanksLeft:
+		if w.sp.parent[from] != to {
+			w.fail("daemon %d: RanksLeft to %d, not its spawn parent", from, to)
+			return
+		}
+		w.log[from].ranksLeft++
 	case protocol.Teardown:
 		if w.sp.parent[to] != from || m.Kill {
 			w.fail("daemon %d: %s to %d, want a clean one to a spawn child", from, Message(m), to)
@@ -624,8 +631,8 @@ func (w *watch) verifyLaunchRounds() error {
 	return nil
 }
 
-// verifyEnd checks the teardown: every milestone reported once by every
-// orted, one clean Teardown each, every orted gone and mpirun exited 0.
+// verifyEnd checks the teardown: every milestone and RanksLeft reported
+// once by every orted, one clean Teardown each, every orted gone and mpirun exited 0.
 func (w *watch) verifyEnd() error {
 	if w.err != nil {
 		return w.err
@@ -642,6 +649,9 @@ func (w *watch) verifyEnd() error {
 			if c != 1 {
 				return fmt.Errorf("daemon %d: reported %q %d times, want once", id+1, protocol.MilestoneNames[k], c)
 			}
+		}
+		if d.ranksLeft != 1 {
+			return fmt.Errorf("daemon %d: sent %d RanksLeft, want 1", id+1, d.ranksLeft)
 		}
 		if d.teardowns != 1 {
 			return fmt.Errorf("daemon %d: got %d Teardowns, want 1", id+1, d.teardowns)

@@ -132,6 +132,8 @@ func Message(m protocol.Message) string {
 			return fmt.Sprintf("Milestone %s (job %d)", protocol.MilestoneNames[m.Kind], m.Job)
 		}
 		return "Milestone " + protocol.MilestoneNames[m.Kind]
+	case protocol.RanksLeft:
+		return "RanksLeft" + ofJob(m.Job)
 	case protocol.JobKill:
 		return fmt.Sprintf("JobKill %d", m.Job)
 	case protocol.JobEnd:

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"prsh/daemon/protocol"
@@ -55,10 +56,20 @@ func (s *Sim) fenceDone(d *daemon, a protocol.FenceDone) {
 		s.groupFenceDone(d, a)
 		return
 	}
-	if a.View.Len() != a.Seq*len(s.opt.App.RankNode) {
+	if len(a.Gone) > 0 || len(s.opt.Leave) > 0 {
+		s.checkGone(d, a)
+	} else if a.View.Len() != a.Seq*len(s.opt.App.RankNode) {
 		s.Errors = append(s.Errors, fmt.Sprintf("d%d: after fence %d the view holds %d keys, want %d", d.id, a.Seq, a.View.Len(), a.Seq*len(s.opt.App.RankNode)))
 	}
 	s.goOn(d, a.Job, func(st *rankState) bool { return st.fences == a.Seq })
+}
+
+// checkGone checks that a job fence with ranks that left fails naming
+// them all (a rank that leaves does so before its first fence).
+func (s *Sim) checkGone(d *daemon, a protocol.FenceDone) {
+	if want := slices.Sorted(maps.Keys(s.opt.Leave)); !slices.Equal(a.Gone, want) {
+		s.Errors = append(s.Errors, fmt.Sprintf("d%d: fence %d failed for %v, want %v", d.id, a.Seq, a.Gone, want))
+	}
 }
 
 // enterAllgather makes rank r enter its next allgather with a value

@@ -30,6 +30,8 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 //	group RANKS [leave=R]       each of RANKS ("0,2", "1-3") fences over
 //	                            them before its job fences; rank R
 //	                            finalises and exits instead
+//	leave R                     rank R finalises and exits at once,
+//	                            entering no fence
 //	rank R exits S              rank R exits with status S
 //	refuse N "why"              node N's spawn fails (in a step: its task
 //	                            starts and ends at once)
@@ -127,6 +129,11 @@ func play(script string) (string, error) {
 				}
 				opt.Leave[kv.int("leave")] = true
 			}
+		case "leave":
+			if opt.Leave == nil {
+				opt.Leave = map[int]bool{}
+			}
+			opt.Leave[atoi(f[1])] = true
 		case "rank":
 			r, _ := strconv.Atoi(f[1])
 			s, _ := strconv.Atoi(f[3])

@@ -1,6 +1,7 @@
 // Every rank but rank 1 enters a PMIx fence that collects data; rank 1
-// leaves instead, as argv[1] says: "kill" (SIGKILL) or "exit" (status 0,
-// without PMIx_Finalize).
+// leaves instead, as argv[1] says: "kill" (SIGKILL), "exit" (status 0,
+// without PMIx_Finalize) or "finalize" (PMIx_Finalize, then status 0, at
+// once).
 #include <pmix.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +14,10 @@ int main(int argc, char **argv) {
     if (PMIx_Init(&me, NULL, 0) != PMIX_SUCCESS) {
         fprintf(stderr, "PMIx_Init failed\n");
         return 1;
+    }
+    if (me.rank == 1 && strcmp(argv[1], "finalize") == 0) {
+        PMIx_Finalize(NULL, 0);
+        return 0;
     }
     if (me.rank == 1) {
         sleep(1);
