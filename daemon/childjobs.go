@@ -68,6 +68,7 @@ func (d *Daemon) placeChildJob(a protocol.PlaceChildJob) {
 	switch {
 	case err != nil:
 		placed.Err = fmt.Sprintf("rank %d%s asked for a child job: %v", a.Rank, d.ofChildJob(a.Job), err)
+		placed.NoSlots = errors.Is(err, job.ErrNoSlots)
 	case d.dvm != nil:
 		placed.Child, placed.App = d.dvmChild(a.Job, app.RankNode), app
 		if placed.Child == 0 {

@@ -420,18 +420,35 @@ func TestOpenMPISpawnNested(t *testing.T) {
 }
 
 // TestOpenMPISpawnLoop: the master-worker pattern, a master that spawns
-// one worker 30 times in turn: every answer is right and mpirun ends
-// with 0, nothing left. A worker's slot is free again only once mpirun
-// has heard of its job's end, which may come after the master's next
-// spawn (README, "Not yet"): --oversubscribe keeps that race out.
+// one worker 30 times in turn on the one slot the job has free: every
+// answer is right and mpirun ends with 0, nothing left. A worker's slot
+// is free again only once mpirun has heard of its job's end, which may
+// come after the master's next spawn: that spawn waits for it. With
+// workers that stay 2 s after they finalised the wait is seen; with a
+// slot-wait bound below that, the second spawn fails with mpirun's line
+// and the master goes on.
 func TestOpenMPISpawnLoop(t *testing.T) {
 	prog := openMPI(t, "spawnloop")
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 1, UTS: true})
-	res := mpirun(t, c, "--oversubscribe", "-np", "1", prog, "30")
+	res := mpirun(t, c, "-np", "1", prog, "30")
 	if res.status != 0 || res.stderr != "" {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
 	checkLines(t, res.stdout, []string{"master: 30 of 30 workers answered right"})
+
+	res = mpirun(t, c, "-np", "1", prog, "2", "2")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("workers that stay: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{"master: 2 of 2 workers answered right"})
+
+	res = mpirun(t, c, "--timeouts", "slot-wait=500ms", "-np", "1", prog, "2", "5")
+	if res.status != 0 {
+		t.Fatalf("a wait that runs out: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{"spawn 1 failed", "master: 1 of 1 workers answered right"})
+	checkMpirunLines(t, res.stderr,
+		`^mpirun: rank 0 asked for a child job: a child job of 1 rank, but only 0 slots free \(node001: 0, node002: 0\); use --oversubscribe to allow it$`)
 }
 
 // TestOpenMPISpawnRoots: a spawn over MPI_COMM_WORLD whose root is the

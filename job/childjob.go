@@ -1,9 +1,20 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
+
+// ErrNoSlots is what PlaceChild's error is when the nodes have too few
+// free slots (errors.Is): ranks that end may free them.
+var ErrNoSlots = errors.New("too few free slots")
+
+// slotsError words ErrNoSlots for the user.
+type slotsError struct{ msg string }
+
+func (e slotsError) Error() string      { return e.msg }
+func (slotsError) Is(target error) bool { return target == ErrNoSlots }
 
 // Room is a node's place for a child job (MPI_Comm_spawn): its slots,
 // and how many of them the running jobs' ranks take.
@@ -29,8 +40,8 @@ func PlaceChild(rooms []Room, np int, by MapBy, oversubscribe bool) ([]int, erro
 		free += max(r.Slots-r.Used, 0)
 	}
 	if np > free && !oversubscribe {
-		return nil, fmt.Errorf("a child job of %d ranks, but only %s free (%s); use --oversubscribe to allow it",
-			np, Slots(free), freeSlots(rooms))
+		return nil, slotsError{fmt.Sprintf("a child job of %s, but only %s free (%s); use --oversubscribe to allow it",
+			ranks(np), Slots(free), freeSlots(rooms))}
 	}
 	out := make([]int, 0, np)
 	hasFree := func(i int) bool { return rooms[i].Used < rooms[i].Slots }
@@ -51,6 +62,14 @@ func PlaceChild(rooms []Room, np int, by MapBy, oversubscribe bool) ([]int, erro
 		rooms[i].Used++
 	}
 	return out, nil
+}
+
+// ranks says "1 rank" or "n ranks".
+func ranks(n int) string {
+	if n == 1 {
+		return "1 rank"
+	}
+	return fmt.Sprintf("%d ranks", n)
 }
 
 // freeSlots words each room's free slots: "node1: 0, node2: 2".

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -30,6 +31,9 @@ func TestPlaceChild(t *testing.T) {
 		if c.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Errorf("np %d: error %v, want %q", c.np, err, c.wantErr)
+			}
+			if slots := strings.Contains(c.wantErr, "free"); errors.Is(err, ErrNoSlots) != slots {
+				t.Errorf("np %d: errors.Is(%v, ErrNoSlots) is %v", c.np, err, !slots)
 			}
 			continue
 		}

@@ -44,7 +44,7 @@ type ChildJobWanted struct {
 // ChildJobPlaced: mpirun's driver placed daemon From's request ID (a
 // PlaceChildJob of rank Rank of job Job) as job Child, launched as App;
 // Err says why it could not (no slot, a host not in the job), and Child
-// is then 0. Added are the hosts the job gets a daemon on first (the
+// is then 0; NoSlots, that the nodes had too few free slots. Added are the hosts the job gets a daemon on first (the
 // request's add-host), in order: App.RankNode names the daemon of
 // Added[i] -1-i.
 type ChildJobPlaced struct {
@@ -52,6 +52,7 @@ type ChildJobPlaced struct {
 	App                        Launch
 	Added                      []string
 	Err                        string
+	NoSlots                    bool
 }
 
 func (ChildJobWanted) event() {}
@@ -123,15 +124,24 @@ func (m *Machine) childJobReply(r ChildJobReply) {
 // placeChildJob asks the driver to place a request, unless the job
 // cannot take one any more.
 func (r *rootState) placeChildJob(req ChildJobRequest) {
+	if r.place(req) {
+		r.placing++
+	}
+}
+
+// place asks the driver to place req, or refuses it when its job cannot
+// take one any more; it says which.
+func (r *rootState) place(req ChildJobRequest) bool {
 	m := r.m
 	parent, ok := m.jobs[req.Job]
 	if !ok || m.ending() || parent.killed || parent.launch == launchAwaited || parent.exited.done {
 		r.refuseChildJob(req, "the job is ending")
-		return
+		return false
 	}
-	r.placing++
+	r.asked[placeKey{req.From, req.ID}] = req
 	m.emit(PlaceChildJob{ID: req.ID, From: req.From, Job: req.Job, Rank: req.Rank, Req: req.Req,
 		Parent: parent.app, Used: m.slotsUsed()})
+	return true
 }
 
 // refuseChildJob answers a request that gets no job.
@@ -158,6 +168,20 @@ func (m *Machine) slotsUsed() []int {
 // childJobPlaced launches a placed child job, or answers why not.
 func (r *rootState) childJobPlaced(e ChildJobPlaced) {
 	m := r.m
+	key := placeKey{e.From, e.ID}
+	asked := r.asked[key]
+	delete(r.asked, key)
+	again := r.replacing == key
+	if again {
+		r.replacing = placeKey{}
+	}
+	if e.NoSlots && r.mayFreeSlots(e.Job) && !m.ending() {
+		r.park(asked, e.Err, again)
+		return
+	}
+	if again {
+		defer r.placeParked()
+	}
 	r.placing--
 	req := ChildJobRequest{ID: e.ID, From: e.From, Job: e.Job, Rank: e.Rank}
 	parent, ok := m.jobs[e.Job]
@@ -198,6 +222,78 @@ func onAdded(rankNode, added []int) []int {
 		}
 	}
 	return out
+}
+
+// placeKey names a request being placed: the daemon that asked, and its
+// ID there.
+type placeKey struct{ from, id int }
+
+// parkedChildJob is a request that found too few free slots while
+// other jobs ran: it waits for one of them to end, up to the slot-wait
+// bound, then is placed again (placeParked).
+type parkedChildJob struct {
+	wait int // its SlotWaitTimer's ID
+	req  ChildJobRequest
+	why  string // the refusal, should the wait end without slots
+}
+
+// mayFreeSlots says whether a job other than job runs, whose end may
+// free slots.
+func (r *rootState) mayFreeSlots(job int) bool {
+	for _, j := range r.m.sortedJobs() {
+		if j.num != job && j.launch != launchAwaited && !j.exited.done {
+			return true
+		}
+	}
+	return false
+}
+
+// park makes a request that found too few free slots wait: at the head
+// of the line when it was the head already (again), else at its end.
+func (r *rootState) park(req ChildJobRequest, why string, again bool) {
+	r.lastWait++
+	w := parkedChildJob{wait: r.lastWait, req: req, why: why}
+	if again {
+		r.parked = slices.Insert(r.parked, 0, w)
+	} else {
+		r.parked = append(r.parked, w)
+	}
+	r.m.emit(SetTimer{Timer{Kind: SlotWaitTimer, ID: w.wait}, r.m.job.Timeouts.SlotWaitMS})
+}
+
+// placeParked places the first waiting request again, once a job ended:
+// one at a time, in order, each with the slots the one before took;
+// the next goes once the driver placed it (childJobPlaced).
+func (r *rootState) placeParked() {
+	if len(r.parked) == 0 {
+		return
+	}
+	for r.replacing == (placeKey{}) && len(r.parked) > 0 {
+		w := r.parked[0]
+		r.parked = r.parked[1:]
+		r.m.emit(CancelTimer{Timer{Kind: SlotWaitTimer, ID: w.wait}})
+		if r.place(w.req) {
+			r.replacing = placeKey{w.req.From, w.req.ID}
+			return
+		}
+		r.placing--
+	}
+	r.maybeAllExited()
+}
+
+// slotWaitOver refuses a request whose wait for slots ran out, as it
+// would have been at once.
+func (r *rootState) slotWaitOver(wait int) {
+	i := slices.IndexFunc(r.parked, func(w parkedChildJob) bool { return w.wait == wait })
+	if i < 0 {
+		return
+	}
+	w := r.parked[i]
+	r.parked = slices.Delete(r.parked, i, i+1)
+	r.placing--
+	r.m.emit(Print{Line: "mpirun: " + w.why, Job: r.lineJob(w.req.Job)})
+	r.refuseChildJob(w.req, w.why)
+	r.maybeAllExited()
 }
 
 // childStarted answers the request of a child job whose ranks all

@@ -155,3 +155,47 @@ func TestAddedDaemonFails(t *testing.T) {
 		t.Errorf("want the job to end with a line naming node9, got %+v", acts)
 	}
 }
+
+// TestChildJobWaitsForSlots: a request that finds too few free slots
+// while a child job runs waits for it to end, then is placed again; one
+// whose wait runs out is refused with the placing's line; one that no
+// running job could make room for is refused at once.
+func TestChildJobWaitsForSlots(t *testing.T) {
+	m := plainRoot(t)
+	req := modex.SpawnRequest{Apps: []modex.SpawnApp{{Argv: []string{"child"}, NP: 1}}}
+	m.Step(ChildJobWanted{ID: 1, Job: 0, Rank: 0, Req: req})
+	m.Step(ChildJobPlaced{ID: 1, From: 0, Job: 0, Rank: 0, Child: 1, App: Launch{Argv: []string{"child"}, RankNode: RankMap{0}}})
+
+	m.Step(ChildJobWanted{ID: 2, Job: 0, Rank: 0, Req: req})
+	acts := m.Step(ChildJobPlaced{ID: 2, From: 0, Job: 0, Rank: 0, Err: "no slot", NoSlots: true})
+	if st, ok := only[SetTimer](acts); !ok || st.Timer.Kind != SlotWaitTimer || has[Print](acts) || has[ChildJobAnswered](acts) {
+		t.Fatalf("want the request to wait for slots, got %+v", acts)
+	}
+	acts = m.Step(RankExited{Job: 1, Rank: 0, How: "exited with status 0"})
+	place, ok := only[PlaceChildJob](acts)
+	if !ok || place.ID != 2 || place.Used[0] != 1 {
+		t.Fatalf("want the request placed again once job 1 ended, with 1 slot used, got %+v", acts)
+	}
+	acts = m.Step(ChildJobPlaced{ID: 2, From: 0, Job: 0, Rank: 0, Child: 2, App: Launch{Argv: []string{"child"}, RankNode: RankMap{0}}})
+	if a, ok := only[ChildJobAnswered](acts); !ok || a.Child != 2 {
+		t.Fatalf("want job 2 started and answered, got %+v", acts)
+	}
+
+	m.Step(ChildJobWanted{ID: 3, Job: 0, Rank: 0, Req: req})
+	m.Step(ChildJobPlaced{ID: 3, From: 0, Job: 0, Rank: 0, Err: "no slot", NoSlots: true})
+	acts = m.Step(TimerFired{Timer{Kind: SlotWaitTimer, ID: 1}})
+	if acts = m.Step(TimerFired{Timer{Kind: SlotWaitTimer, ID: 2}}); !has[Print](acts) {
+		t.Fatalf("the wait ran out: want the line, got %+v", acts)
+	}
+	if a, ok := only[ChildJobAnswered](acts); !ok || a.Err != "no slot" {
+		t.Errorf("the wait ran out: want the refusal, got %+v", acts)
+	}
+
+	m.Step(RankExited{Job: 2, Rank: 0, How: "exited with status 0"})
+	m.Step(RankDrained{Job: 2, Rank: 0})
+	m.Step(ChildJobWanted{ID: 4, Job: 0, Rank: 0, Req: req})
+	acts = m.Step(ChildJobPlaced{ID: 4, From: 0, Job: 0, Rank: 0, Err: "no slot", NoSlots: true})
+	if a, ok := only[ChildJobAnswered](acts); !ok || a.Err != "no slot" || has[SetTimer](acts) {
+		t.Errorf("no other job runs: want the refusal at once, got %+v", acts)
+	}
+}

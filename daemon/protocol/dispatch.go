@@ -94,6 +94,10 @@ func (m *Machine) timerFired(t Timer) {
 		m.lostWaitOver(t.ID)
 	case LookupTimer:
 		m.lookupTimedOut(t.ID)
+	case SlotWaitTimer:
+		if m.root != nil {
+			m.root.slotWaitOver(t.ID)
+		}
 	case DrainTimer, JobTimer, StopTimer:
 		if m.root != nil {
 			m.root.timerFired(t)

@@ -416,6 +416,7 @@ const (
 	ExitWaitTimer                  // a child's link ended: its session's exit may say how
 	LostWaitTimer                  // DVM: a routing neighbour's dial failed: word of its loss may come
 	LookupTimer                    // mpirun: a name lookup waits no longer (ID: its serial)
+	SlotWaitTimer                  // mpirun: a child job waits no longer for slots (ID: its wait's serial)
 )
 
 // Linux signal numbers the machine uses itself.

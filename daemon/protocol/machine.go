@@ -176,7 +176,7 @@ func New(cfg Config) (*Machine, error) {
 	}
 	if m.self == 0 {
 		m.root = &rootState{m: m, skipped: map[int]bool{}, stops: map[int]bool{}, stopSeq: map[int]int{}, lostSaid: map[int]bool{},
-			children: map[int]*childJob{}, ordinals: map[int]int{}}
+			children: map[int]*childJob{}, ordinals: map[int]int{}, asked: map[placeKey]ChildJobRequest{}}
 		m.role = m.root
 	} else {
 		m.role = &orted{m: m}

@@ -94,6 +94,13 @@ type rootState struct {
 	// their end; placing counts the requests the driver is placing.
 	children map[int]*childJob
 	placing  int
+	// asked are the requests the driver is placing; parked, those that
+	// wait for slots (lastWait numbers their waits); replacing, the one
+	// of them being placed again.
+	asked     map[placeKey]ChildJobRequest
+	parked    []parkedChildJob
+	lastWait  int
+	replacing placeKey
 	// ordinals counts each DVM client's child jobs, by its job.
 	ordinals map[int]int
 	names    *nameService // the published names (names.go), once used
@@ -154,6 +161,9 @@ func (r *rootState) milestone(kind, job int) {
 	m.emit(Reached{kind, job})
 	if kind == Spawned {
 		m.checkSubtreeUp()
+	}
+	if kind == Exited {
+		defer r.placeParked() // the job's slots are free: a waiting child job may fit
 	}
 	if m.job.DVM {
 		r.dvmMilestone(kind, job)

@@ -44,6 +44,10 @@ type Timeouts struct {
 	// PMIDrainMS bounds how long an ended rank's PMI server may take to
 	// read what the rank wrote before it ended.
 	PMIDrainMS int64
+	// SlotWaitMS bounds how long a child job (MPI_Comm_spawn) that found
+	// too few free slots waits for running child jobs to end and free
+	// theirs, from the last one that ended.
+	SlotWaitMS int64
 }
 
 // Default is what a job runs with unless told otherwise.
@@ -58,6 +62,7 @@ func Default() Timeouts {
 		StopWaitMS:     2_000,
 		GuardStoppedMS: 30_000,
 		PMIDrainMS:     2_000,
+		SlotWaitMS:     10_000,
 	}
 }
 
@@ -113,6 +118,7 @@ var bounds = []bound{
 	{"stop-wait", func(t *Timeouts) *int64 { return &t.StopWaitMS }},
 	{"guard-stopped", func(t *Timeouts) *int64 { return &t.GuardStoppedMS }},
 	{"pmi-drain", func(t *Timeouts) *int64 { return &t.PMIDrainMS }},
+	{"slot-wait", func(t *Timeouts) *int64 { return &t.SlotWaitMS }},
 }
 
 // Validate says what is wrong with t: a bound that is not positive, or

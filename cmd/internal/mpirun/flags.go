@@ -50,7 +50,7 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "ssh-max-sessions", Value: 64, Usage: "ssh sessions each daemon opens at once"},
 		&cli.DurationFlag{Name: "callback-timeout", Value: 30 * time.Second, Usage: "how long a started orted may take to call back"},
 		&cli.DurationFlag{Name: "kill-grace", Value: 3 * time.Second, Usage: "how long ranks have between SIGTERM and SIGKILL when the job is stopped"},
-		&cli.StringFlag{Name: "timeouts", Usage: "other bounds on a stall, as `NAME=DURATION,…`: silence (20s: a daemon heard from for none of it is lost), guard-stopped (30s), drain (20s), hello, handshake, keep-alive, stop-wait, pmi-drain"},
+		&cli.StringFlag{Name: "timeouts", Usage: "other bounds on a stall, as `NAME=DURATION,…`: silence (20s: a daemon heard from for none of it is lost), guard-stopped (30s), drain (20s), hello, handshake, keep-alive, stop-wait, pmi-drain, slot-wait (10s)"},
 		&cli.StringFlag{Name: "on-unreachable", Value: "abort", Usage: "when a node cannot be spawned: `abort` the job, or skip it and run on the nodes that came up"},
 		&cli.BoolFlag{Name: "hold-launch", Usage: "start no rank until every daemon has called back, as Open MPI does (default: the launch overlaps the spawn)"},
 		&cli.StringFlag{Name: "pmix", Value: "auto", Usage: "boot each node's PMIx server (Open MPI programs): `auto` = unless every program is found to link no MPI library, on or off"},

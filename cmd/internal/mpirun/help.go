@@ -107,7 +107,8 @@ Starting the daemons:
                                 heard from for none of it is lost), guard-stopped
                                 (30s: a rank's guard kills its daemon stopped that
                                 long), drain (20s), hello, handshake, keep-alive,
-                                stop-wait, pmi-drain
+                                stop-wait, pmi-drain, slot-wait (10s: a spawn
+                                waits for ending child jobs' slots)
   --orted PATH                  the daemon on the nodes, for every job (default:
                                 orted beside mpirun; orted-pmix for PMIx jobs)
   --pmix auto|on|off            boot each node's PMIx server (Open MPI); auto:

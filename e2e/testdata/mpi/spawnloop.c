@@ -1,9 +1,13 @@
 /* The master-worker pattern: one master spawns one worker N times in
  * turn; each worker gets a number, answers it doubled and disconnects.
- * The master prints each answer and, at the end, how many were right. */
+ * The master prints each answer and, at the end, how many were right.
+ *   spawnloop N [SEC]   each worker stays SEC seconds after it finalised
+ *                       (its slot stays taken); a spawn that fails is
+ *                       said, and ends the loop. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 int main(int argc, char **argv)
 {
@@ -17,14 +21,18 @@ int main(int argc, char **argv)
         MPI_Send(&n, 1, MPI_INT, 0, 0, parent);
         MPI_Comm_disconnect(&parent);
         MPI_Finalize();
+        if (argc > 1)
+            sleep(atoi(argv[1]));
         return 0;
     }
     int times = argc > 1 ? atoi(argv[1]) : 30, right = 0;
+    char *hold[] = {argc > 2 ? argv[2] : "0", NULL};
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     for (int i = 0; i < times; i++) {
-        int rc = MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &worker,
-                                MPI_ERRCODES_IGNORE);
+        int rc = MPI_Comm_spawn(argv[0], hold, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &worker, MPI_ERRCODES_IGNORE);
         if (rc != MPI_SUCCESS) {
             printf("spawn %d failed\n", i);
+            times = i;
             break;
         }
         int answer;
