@@ -440,15 +440,51 @@ func TestOpenMPISpawnLoop(t *testing.T) {
 	if res.status != 0 || res.stderr != "" {
 		t.Fatalf("workers that stay: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
-	checkLines(t, res.stdout, []string{"master: 2 of 2 workers answered right"})
+	checkLines(t, res.stdout, []string{"master: worker 0 answered", "master: worker 1 answered", "master: 2 of 2 workers answered right"})
 
 	res = mpirun(t, c, "--timeouts", "slot-wait=500ms", "-np", "1", prog, "2", "5")
 	if res.status != 0 {
 		t.Fatalf("a wait that runs out: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
-	checkLines(t, res.stdout, []string{"spawn 1 failed", "master: 1 of 1 workers answered right"})
+	checkLines(t, res.stdout, []string{"master: worker 0 answered", "spawn 1 failed", "master: 1 of 1 workers answered right"})
 	checkMpirunLines(t, res.stderr,
 		`^mpirun: rank 0 asked for a child job: a child job of 1 rank, but only 0 slots free \(node001: 0, node002: 0\); use --oversubscribe to allow it$`)
+}
+
+// TestOpenMPISpawnSlotWaitInterrupted: Ctrl-C while a spawn waits for
+// the slot a worker still holds ends every job at once (130), not with
+// the slot's refusal once slot-wait is over; nothing is left.
+func TestOpenMPISpawnSlotWaitInterrupted(t *testing.T) {
+	prog := openMPI(t, "spawnloop")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 1, UTS: true})
+	cmd, stdout, stderr := startMpirun(t, c, "-np", "1", prog, "2", "60")
+	stdout.waitFor(t, "master: worker 0 answered")
+	time.Sleep(300 * time.Millisecond) // most likely waiting by now; any moment must end the same
+	interrupted(t, c, cmd, stderr)
+}
+
+// TestDVMChildJobSlotWait: a DVM client's spawn waits for the slot a
+// child job frees, as a plain mpirun's does: the master-worker loop runs
+// on exactly the DVM's slots; a spawn whose slot a worker holds past the
+// DVM's slot-wait (1s here) fails with the line at its client; the DVM
+// goes on.
+func TestDVMChildJobSlotWait(t *testing.T) {
+	prog := openMPI(t, "spawnloop")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 1, UTS: true})
+	dvm, dvmErr, uri := dvmUp(t, c, "--timeouts", "slot-wait=1s")
+	res := dvmRun(t, c, uri, "-np", "1", prog, "20")
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{"master: 20 of 20 workers answered right"})
+	res = dvmRun(t, c, uri, "-np", "1", prog, "2", "5")
+	if res.status != 0 {
+		t.Fatalf("a wait that runs out: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{"master: worker 0 answered", "spawn 1 failed", "master: 1 of 1 workers answered right"})
+	checkMpirunLines(t, res.stderr,
+		`^mpirun: rank 0 asked for a child job: a child job of 1 rank, but only 0 slots free \(node001: 0, node002: 0\); use --oversubscribe to allow it$`)
+	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
 // TestOpenMPISpawnRoots: a spawn over MPI_COMM_WORLD whose root is the

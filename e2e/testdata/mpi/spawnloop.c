@@ -2,7 +2,8 @@
  * turn; each worker gets a number, answers it doubled and disconnects.
  * The master prints each answer and, at the end, how many were right.
  *   spawnloop N [SEC]   each worker stays SEC seconds after it finalised
- *                       (its slot stays taken); a spawn that fails is
+ *                       (its slot stays taken), and the master says
+ *                       each answer as it comes; a spawn that fails is
  *                       said, and ends the loop. */
 #include <mpi.h>
 #include <stdio.h>
@@ -40,6 +41,10 @@ int main(int argc, char **argv)
         MPI_Recv(&answer, 1, MPI_INT, 0, 0, worker, MPI_STATUS_IGNORE);
         right += answer == 2 * i;
         MPI_Comm_disconnect(&worker);
+        if (argc > 2) { /* workers that stay: say how far the loop got */
+            printf("master: worker %d answered\n", i);
+            fflush(stdout);
+        }
     }
     printf("master: %d of %d workers answered right\n", right, times);
     MPI_Finalize();
