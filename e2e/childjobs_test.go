@@ -464,20 +464,20 @@ func TestOpenMPISpawnSlotWaitInterrupted(t *testing.T) {
 }
 
 // TestDVMChildJobSlotWait: a DVM client's spawn waits for the slot a
-// child job frees, as a plain mpirun's does: the master-worker loop runs
-// on exactly the DVM's slots; a spawn whose slot a worker holds past the
-// DVM's slot-wait (1s here) fails with the line at its client; the DVM
-// goes on.
+// child job frees, as a plain mpirun's does: a worker that stays 1 s
+// after it finalised makes the master's next spawn wait for it; one that
+// stays 10 s, past the DVM's slot-wait (5 s here), makes it fail with
+// the line at its client; the DVM goes on.
 func TestDVMChildJobSlotWait(t *testing.T) {
 	prog := openMPI(t, "spawnloop")
 	c := cluster(t, testbed.Config{Nodes: 2, Slots: 1, UTS: true})
-	dvm, dvmErr, uri := dvmUp(t, c, "--timeouts", "slot-wait=1s")
-	res := dvmRun(t, c, uri, "-np", "1", prog, "20")
+	dvm, dvmErr, uri := dvmUp(t, c, "--timeouts", "slot-wait=5s")
+	res := dvmRun(t, c, uri, "-np", "1", prog, "2", "1")
 	if res.status != 0 || res.stderr != "" {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
-	checkLines(t, res.stdout, []string{"master: 20 of 20 workers answered right"})
-	res = dvmRun(t, c, uri, "-np", "1", prog, "2", "5")
+	checkLines(t, res.stdout, []string{"master: worker 0 answered", "master: worker 1 answered", "master: 2 of 2 workers answered right"})
+	res = dvmRun(t, c, uri, "-np", "1", prog, "2", "10")
 	if res.status != 0 {
 		t.Fatalf("a wait that runs out: exit %d, stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
 	}
