@@ -44,9 +44,9 @@ type ChildJobWanted struct {
 // ChildJobPlaced: mpirun's driver placed daemon From's request ID (a
 // PlaceChildJob of rank Rank of job Job) as job Child, launched as App;
 // Err says why it could not (no slot, a host not in the job), and Child
-// is then 0; NoSlots, that the nodes had too few free slots. Added are the hosts the job gets a daemon on first (the
-// request's add-host), in order: App.RankNode names the daemon of
-// Added[i] -1-i.
+// is then 0; NoSlots, that the nodes had too few free slots. Added are
+// the hosts the job gets a daemon on first (the request's add-host), in
+// order: App.RankNode names the daemon of Added[i] -1-i.
 type ChildJobPlaced struct {
 	ID, From, Job, Rank, Child int
 	App                        Launch

@@ -12,7 +12,7 @@ import (
 func plainRoot(t *testing.T) *Machine {
 	t.Helper()
 	m, err := New(Config{ID: 0, Node: "login", Parent: -1,
-		Job: JobSpec{Daemons: 1, Routed: "radix", KillGraceMS: 3000},
+		Job: JobSpec{Daemons: 1, Hosts: []string{"login"}, Routed: "radix", KillGraceMS: 3000},
 		App: Launch{Argv: []string{"parent"}, RankNode: RankMap{0}}})
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestChildJobAddsDaemon(t *testing.T) {
 // job, even with --on-unreachable skip: its child job waits for it.
 func TestAddedDaemonFails(t *testing.T) {
 	m, err := New(Config{ID: 0, Node: "login", Parent: -1,
-		Job: JobSpec{Daemons: 1, Routed: "radix", KillGraceMS: 3000, SkipUnreachable: true},
+		Job: JobSpec{Daemons: 1, Hosts: []string{"login"}, Routed: "radix", KillGraceMS: 3000, SkipUnreachable: true},
 		App: Launch{Argv: []string{"parent"}, RankNode: RankMap{0}}})
 	if err != nil {
 		t.Fatal(err)
