@@ -21,6 +21,7 @@ type Pumps struct {
 	ep      *os.File    // the epoll instance, while the loop runs
 	epfd    int         // its descriptor (Fd would make it blocking)
 	watched map[int]any // *pumped or *awaited, by descriptor
+	buf     []byte      // the loop's read buffer, kept for the next loop: a loop ends whenever nothing is watched, as often as every rank's end
 }
 
 // pumped is one pipe being read.
@@ -143,7 +144,18 @@ func (p *Pumps) loop(ep *os.File) {
 		panic(err) // an *os.File always has one
 	}
 	events := make([]unix.EpollEvent, 64)
-	buf := make([]byte, ChunkSize)
+	p.mu.Lock()
+	buf := p.buf
+	p.buf = nil
+	p.mu.Unlock()
+	if buf == nil {
+		buf = make([]byte, ChunkSize)
+	}
+	defer func() {
+		p.mu.Lock()
+		p.buf = buf
+		p.mu.Unlock()
+	}()
 	rc.Read(func(fd uintptr) bool {
 		for {
 			n, err := unix.EpollWait(int(fd), events, 0)

@@ -14,22 +14,41 @@ import (
 
 // command builds the rank's process from its program: argv[0] looked up
 // in the daemon's PATH, or relative to the working directory when it has
-// a slash, unless the program's path is given.
-func (p Program) command() (*exec.Cmd, error) {
+// a slash, unless the program's path is given. found holds the lookups
+// of the ranks started before, by program.
+func (p Program) command(found lookups) (*exec.Cmd, error) {
 	if len(p.Argv) == 0 {
 		return nil, errors.New("no command to run")
 	}
-	dir, err := p.workingDir()
-	if err != nil {
-		return nil, err
-	}
-	path := p.Path
-	if path == "" {
-		if path, err = programPath(p.Argv[0], dir); err != nil {
-			return nil, err
+	key := lookupKey{argv0: p.Argv[0], path: p.Path, dir: p.Dir, dirSet: p.DirSet}
+	l, ok := found[key]
+	if !ok {
+		l.dir, l.err = p.workingDir()
+		l.path = p.Path
+		if l.err == nil && l.path == "" {
+			l.path, l.err = programPath(p.Argv[0], l.dir)
 		}
+		found[key] = l
 	}
-	return &exec.Cmd{Path: path, Args: p.Argv, Dir: dir, Env: p.Env}, nil
+	if l.err != nil {
+		return nil, l.err
+	}
+	return &exec.Cmd{Path: l.path, Args: p.Argv, Dir: l.dir, Env: p.Env}, nil
+}
+
+// lookups are where one start's programs were found: a node's ranks
+// mostly run one program, and finding it (a stat of the working directory
+// and of each PATH entry before its own) cost as much as a rank's pipes.
+type lookups map[lookupKey]lookup
+
+type lookupKey struct {
+	argv0, path, dir string
+	dirSet           bool
+}
+
+type lookup struct {
+	path, dir string
+	err       error
 }
 
 // programPath finds argv0 as a shell would: in the PATH, or from the

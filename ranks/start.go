@@ -36,9 +36,10 @@ func (n *Node) Start(req Request) []NotStarted {
 	handed := make([]*handed, len(req.Ranks))
 	cpus := usableCPUs()
 	req.gtids = gtids(req.Ranks)
+	found := lookups{}
 	for local, r := range req.Ranks {
 		if err == nil {
-			handed[local], failed[local] = n.hand(g, req, local, bound[local], cpus)
+			handed[local], failed[local] = n.hand(g, req, local, bound[local], cpus, found)
 		} else {
 			failed[local] = &NotStarted{Rank: r.ID, Status: status.ExecStatus(err), Err: fdlimit.Explain(err, req.Daemon).Error()}
 		}
@@ -66,13 +67,13 @@ type handed struct {
 // guard to start it, in its own session and process group (so that a
 // signal reaches what it started too), with its output on pipes read
 // until EOF whatever happens to the process. cpus is how many the
-// node's ranks may use.
-func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Binding, cpus int) (*handed, *NotStarted) {
+// node's ranks may use; found, where the start's programs were found.
+func (n *Node) hand(g *guard.Guard, req Request, local int, bound binding.Binding, cpus int, found lookups) (*handed, *NotStarted) {
 	id := req.Ranks[local].ID
 	notStarted := func(err error) *NotStarted {
 		return &NotStarted{Rank: id, Status: status.ExecStatus(err), Err: fdlimit.Explain(err, req.Daemon).Error()}
 	}
-	cmd, err := req.Ranks[local].Program.command()
+	cmd, err := req.Ranks[local].Program.command(found)
 	if err != nil {
 		return nil, notStarted(err)
 	}

@@ -26,15 +26,36 @@ const oomScoreAdjMax = 1000
 
 const ownOOMScoreAdj = "/proc/self/oom_score_adj"
 
-// raiseOOMScore raises the guard's oom_score_adj for the rank it is about
-// to start, and returns what lowers it back. Where the file cannot be
-// read or written (a read-only /proc) the rank runs at the guard's.
-func raiseOOMScore() (lower func()) {
-	own, err := readOOMScoreAdj(ownOOMScoreAdj)
-	if err != nil || writeOOMScoreAdj(min(own+rankOOMScoreRaise, oomScoreAdjMax)) != nil {
+// oomScore is the guard's own oom_score_adj, its file kept open and the
+// adjustment it was given read once (nothing but the guard changes it):
+// reading and writing the file anew cost three opens a rank. Used under
+// the node's lock.
+type oomScore struct {
+	opened bool
+	f      *os.File // nil where the file cannot be read or written (a read-only /proc)
+	own    int
+}
+
+// raise raises the guard's oom_score_adj for the rank it is about to
+// start, and returns what lowers it back. Where that cannot be done the
+// rank runs at the guard's.
+func (o *oomScore) raise() (lower func()) {
+	if !o.opened {
+		o.opened = true
+		if own, err := readOOMScoreAdj(ownOOMScoreAdj); err == nil {
+			o.own = own
+			o.f, _ = os.OpenFile(ownOOMScoreAdj, os.O_WRONLY, 0)
+		}
+	}
+	if o.f == nil || o.write(min(o.own+rankOOMScoreRaise, oomScoreAdjMax)) != nil {
 		return func() {}
 	}
-	return func() { writeOOMScoreAdj(own) }
+	return func() { o.write(o.own) }
+}
+
+func (o *oomScore) write(adj int) error {
+	_, err := o.f.WriteAt([]byte(strconv.Itoa(adj)), 0)
+	return err
 }
 
 func readOOMScoreAdj(file string) (int, error) {
@@ -43,8 +64,4 @@ func readOOMScoreAdj(file string) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(strings.TrimSpace(string(b)))
-}
-
-func writeOOMScoreAdj(adj int) error {
-	return os.WriteFile(ownOOMScoreAdj, []byte(strconv.Itoa(adj)), 0)
 }

@@ -2,7 +2,6 @@ package guard
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -74,9 +73,10 @@ func (g *node) isKilling() bool {
 }
 
 // killAll kills everything under the guard: each job's cgroup, the
-// process group of each rank not yet reaped, then each child, until
-// reapAll finds none left, removes the jobs' cgroups and exits. A killed
-// child's own children come to the guard in turn, so the whole tree
+// process group of each rank not yet reaped, then each process that came
+// back to the guard (orphaned), until reapAll finds no child left,
+// removes the jobs' cgroups and exits. A killed process's own children
+// come to the guard in turn, so the whole tree
 // goes, whatever group or session its processes moved to. It never
 // returns.
 func (g *node) killAll() {
@@ -93,7 +93,7 @@ func (g *node) killAll() {
 			syscall.Kill(-pid, syscall.SIGKILL)
 		}
 		g.mu.Unlock()
-		for _, pid := range children(os.Getpid()) {
+		for _, pid := range orphaned() { // each rank went with its group above
 			killChild(pid)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -112,25 +112,6 @@ func killChild(pid int) {
 	if parentOf(pid) == os.Getpid() {
 		unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 	}
-}
-
-// children lists the children of process pid, from every one of its
-// threads (an orphan comes back to one of them).
-func children(pid int) []int {
-	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
-	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if child, err := strconv.Atoi(f); err == nil {
-				out = append(out, child)
-			}
-		}
-	}
-	return out
 }
 
 // statFields are the fields of /proc/pid/stat after the command name

@@ -31,7 +31,8 @@ type node struct {
 	// or that the guard is killing; exits that a child ended.
 	wake  chan struct{}
 	exits chan os.Signal
-	mem   memory // what the starts left, released once they stop
+	mem   memory   // what the starts left, released once they stop
+	oom   oomScore // raised for each start
 }
 
 // RunGuard is the guard's main: args are the bound on its daemon's being
@@ -129,7 +130,7 @@ func (g *node) start(s RankStart, own *unix.CPUSet) {
 	defer g.mu.Unlock()
 	j, err := g.jobFor(s)
 	if err == nil {
-		cmd, err = j.startIn(cmd, func(cmd *exec.Cmd) error { return startOn(cmd, s.CPUs, own) })
+		cmd, err = j.startIn(cmd, func(cmd *exec.Cmd) error { return startOn(cmd, s.CPUs, own, &g.oom) })
 	}
 	if err != nil {
 		g.report(Report{Kind: Failed, Job: s.Job, Rank: s.Rank, Status: status.ExecStatus(err),
@@ -150,7 +151,7 @@ func (g *node) start(s RankStart, own *unix.CPUSet) {
 // for an unbound rank (a thread the runtime made during a bound start
 // inherited that rank's CPUs): a goroutine locked for the guard's life
 // would hand the one P between two threads each time it waits.
-func startOn(cmd *exec.Cmd, cpus []int, own *unix.CPUSet) error {
+func startOn(cmd *exec.Cmd, cpus []int, own *unix.CPUSet, oom *oomScore) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	set := *own
@@ -164,7 +165,7 @@ func startOn(cmd *exec.Cmd, cpus []int, own *unix.CPUSet) error {
 		return fmt.Errorf("cannot bind to its CPUs: %w", err)
 	}
 	defer unix.SchedSetaffinity(0, own)
-	lowerOOMScore := raiseOOMScore()
+	lowerOOMScore := oom.raise()
 	defer lowerOOMScore()
 	return cmd.Start()
 }

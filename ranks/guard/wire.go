@@ -111,8 +111,10 @@ func (r *reader) strings() []string {
 // a goroutine it had just woken (the reaper, the daemon's loop) would
 // wait for the runtime's monitor to take the P back, up to 10 ms later.
 type socket struct {
-	f  *os.File
-	rc syscall.RawConn
+	f   *os.File
+	rc  syscall.RawConn
+	in  []byte // receive's datagram and control buffers, kept: a node's
+	oob []byte // every rank start and report is one (receive has one caller at a time)
 }
 
 // newSocket wraps descriptor fd, made non-blocking, and owns it.
@@ -173,8 +175,10 @@ func (s *socket) send(body message, files []*os.File) error {
 func (s *socket) receive() ([]byte, []*os.File, error) {
 	var body []byte
 	var files []*os.File
-	buf := make([]byte, maxDatagram)
-	oob := make([]byte, unix.CmsgSpace(4*maxFiles))
+	if s.in == nil {
+		s.in, s.oob = make([]byte, maxDatagram), make([]byte, unix.CmsgSpace(4*maxFiles))
+	}
+	buf, oob := s.in, s.oob
 	for {
 		n, oobn, flags, err := s.recvmsg(buf, oob)
 		if err == nil && n == 0 {
