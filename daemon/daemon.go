@@ -179,6 +179,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		d.orphaned = make(chan struct{})
 		go d.watchLifeline()
 	}
+	d.prestartGuard()
 	if err := d.listen(); err != nil {
 		return errmgr.StatusFailed, err
 	}

@@ -47,6 +47,23 @@ func (d *Daemon) newStarter(job int) ranks.Starter {
 	return d.nodeGuard.Job(log, report)
 }
 
+// prestartGuard starts the node's guard ahead of the first rank, so that
+// its start (milliseconds: a process of its own) runs beside the
+// daemon's own work, mpirun's or the launch's, instead of before the
+// ranks' start: mpirun where its node runs ranks, every orted (a node
+// runs ranks but where a job has fewer than its nodes, and a DVM's orted
+// keeps its guard). A guard that fails to start is started again, and
+// its error reported, at the first rank.
+func (d *Daemon) prestartGuard() {
+	if d.cfg.Ranks != nil || d.isRoot() && !slices.Contains(d.cfg.App.RankNode, 0) {
+		return
+	}
+	if d.nodeGuard == nil {
+		d.nodeGuard = ranks.NewNodeGuard(d.log.Named("ranks"))
+	}
+	d.nodeGuard.Prestart(ms(d.cfg.Timeouts.GuardStoppedMS))
+}
+
 // signalRanks signals job's ranks, or every job's (protocol.AllJobs). A
 // DVM job's ranks may be held (its client's Ctrl-Z, or a client behind on
 // their output): its SIGTERM is followed by a SIGCONT, so that they end

@@ -15,8 +15,8 @@ import (
 // one process that starts the ranks of every job the daemon runs (a
 // DVM's, job after job) and kills each job's at that job's end
 // (Node.Close), not itself. Its start is most of a small job's cost on a
-// node, so a DVM pays it once. It starts at the daemon's first rank, and
-// again at the next start after one that ended.
+// node, so a DVM pays it once. It starts as the daemon does (Prestart) or
+// at its first rank, and again at the next start after one that ended.
 type NodeGuard struct {
 	log   hclog.Logger
 	pumps *iof.Pumps // read the ranks' output pipes, of every job
@@ -84,6 +84,13 @@ func (h *NodeGuard) Close() {
 		h.log.Warn("the ranks' guard did not end; killing it", "pid", g.Pid())
 		g.KillProcess()
 	}
+}
+
+// Prestart starts the node's guard before its first rank, for its start
+// to overlap the daemon's other work. An error is left to the first
+// start of ranks, which tries again and reports it.
+func (h *NodeGuard) Prestart(stoppedLimit time.Duration) {
+	h.start(stoppedLimit)
 }
 
 // start starts the node's guard unless it runs.
