@@ -176,8 +176,9 @@ func (d *Daemon) bootPMIx(job protocol.JobSpec) {
 			return
 		}
 		var s *pmix.Server
-		if err = reserveStore(dir); err == nil {
-			s, err = startPMIxServer(dir, d.cfg.Node, job.DVM, pmixUpcalls{d})
+		segs := pmixSegments(job)
+		if err = reserveStore(dir, job.DVM, segs); err == nil {
+			s, err = startPMIxServer(dir, d.cfg.Node, job.DVM, segs, pmixUpcalls{d})
 		}
 		if err != nil {
 			os.RemoveAll(dir)
@@ -186,23 +187,33 @@ func (d *Daemon) bootPMIx(job protocol.JobSpec) {
 	}()
 }
 
-// pmixStoreBytes is what the library's shared-memory stores (ds12 and
-// ds21) take of its directory for a job, whatever the number of ranks:
-// two segments of 4 MiB and four pages (measured: PMIx 4.2, the
-// directory's files with 1 and 12 local ranks).
-const pmixStoreBytes = 8<<20 + 16<<10
+// pmixSegments are the store's segment sizes the job names, or the
+// default's.
+func pmixSegments(job protocol.JobSpec) pmix.Segments {
+	segs := pmix.DefaultSegments
+	if job.PMIxMetaSegment > 0 {
+		segs.Meta = job.PMIxMetaSegment
+	}
+	if job.PMIxDataSegment > 0 {
+		segs.Data = job.PMIxDataSegment
+	}
+	return segs
+}
 
-// reserveStore makes sure the library's stores fit in its directory.
-// Where they do not, PMIx 4.2 fails each client's start with lines of
-// its own, and its server thread can deadlock on a store's lock, which
-// a client that died left held; a node that says so at once is the
-// user's one line instead.
-func reserveStore(dir string) error {
+// reserveStore makes sure the library's shared-memory store fits in its
+// directory (a DVM's server keeps none). Where it does not, PMIx 4.2
+// fails each client's start with lines of its own, and its server thread
+// can deadlock on a store's lock, which a client that died left held; a
+// node that says so at once is the user's one line instead.
+func reserveStore(dir string, manyJobs bool, segs pmix.Segments) error {
+	if manyJobs {
+		return nil
+	}
 	f, err := os.CreateTemp(dir, ".reserve-")
 	if err == nil {
 		defer os.Remove(f.Name())
 		defer f.Close()
-		err = unix.Fallocate(int(f.Fd()), 0, 0, pmixStoreBytes)
+		err = unix.Fallocate(int(f.Fd()), 0, 0, segs.Bytes())
 	}
 	if errors.Is(err, unix.EOPNOTSUPP) {
 		return nil // the file system cannot say ahead
@@ -212,7 +223,7 @@ func reserveStore(dir string) error {
 		err = pe.Err
 	}
 	if err != nil {
-		return fmt.Errorf("no room for its shared-memory store (%d MiB) in %s: %w", pmixStoreBytes>>20, os.TempDir(), err)
+		return fmt.Errorf("no room for its shared-memory store (%d KiB) in %s: %w", segs.Bytes()>>10, os.TempDir(), err)
 	}
 	return nil
 }
@@ -222,21 +233,21 @@ func reserveStore(dir string) error {
 // when it is not. The parameter is unset again before anything else is
 // started, so that no rank and no orted inherits it; an orted spawned in
 // between drops it itself (dropInheritedTopology).
-func startPMIxServer(dir, node string, manyJobs bool, h pmix.Handler) (*pmix.Server, error) {
+func startPMIxServer(dir, node string, manyJobs bool, segs pmix.Segments, h pmix.Handler) (*pmix.Server, error) {
 	cache := ""
 	if !dropInheritedTopology() {
 		cache = topologyCache()
 	}
 	if _, err := os.Stat(cache); cache != "" && err == nil {
 		os.Setenv(envTopologyFile, cache)
-		s, err := pmix.Start(dir, node, manyJobs, h)
+		s, err := pmix.Start(dir, node, manyJobs, segs, h)
 		os.Unsetenv(envTopologyFile)
 		if err == nil {
 			return s, nil
 		}
 		os.Remove(cache) // unreadable or stale: discover once more
 	}
-	s, err := pmix.Start(dir, node, manyJobs, h)
+	s, err := pmix.Start(dir, node, manyJobs, segs, h)
 	if err == nil {
 		saveTopology(cache, s.Topology())
 	}

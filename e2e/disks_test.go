@@ -117,7 +117,7 @@ func TestTmpdirFullOpenMPI(t *testing.T) {
 		why   string
 	}{
 		{full, `cannot make the PMIx server's directory in \S+/node002: no space left on device`},
-		{tight, `no room for its shared-memory store \(8 MiB\) in \S+/node002: no space left on device`},
+		{tight, `no room for its shared-memory store \(1296 KiB\) in \S+/node002: no space left on device`},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.state), func(t *testing.T) {

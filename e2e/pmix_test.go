@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"prsh/modex/pmix"
 	"prsh/testbed"
@@ -218,6 +220,48 @@ func TestPMIxDirectModex(t *testing.T) {
 		want = append(want, fmt.Sprintf("rank %d of 8: 0 bad words in the job", r))
 	}
 	checkLines(t, res.stdout, want)
+}
+
+// TestPMIxLargeValue: the PMIx servers keep their shared-memory store in
+// segments of 1 MiB (the library's own 4 MiB made half of an
+// orted-pmix's memory), so a value of 900 KB is read whole on the same
+// node and across nodes; one of 2 MB ends the job with mpirun's line,
+// which carries the library's hint (NS_DATA_SEG_SIZE), and nothing left
+// running; with the job's NS_DATA_SEG_SIZE (-x) the servers and every
+// client use larger segments and it is read whole. A size that is not
+// one is refused before any daemon starts.
+func TestPMIxLargeValue(t *testing.T) {
+	prog := openMPI(t, "bigvalue")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2, UTS: true})
+	whole := func(size int) []string {
+		return []string{fmt.Sprintf("rank 0 read %d bytes of rank 1: whole", size), fmt.Sprintf("rank 1 read %d bytes of rank 0: whole", size)}
+	}
+	for _, layout := range [][]string{{"-np", "2"}, {"-np", "2", "--map-by", "node"}} {
+		for _, run := range []struct {
+			args []string
+			size int
+		}{{nil, 900_000}, {[]string{"-x", "NS_DATA_SEG_SIZE=4194304"}, 2_000_000}} {
+			args := slices.Concat(layout, run.args, []string{prog, fmt.Sprint(run.size)})
+			res := mpirun(t, c, args...)
+			if res.status != 0 || res.stderr != "" {
+				t.Fatalf("%v: exit %d, stderr:\n%s", args, res.status, res.stderr)
+			}
+			checkLines(t, res.stdout, whole(run.size))
+		}
+	}
+	res := mpirun(t, c, "-np", "2", "--map-by", "node", prog, "2000000")
+	if res.status != 255 {
+		t.Errorf("2 MB in 1 MiB segments: exit %d, want 255; stderr:\n%s", res.status, res.stderr)
+	}
+	checkMpirunLine(t, res.stderr, `^mpirun: node00[12]: orted exited unexpectedly: .*NS_DATA_SEG_SIZE`)
+	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
+		c.KillLeftovers()
+		t.Fatalf("left running: %+v", left)
+	}
+	res = mpirun(t, c, "-np", "2", "-x", "NS_DATA_SEG_SIZE=lots", prog, "10")
+	if res.status == 0 || !strings.Contains(res.stderr, "NS_DATA_SEG_SIZE=lots: want a size in bytes") {
+		t.Errorf("a bad size: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
 }
 
 // TestOpenMPIParameters: --mca reaches Open MPI as its own mpirun's

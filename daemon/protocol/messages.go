@@ -158,6 +158,11 @@ type JobSpec struct {
 	// NoPMIx: the orteds boot no PMIx server, as mpirun found that no
 	// program of the job may use one (--pmix). Its zero value boots it.
 	NoPMIx bool `json:",omitempty"`
+	// PMIxMetaSegment and PMIxDataSegment are the sizes in bytes of the
+	// PMIx servers' shared-memory store segments (pmix.Segments), which
+	// every rank's client must be told too; 0 is the default size.
+	PMIxMetaSegment int64 `json:",omitempty"`
+	PMIxDataSegment int64 `json:",omitempty"`
 	// PortRange is where each orted listens ("LO-HI", mpirun
 	// --port-range); "" lets the kernel pick.
 	PortRange string `json:",omitempty"`

@@ -72,6 +72,9 @@ func Make(req Request, here Here) (daemon.Config, error) {
 	if !spec.NoPMIx && req.Orted == "" {
 		spec.OrtedPath = withPMIx(spec.OrtedPath)
 	}
+	if err := pmixSegments(&spec, here.Environ, app); err != nil {
+		return daemon.Config{}, usage(err)
+	}
 	own := ownNode(m, spec, here.Hostname)
 	if own {
 		runOwnNode(&spec, &app)

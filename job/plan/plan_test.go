@@ -17,6 +17,7 @@ import (
 	"prsh/daemon/protocol"
 	"prsh/internal/timeouts"
 	"prsh/job/binding"
+	"prsh/modex/pmix"
 	"prsh/spawn"
 	"prsh/spawn/agent"
 )
@@ -286,6 +287,32 @@ func TestOrtedAndPMIx(t *testing.T) {
 	}
 }
 
+// TestPMIxSegments: the job's NS_META_SEG_SIZE and NS_DATA_SEG_SIZE,
+// from mpirun's environment or -x (which wins), reach every daemon in the
+// JobSpec; without them the JobSpec says nothing (the default's).
+func TestPMIxSegments(t *testing.T) {
+	cases := []struct {
+		environ, x []string
+		meta, data int64
+	}{
+		{nil, nil, 0, 0},
+		{[]string{"NS_DATA_SEG_SIZE=8388608"}, nil, pmix.DefaultSegments.Meta, 8 << 20},
+		{[]string{"NS_DATA_SEG_SIZE=8388608"}, []string{"NS_DATA_SEG_SIZE=4194304", "NS_META_SEG_SIZE=65536"}, 64 << 10, 4 << 20},
+	}
+	for _, tc := range cases {
+		req := defaults("localhost")
+		req.PMIx, req.Environment.X = "on", tc.x
+		var stderr bytes.Buffer
+		here := launchNode(&stderr)
+		here.Environ = append(here.Environ, tc.environ...)
+		cfg, err := Make(req, here)
+		if err != nil || cfg.Job.PMIxMetaSegment != tc.meta || cfg.Job.PMIxDataSegment != tc.data {
+			t.Errorf("environment %q, -x %q: %d, %d (%v); want %d, %d", tc.environ, tc.x,
+				cfg.Job.PMIxMetaSegment, cfg.Job.PMIxDataSegment, err, tc.meta, tc.data)
+		}
+	}
+}
+
 // TestApplication: the launch message's programs, directories, input
 // and binding.
 func TestApplication(t *testing.T) {
@@ -391,6 +418,7 @@ func TestUsageErrors(t *testing.T) {
 		{"timeout", func(r *Request) { r.Timeout = "soon" }, `--timeout "soon": want seconds or a duration such as 90s`},
 		{"port range", func(r *Request) { r.PortRange = "9-1" }, "--port-range: "},
 		{"pmix", func(r *Request) { r.PMIx = "maybe" }, `--pmix must be auto, on or off, not "maybe"`},
+		{"pmix segment", func(r *Request) { r.Environment.X = []string{"NS_DATA_SEG_SIZE=1k"} }, "NS_DATA_SEG_SIZE=1k: want a size in bytes, at least 4096"},
 		{"genvall and genvnone", func(r *Request) { r.Environment.Genvall, r.Environment.Envnone = true, true },
 			"-genvall and -genvnone contradict each other"},
 		{"-x no name", func(r *Request) { r.Environment.X = []string{"=1"} }, `-x "=1": no variable name`},

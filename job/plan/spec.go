@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"prsh/daemon/protocol"
 	"prsh/internal/timeouts"
 	"prsh/job"
+	"prsh/modex/pmix"
 	"prsh/modex/pmix/need"
 	"prsh/routed"
 	"prsh/stage"
@@ -178,6 +180,26 @@ func withPMIx(orted string) string {
 		return orted + PMIxSuffix
 	}
 	return orted
+}
+
+// pmixSegments sets the sizes of the PMIx servers' store segments from
+// the job's environment, mpirun's own and then the programs' (-x, -env;
+// the last setting wins, as the job must use one), where it sets
+// NS_META_SEG_SIZE or NS_DATA_SEG_SIZE: a job whose ranks put larger
+// values than the default's segments hold (pmix.Segments).
+func pmixSegments(spec *protocol.JobSpec, environ []string, app protocol.Launch) error {
+	env := append(slices.Clip(environ), app.Env...)
+	for _, more := range app.More {
+		env = append(env, more.Env...)
+	}
+	segs, err := pmix.SegmentsOf(env)
+	if err != nil {
+		return err
+	}
+	if segs != pmix.DefaultSegments {
+		spec.PMIxMetaSegment, spec.PMIxDataSegment = segs.Meta, segs.Data
+	}
+	return nil
 }
 
 // NoPMIx says whether the orteds may skip their PMIx server (--pmix),

@@ -23,7 +23,7 @@ type LookupReply struct{}
 func (*LookupReply) Send([]Name, error) {}
 
 // Start fails: this build has no PMIx library.
-func Start(tmpdir, host string, manyJobs bool, h Handler) (*Server, error) {
+func Start(tmpdir, host string, manyJobs bool, segs Segments, h Handler) (*Server, error) {
 	return nil, ErrUnavailable
 }
 

@@ -30,7 +30,8 @@ const Available = true
 type Server struct {
 	handler  Handler
 	queue    upcalls
-	topology string // this node's, as hwloc XML; "" if unknown
+	topology string   // this node's, as hwloc XML; "" if unknown
+	store    []string // what each client is told of the shared-memory store
 }
 
 // active is the server the library's upcalls reach.
@@ -42,8 +43,9 @@ var active atomic.Pointer[Server]
 // namespace registered and deregistered) keeps their data in the
 // library's hash store only: PMIx 4.2's shared-memory store (ds21) keeps
 // a lock segment mapped per namespace until the library finalises,
-// 10 KiB and a mapping a job.
-func Start(tmpdir, host string, manyJobs bool, h Handler) (*Server, error) {
+// 10 KiB and a mapping a job. Other servers make that store's segments
+// of sizes segs, and tell their clients so.
+func Start(tmpdir, host string, manyJobs bool, segs Segments, h Handler) (*Server, error) {
 	if why := C.prsh_load_library(); why != nil {
 		return nil, fmt.Errorf("pmix: cannot load the PMIx library: %s", C.GoString(why))
 	}
@@ -62,9 +64,17 @@ func Start(tmpdir, host string, manyJobs bool, h Handler) (*Server, error) {
 	if err := l.err; err != nil {
 		return nil, err
 	}
-	if manyJobs { // read once, by the init; unset for whatever this process starts next
-		os.Setenv(envStores, "hash")
-		defer os.Unsetenv(envStores)
+	// The parameters are read once, by the init; unset for whatever this
+	// process starts next.
+	params := []string{envStores + "=hash"}
+	if !manyJobs {
+		params = segs.env()
+		s.store = params
+	}
+	for _, kv := range params {
+		name, value, _ := strings.Cut(kv, "=")
+		os.Setenv(name, value)
+		defer os.Unsetenv(name)
 	}
 	if rc := C.prsh_server_init(l.ptr); rc != C.PMIX_SUCCESS {
 		active.Store(nil)
@@ -146,7 +156,7 @@ func (s *Server) Client(namespace string, rank int) ([]string, error) {
 	if rc := C.prsh_setup_fork(ns, C.uint32_t(rank), &env); rc != C.PMIX_SUCCESS {
 		return nil, status("PMIx_server_setup_fork", rc)
 	}
-	return takeEnv(env), nil
+	return append(takeEnv(env), s.store...), nil
 }
 
 // LocalData asks the library for what local rank put, for another

@@ -48,12 +48,12 @@ func TestMaps(t *testing.T) {
 // same process is refused.
 func TestServer(t *testing.T) {
 	serverDir := t.TempDir()
-	s, err := Start(serverDir, "n1", true, nothing{})
+	s, err := Start(serverDir, "n1", true, DefaultSegments, nothing{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := Start(t.TempDir(), "n1", true, nothing{}); err == nil {
+	if _, err := Start(t.TempDir(), "n1", true, DefaultSegments, nothing{}); err == nil {
 		t.Error("a second server started")
 	}
 	j := Job{Namespace: "prsh-test", Hosts: []string{"head", "n1", "n2"}, RankNode: []int{1, 2, 1}, Node: 1, AppFirst: []int{0, 2}}
