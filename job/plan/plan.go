@@ -11,6 +11,7 @@ import (
 	"prsh/internal/tcp"
 	"prsh/job"
 	"prsh/spawn"
+	"prsh/spawn/agent"
 )
 
 // UsageError is an error in what the user asked for: mpirun says so and
@@ -79,13 +80,15 @@ func Make(req Request, here Here) (daemon.Config, error) {
 	if own {
 		runOwnNode(&spec, &app)
 	}
-	launcher, err := pickAgent(req, m, spec, here.Hostname, own, here.Log)
-	if err != nil {
-		return daemon.Config{}, err
-	}
-	here.Log.Info("daemons start through " + describeLaunch(launcher, own))
-	if req.DisplayAllocation {
-		displayAgent(here.Stderr, launcher, own)
+	var launcher agent.Agent
+	if !req.Submit {
+		if launcher, err = pickAgent(req, m, spec, here.Hostname, own, here.Log); err != nil {
+			return daemon.Config{}, err
+		}
+		here.Log.Info("daemons start through " + describeLaunch(launcher, own))
+		if req.DisplayAllocation {
+			displayAgent(here.Stderr, launcher, own)
+		}
 	}
 	if spec.Stage, err = stagePlan(req, here.Hostname, app); err != nil {
 		return daemon.Config{}, err
@@ -99,9 +102,13 @@ func Make(req Request, here Here) (daemon.Config, error) {
 		return daemon.Config{}, usage(fmt.Errorf("--port-range: %w", err))
 	}
 	spec.PortRange = ports.String()
+	bind := ""
+	if !req.Submit {
+		bind = listenIP(req.ListenIP, launcher, m, here.Hostname)
+	}
 	return daemon.Config{
 		ID: 0, Node: spec.Hosts[0], Log: here.Log,
-		Bind: listenIP(req.ListenIP, launcher, m, here.Hostname), Ports: ports,
+		Bind: bind, Ports: ports,
 		Job: spec, Nodes: nodes(m, own), App: app, Agent: launcher, Timeout: limit,
 		Remap:     remapper(req, placed, daemonIndex, np, own),
 		ChildJobs: childJobSlots(req, m, spec, own),

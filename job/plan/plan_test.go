@@ -148,6 +148,7 @@ func TestRemap(t *testing.T) {
 // ranks), the user's command if given, native ssh for other hosts; a
 // fork for this host when the job needs PMIx (split with ssh when this
 // host is among others); mpirun listens on loopback when all is local.
+// A job for a DVM (Submit) gets neither.
 func TestAgentAndAddress(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "ssh_config")
 	if err := os.WriteFile(config, nil, 0o600); err != nil {
@@ -170,6 +171,11 @@ func TestAgentAndAddress(t *testing.T) {
 		{"ssh", []string{"a,b"}, "", "off", "10.1.1.1", "*agent.SSH", "10.1.1.1"},
 		{"ssh, and mpirun here", []string{"a,localhost"}, "", "off", "10.1.1.2", "*agent.SSH", "10.1.1.2"},
 		{"ssh and a fork, PMIx", []string{"a,localhost"}, "", "on", "10.1.1.2", "*agent.Split", "10.1.1.2"},
+	}
+	submit := defaults("a,b")
+	submit.SSHConfig, submit.PMIx, submit.Submit = config, "off", true
+	if cfg, _ := make1(t, submit); cfg.Agent != nil || cfg.Bind != "" {
+		t.Errorf("a job for a DVM: agent %s listening on %q, want none (its daemons run)", typeName(cfg.Agent), cfg.Bind)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,6 +28,11 @@ type Request struct {
 	// Lost are hosts left out of the host list: the nodes a DVM lost,
 	// for a job placed over the DVM's own hosts.
 	Lost []string
+	// Submit: the job goes to a DVM whose daemons run (mpirun --dvm), so
+	// no launch agent nor address of mpirun's is chosen: for a small job
+	// the agent's check of every host's ssh settings was a fifth of its
+	// client's CPU.
+	Submit bool
 
 	// Programs: Args after the options, split at ":", or Appfile.
 	Args    []string

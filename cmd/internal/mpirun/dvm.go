@@ -71,6 +71,7 @@ func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
 		fmt.Fprintln(os.Stderr, w)
 	}
 	req := request(c)
+	req.Submit = true
 	if len(req.Hosts) == 0 && req.Hostfile == "" {
 		req.Hosts, req.Hostfile, req.Lost = hello.HostArgs, hello.Hostfile, hello.Lost
 	}
