@@ -68,7 +68,7 @@ func (d *Daemon) placeChildJob(a protocol.PlaceChildJob) {
 	switch {
 	case err != nil:
 		placed.Err = fmt.Sprintf("rank %d%s asked for a child job: %v", a.Rank, d.ofChildJob(a.Job), err)
-		placed.NoSlots = errors.Is(err, job.ErrNoSlots)
+		placed.NoSlots = errors.Is(err, job.ErrNoSlots) && d.fitsOnceOthersEnd(a)
 	case d.dvm != nil:
 		placed.Child, placed.App = d.dvmChild(a.Job, app.RankNode), app
 		if placed.Child == 0 {
@@ -79,6 +79,16 @@ func (d *Daemon) placeChildJob(a protocol.PlaceChildJob) {
 		placed.Child, placed.App, placed.Added = d.lastChild, app, added
 	}
 	d.next = append(d.next, placed)
+}
+
+// fitsOnceOthersEnd says whether a request that found too few free slots
+// would fit on what its own job leaves once every other job ended: only
+// then may it wait for them (a spawn of more ranks than the job could
+// ever have is refused at once, not at the end of slot-wait).
+func (d *Daemon) fitsOnceOthersEnd(a protocol.PlaceChildJob) bool {
+	a.Used = a.Kept
+	_, _, err := d.childLaunch(a)
+	return err == nil
 }
 
 // ofChildJob names a rank's job when it is a child job, by its number

@@ -487,6 +487,31 @@ func TestDVMChildJobSlotWait(t *testing.T) {
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 
+// TestDVMChildJobNeverFits: a spawn of more ranks than its job could
+// ever have free is refused at once, while another job holds slots,
+// rather than waiting for that job's end and then past slot-wait (an
+// hour here: without the check the client would not end in the test's
+// time). The waiting job and the DVM go on.
+func TestDVMChildJobNeverFits(t *testing.T) {
+	prog := openMPI(t, "childjob")
+	c := cluster(t, testbed.Config{Nodes: 2, Slots: 1, UTS: true})
+	dvm, dvmErr, uri := dvmUp(t, c, "--timeouts", "slot-wait=1h")
+	other, otherOut, otherErr := startMpirun(t, c, "--dvm", uri, "-np", "1", "-H", "node002", "sh", "-c", "echo up; exec sleep 600")
+	otherOut.waitFor(t, "up")
+	res := dvmRun(t, c, uri, "-np", "1", "-H", "node001", prog, "3")
+	if res.status != 3 {
+		t.Errorf("exit %d, want 3; stdout:\n%s\nstderr:\n%s", res.status, res.stdout, res.stderr)
+	}
+	checkMpirunLines(t, res.stderr,
+		`^mpirun: rank 0 asked for a child job: a child job of 3 ranks, but only 0 slots free \(node001: 0, node002: 0\); use --oversubscribe to allow it$`,
+		`^mpirun: node001: rank 0 exited with status 3$`)
+	other.Process.Signal(syscall.SIGINT)
+	if st := waitExit(t, other); st != 130 {
+		t.Errorf("the other job: exit %d, want 130; stderr:\n%s", st, otherErr)
+	}
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
 // TestOpenMPISpawnRoots: a spawn over MPI_COMM_WORLD whose root is the
 // last rank, not 0, and every rank spawning a child of its own at the
 // same time (three child jobs at once): each parent's line is right.

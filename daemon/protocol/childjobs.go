@@ -67,7 +67,11 @@ type PlaceChildJob struct {
 	Job, Rank int
 	Req       modex.SpawnRequest
 	Parent    Launch
-	Used      []int
+	// Used are the ranks of the running jobs on each daemon, Kept those
+	// of the asking job alone: what stays used however long the request
+	// waits for other jobs to end. One that would not fit even then is
+	// refused at once (ChildJobPlaced.NoSlots false).
+	Used, Kept []int
 }
 
 // ChildJobAnswered: the answer to this daemon's request ID: the child's
@@ -140,7 +144,8 @@ func (r *rootState) place(req ChildJobRequest) bool {
 	}
 	r.asked[placeKey{req.From, req.ID}] = req
 	m.emit(PlaceChildJob{ID: req.ID, From: req.From, Job: req.Job, Rank: req.Rank, Req: req.Req,
-		Parent: parent.app, Used: m.slotsUsed()})
+		Parent: parent.app, Used: m.slotsUsed(func(int) bool { return true }),
+		Kept: m.slotsUsed(func(job int) bool { return job == req.Job })})
 	return true
 }
 
@@ -149,11 +154,12 @@ func (r *rootState) refuseChildJob(req ChildJobRequest, why string) {
 	r.m.childJobReply(ChildJobReply{ID: req.ID, To: req.From, Err: why})
 }
 
-// slotsUsed counts the ranks of the jobs still running on each daemon.
-func (m *Machine) slotsUsed() []int {
+// slotsUsed counts the ranks on each daemon of the jobs still running
+// that of says.
+func (m *Machine) slotsUsed(of func(job int) bool) []int {
 	used := make([]int, m.job.Daemons)
 	for _, j := range m.sortedJobs() {
-		if j.launch == launchAwaited || j.exited.done {
+		if j.launch == launchAwaited || j.exited.done || !of(j.num) {
 			continue
 		}
 		for _, d := range j.app.RankNode {

@@ -159,20 +159,24 @@ func TestAddedDaemonFails(t *testing.T) {
 // TestChildJobWaitsForSlots: a request that finds too few free slots
 // while a child job runs waits for it to end, then is placed again; one
 // whose wait runs out is refused with the placing's line; one that no
-// running job could make room for is refused at once.
+// running job could make room for is refused at once. Each placing
+// knows the slots the asking job keeps (what no other job's end frees).
 func TestChildJobWaitsForSlots(t *testing.T) {
 	m := plainRoot(t)
 	req := modex.SpawnRequest{Apps: []modex.SpawnApp{{Argv: []string{"child"}, NP: 1}}}
 	m.Step(ChildJobWanted{ID: 1, Job: 0, Rank: 0, Req: req})
 	m.Step(ChildJobPlaced{ID: 1, From: 0, Job: 0, Rank: 0, Child: 1, App: Launch{Argv: []string{"child"}, RankNode: RankMap{0}}})
 
-	m.Step(ChildJobWanted{ID: 2, Job: 0, Rank: 0, Req: req})
+	place, ok := only[PlaceChildJob](m.Step(ChildJobWanted{ID: 2, Job: 0, Rank: 0, Req: req}))
+	if !ok || place.Used[0] != 2 || place.Kept[0] != 1 {
+		t.Fatalf("want the request placed with the parent's and the child's ranks used, the parent's kept, got %+v", place)
+	}
 	acts := m.Step(ChildJobPlaced{ID: 2, From: 0, Job: 0, Rank: 0, Err: "no slot", NoSlots: true})
 	if st, ok := only[SetTimer](acts); !ok || st.Timer.Kind != SlotWaitTimer || has[Print](acts) || has[ChildJobAnswered](acts) {
 		t.Fatalf("want the request to wait for slots, got %+v", acts)
 	}
 	acts = m.Step(RankExited{Job: 1, Rank: 0, How: "exited with status 0"})
-	place, ok := only[PlaceChildJob](acts)
+	place, ok = only[PlaceChildJob](acts)
 	if !ok || place.ID != 2 || place.Used[0] != 1 {
 		t.Fatalf("want the request placed again once job 1 ended, with 1 slot used, got %+v", acts)
 	}

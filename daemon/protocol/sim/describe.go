@@ -82,7 +82,7 @@ func Describe(a protocol.Action, peer func(protocol.LinkID) int) string {
 	case protocol.ServeModex:
 		return fmt.Sprintf("serve rank %d's data to d%d#%d", a.Rank, a.From, a.ID)
 	case protocol.PlaceChildJob:
-		return fmt.Sprintf("place a child job for d%d#%d (rank %d of job %d), slots used %v", a.From, a.ID, a.Rank, a.Job, a.Used)
+		return fmt.Sprintf("place a child job for d%d#%d (rank %d of job %d), slots used %v, kept %v", a.From, a.ID, a.Rank, a.Job, a.Used, a.Kept)
 	case protocol.ChildJobAnswered:
 		if a.Err != "" {
 			return fmt.Sprintf("child job #%d refused: %s", a.ID, a.Err)
