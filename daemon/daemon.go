@@ -179,7 +179,9 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		d.orphaned = make(chan struct{})
 		go d.watchLifeline()
 	}
-	d.prestartGuard()
+	if d.isRoot() {
+		d.prestartGuard(cfg.Job)
+	}
 	if err := d.listen(); err != nil {
 		return errmgr.StatusFailed, err
 	}
@@ -286,6 +288,7 @@ func (d *Daemon) bootstrap() error {
 			}
 		}
 		d.bootPMIx(welcome.Job)
+		d.prestartGuard(welcome.Job)
 		mc.Job, mc.Nodes, mc.Parent, mc.ParentLink = welcome.Job, welcome.Nodes, welcome.Parent, d.parent.id
 		d.makeStage(welcome.Job)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"prsh/daemon/protocol"
 	"prsh/iof"
+	"prsh/job/binding"
 	"prsh/ranks"
 )
 
@@ -49,19 +50,26 @@ func (d *Daemon) newStarter(job int) ranks.Starter {
 
 // prestartGuard starts the node's guard ahead of the first rank, so that
 // its start (milliseconds: a process of its own) runs beside the
-// daemon's own work, mpirun's or the launch's, instead of before the
-// ranks' start: mpirun where its node runs ranks, every orted (a node
-// runs ranks but where a job has fewer than its nodes, and a DVM's orted
-// keeps its guard). A guard that fails to start is started again, and
-// its error reported, at the first rank.
-func (d *Daemon) prestartGuard() {
-	if d.cfg.Ranks != nil || d.isRoot() && !slices.Contains(d.cfg.App.RankNode, 0) {
+// daemon's own work, mpirun's planning or an orted's part of the launch,
+// instead of before the ranks' start: mpirun where its node runs ranks,
+// an orted at its Welcome unless the job places none of its ranks there
+// (JobSpec.Rankless; a DVM's orted keeps its guard for every job). A
+// guard that fails to start is started again, and its error reported,
+// at the first rank.
+func (d *Daemon) prestartGuard(job protocol.JobSpec) {
+	if d.cfg.Ranks != nil || d.isRoot() && !slices.Contains(d.cfg.App.RankNode, 0) || !d.isRoot() && rankless(job, d.cfg.ID) {
 		return
 	}
 	if d.nodeGuard == nil {
 		d.nodeGuard = ranks.NewNodeGuard(d.log.Named("ranks"))
 	}
 	d.nodeGuard.Prestart(ms(d.cfg.Timeouts.GuardStoppedMS))
+}
+
+// rankless says whether the job places none of its ranks on daemon id.
+func rankless(job protocol.JobSpec, id int) bool {
+	ids, err := binding.ParseList(job.Rankless)
+	return err == nil && slices.Contains(ids, id)
 }
 
 // signalRanks signals job's ranks, or every job's (protocol.AllJobs). A

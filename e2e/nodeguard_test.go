@@ -99,6 +99,21 @@ func TestManyRanksOneGuard(t *testing.T) {
 	})
 }
 
+// TestGuardOnlyWhereRanks: an orted starts its node's guard as it joins
+// the job, ahead of the ranks, but only where the job places ranks: a
+// job of one rank on three nodes runs one guard, on the rank's node.
+func TestGuardOnlyWhereRanks(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 3, Slots: 1})
+	cmd, stdout, stderr := startMpirun(t, c, "-np", "1", "--stdin", "none", "sh", "-c", "echo up; exec sleep 300")
+	stdout.waitFor(t, "up")
+	for node, want := range map[string]int{"node001": 1, "node002": 0, "node003": 0} {
+		if n := guardsOn(c, node); n != want {
+			t.Errorf("%d guards on %s, want %d", n, node, want)
+		}
+	}
+	interrupted(t, c, cmd, stderr)
+}
+
 // TestManyRanksOrtedKilled: an orted of many ranks, each with an escapee
 // in a session of its own, killed outright: its guard kills them all,
 // escapees included, and the other nodes' guards theirs.

@@ -158,6 +158,10 @@ type JobSpec struct {
 	// NoPMIx: the orteds boot no PMIx server, as mpirun found that no
 	// program of the job may use one (--pmix). Its zero value boots it.
 	NoPMIx bool `json:",omitempty"`
+	// Rankless lists the orteds (by id, as a cpu list: "3,5-9") that run
+	// none of the job's ranks, which start no guard ahead of them; ""
+	// when every orted runs some, and in a DVM.
+	Rankless string `json:",omitempty"`
 	// PMIxMetaSegment and PMIxDataSegment are the sizes in bytes of the
 	// PMIx servers' shared-memory store segments (pmix.Segments), which
 	// every rank's client must be told too; 0 is the default size.

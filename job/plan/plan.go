@@ -10,6 +10,7 @@ import (
 	"prsh/daemon/protocol"
 	"prsh/internal/tcp"
 	"prsh/job"
+	"prsh/job/binding"
 	"prsh/spawn"
 	"prsh/spawn/agent"
 )
@@ -80,6 +81,7 @@ func Make(req Request, here Here) (daemon.Config, error) {
 	if own {
 		runOwnNode(&spec, &app)
 	}
+	spec.Rankless = rankless(spec.Daemons, app.RankNode)
 	var launcher agent.Agent
 	if !req.Submit {
 		if launcher, err = pickAgent(req, m, spec, here.Hostname, own, here.Log); err != nil {
@@ -114,6 +116,32 @@ func Make(req Request, here Here) (daemon.Config, error) {
 		ChildJobs: childJobSlots(req, m, spec, own),
 	}, nil
 }
+
+// rankless lists the orteds (ids 1 to daemons-1) that no rank is
+// placed on, as JobSpec.Rankless says them.
+func rankless(daemons int, rankNode protocol.RankMap) string {
+	holds := make([]bool, daemons)
+	for _, d := range rankNode {
+		if d >= 0 && d < daemons {
+			holds[d] = true
+		}
+	}
+	var none []int
+	for id := 1; id < daemons; id++ {
+		if !holds[id] {
+			none = append(none, id)
+		}
+	}
+	list := binding.List(none)
+	if len(list) > maxRankless {
+		return "" // each orted gets the list: past this, an idle guard costs less
+	}
+	return list
+}
+
+// maxRankless bounds JobSpec.Rankless: the ranges of a placement that
+// leaves whole stretches of nodes out are a few bytes.
+const maxRankless = 4 << 10
 
 // childJobSlots are the slots of each daemon's node, where child jobs
 // (MPI_Comm_spawn) are placed; mpirun's own node has them only when it

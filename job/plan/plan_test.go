@@ -319,6 +319,38 @@ func TestPMIxSegments(t *testing.T) {
 	}
 }
 
+// TestRankless: the orteds no rank is placed on, as a list; none when
+// every orted has ranks, and none past the list's bound.
+func TestRankless(t *testing.T) {
+	cases := []struct {
+		daemons  int
+		rankNode protocol.RankMap
+		want     string
+	}{
+		{4, protocol.RankMap{1, 2, 3}, ""},
+		{5, protocol.RankMap{0, 1}, "2-4"},
+		{6, protocol.RankMap{2, 4, 2}, "1,3,5"},
+	}
+	for _, tc := range cases {
+		if got := rankless(tc.daemons, tc.rankNode); got != tc.want {
+			t.Errorf("%d daemons, ranks on %v: %q, want %q", tc.daemons, tc.rankNode, got, tc.want)
+		}
+	}
+	every := make(protocol.RankMap, 0, 5000)
+	for d := 2; d < 10000; d += 2 {
+		every = append(every, d)
+	}
+	if got := rankless(10000, every); got != "" {
+		t.Errorf("every other one of 10000: %d bytes, want none", len(got))
+	}
+	req := defaults("a,b,c")
+	req.NP = 1
+	cfg, _ := make1(t, req)
+	if cfg.Job.Rankless != "2-3" {
+		t.Errorf("one rank on three nodes: rankless %q, want 2-3", cfg.Job.Rankless)
+	}
+}
+
 // TestApplication: the launch message's programs, directories, input
 // and binding.
 func TestApplication(t *testing.T) {
