@@ -207,13 +207,20 @@ func (d *Daemon) isRoot() bool { return d.cfg.ID == 0 }
 func (d *Daemon) loop() int {
 	orphaned := d.orphaned
 	for {
+		// A signal goes before the events already queued: Slurm's SIGTERM
+		// at a time limit reaches the ranks too, and an orted that took
+		// their exits first could end with the job as if it succeeded.
+		select {
+		case sig := <-d.cfg.Signals:
+			d.signalled(sig)
+			continue
+		default:
+		}
 		select {
 		case ev := <-d.events:
 			d.handle(ev)
 		case sig := <-d.cfg.Signals:
-			if s, ok := sig.(syscall.Signal); ok {
-				d.step(protocol.Interrupt{Sig: int(s), Name: status.SignalName(s)})
-			}
+			d.signalled(sig)
 		case code := <-d.exit:
 			return code
 		case <-orphaned:
@@ -223,6 +230,13 @@ func (d *Daemon) loop() int {
 			d.signalRanks(syscall.SIGKILL, protocol.AllJobs)
 			return errmgr.StatusFailed
 		}
+	}
+}
+
+// signalled hands the machine a signal delivered to this process.
+func (d *Daemon) signalled(sig os.Signal) {
+	if s, ok := sig.(syscall.Signal); ok {
+		d.step(protocol.Interrupt{Sig: int(s), Name: status.SignalName(s)})
 	}
 }
 
