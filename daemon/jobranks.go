@@ -57,7 +57,7 @@ func (d *Daemon) newStarter(job int) ranks.Starter {
 // guard that fails to start is started again, and its error reported,
 // at the first rank.
 func (d *Daemon) prestartGuard(job protocol.JobSpec) {
-	if d.cfg.Ranks != nil || d.isRoot() && !slices.Contains(d.cfg.App.RankNode, 0) || !d.isRoot() && rankless(job, d.cfg.ID) {
+	if d.cfg.Ranks != nil || !d.holdsRanks(job) {
 		return
 	}
 	if d.nodeGuard == nil {
@@ -66,10 +66,14 @@ func (d *Daemon) prestartGuard(job protocol.JobSpec) {
 	d.nodeGuard.Prestart(ms(d.cfg.Timeouts.GuardStoppedMS))
 }
 
-// rankless says whether the job places none of its ranks on daemon id.
-func rankless(job protocol.JobSpec, id int) bool {
+// holdsRanks says whether the job places ranks on this daemon: mpirun
+// knows its Launch; an orted is not among the JobSpec's Rankless.
+func (d *Daemon) holdsRanks(job protocol.JobSpec) bool {
+	if d.isRoot() {
+		return slices.Contains(d.cfg.App.RankNode, 0)
+	}
 	ids, err := binding.ParseList(job.Rankless)
-	return err == nil && slices.Contains(ids, id)
+	return err != nil || !slices.Contains(ids, d.cfg.ID)
 }
 
 // signalRanks signals job's ranks, or every job's (protocol.AllJobs). A

@@ -15,9 +15,11 @@ import (
 // system such as Slurm's task/cgroup confines a job; nil when none is
 // readable. The kernel already keeps the affinity mask inside it; this
 // is the second reading that a stale or widened mask cannot fool. Read
-// once, as the mounts are: a daemon's cgroup is set as it starts (a
-// Slurm step's, a container's), and a start that would bind outside a
-// set changed since fails loudly (the kernel refuses the affinity).
+// once: a daemon's cgroup is set as it starts (a Slurm step's, a
+// container's), a start that would bind outside a set changed since
+// fails loudly (the kernel refuses the affinity), and reading the mount
+// table at each start of ranks was a sixth of a DVM orted's CPU for a
+// small job.
 var cpusetCPUs = sync.OnceValue(readCpusetCPUs)
 
 func readCpusetCPUs() []int {
@@ -43,14 +45,9 @@ func readCpusetCPUs() []int {
 // file that lists its CPUs there.
 type cgroupMount struct{ hierarchy, dir, file string }
 
-// cgroupMounts are the cpuset hierarchies mounted at their root, v1's
-// first: on a hybrid system v2's has no cpuset controller. Read once: a
-// daemon's mounts do not move under it, and reading its mountinfo (many
-// lines in a container) at each start of ranks was a sixth of a DVM
-// orted's CPU for a small job.
-var cgroupMounts = sync.OnceValue(readCgroupMounts)
-
-func readCgroupMounts() []cgroupMount {
+// cgroupMounts finds the cpuset hierarchies mounted at their root, v1's
+// first: on a hybrid system v2's has no cpuset controller.
+func cgroupMounts() []cgroupMount {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil

@@ -83,6 +83,7 @@ func Make(req Request, here Here) (daemon.Config, error) {
 	}
 	spec.Rankless = rankless(spec.Daemons, app.RankNode)
 	var launcher agent.Agent
+	bind := ""
 	if !req.Submit {
 		if launcher, err = pickAgent(req, m, spec, here.Hostname, own, here.Log); err != nil {
 			return daemon.Config{}, err
@@ -91,6 +92,7 @@ func Make(req Request, here Here) (daemon.Config, error) {
 		if req.DisplayAllocation {
 			displayAgent(here.Stderr, launcher, own)
 		}
+		bind = listenIP(req.ListenIP, launcher, m, here.Hostname)
 	}
 	if spec.Stage, err = stagePlan(req, here.Hostname, app); err != nil {
 		return daemon.Config{}, err
@@ -104,10 +106,6 @@ func Make(req Request, here Here) (daemon.Config, error) {
 		return daemon.Config{}, usage(fmt.Errorf("--port-range: %w", err))
 	}
 	spec.PortRange = ports.String()
-	bind := ""
-	if !req.Submit {
-		bind = listenIP(req.ListenIP, launcher, m, here.Hostname)
-	}
 	return daemon.Config{
 		ID: 0, Node: spec.Hosts[0], Log: here.Log,
 		Bind: bind, Ports: ports,

@@ -157,12 +157,9 @@ var ownCgroupDir = sync.OnceValues(func() (string, error) {
 	return filepath.Join(mount, own), nil
 })
 
-// cgroup2Mount is where cgroup v2 is mounted (/sys/fs/cgroup, or
-// /sys/fs/cgroup/unified on a hybrid system), read once (cgroupMounts
-// in ranks says why).
-var cgroup2Mount = sync.OnceValues(readCgroup2Mount)
-
-func readCgroup2Mount() (string, error) {
+// cgroup2Mount finds where cgroup v2 is mounted (/sys/fs/cgroup, or
+// /sys/fs/cgroup/unified on a hybrid system).
+func cgroup2Mount() (string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return "", err

@@ -76,9 +76,8 @@ func (g *node) isKilling() bool {
 // process group of each rank not yet reaped, then each process that came
 // back to the guard (orphaned), until reapAll finds no child left,
 // removes the jobs' cgroups and exits. A killed process's own children
-// come to the guard in turn, so the whole tree
-// goes, whatever group or session its processes moved to. It never
-// returns.
+// come to the guard in turn, so the whole tree goes, whatever group or
+// session its processes moved to. It never returns.
 func (g *node) killAll() {
 	g.mu.Lock()
 	g.killing = true
