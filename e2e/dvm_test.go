@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"prsh/ranks/guard"
+	"prsh/errmgr"
 	"prsh/testbed"
 )
 
@@ -637,6 +638,40 @@ func TestDVMLostStoppedDaemon(t *testing.T) {
 		t.Errorf("a job on the nodes left: status %d; stderr:\n%s", res.status, res.stderr)
 	}
 	checkOneLine(t, res.stderr, `^mpirun: warning: the DVM lost node002$`)
+	dvmStop(t, c, dvm, dvmErr, uri)
+}
+
+// TestDVMJobsAvoidAStoppedNode: a job without PMIx goes only to the
+// daemons that hold its ranks (Launch.Sparse), so a node whose orted is
+// stopped (SIGSTOP), with a silence bound far away, holds up no job
+// placed elsewhere: /bin/true on node001, an MPICH program over node001
+// and node003 and a job killed by its --timeout end as they would on a
+// healthy DVM. (Sent everywhere, each would wait for node002's Started.)
+// Once the orted runs again a job on every node runs.
+func TestDVMJobsAvoidAStoppedNode(t *testing.T) {
+	hello := mpich(t, "hello")
+	c := cluster(t, testbed.Config{Nodes: 3})
+	dvm, dvmErr, uri := dvmUp(t, c, "--timeouts", "silence=10m,guard-stopped=11m")
+	orted := ortedOf(t, c, "node002")
+	syscall.Kill(orted, syscall.SIGSTOP)
+	res := dvmRun(t, c, uri, "--timeout", "60", "-H", "node001", "-np", "1", "/bin/true")
+	if res.status != 0 || res.stderr != "" {
+		t.Errorf("/bin/true on node001: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	res = dvmRun(t, c, uri, "--timeout", "60", "-H", "node001,node003", "-np", "2", hello)
+	if res.status != 0 || res.stderr != "" {
+		t.Errorf("MPICH on node001 and node003: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, helloLines(2))
+	res = dvmRun(t, c, uri, "--timeout", "1", "-H", "node003", "-np", "1", "sleep", "60")
+	if res.status != errmgr.StatusTimeout {
+		t.Errorf("sleep past --timeout 1 on node003: exit %d, want %d; stderr:\n%s", res.status, errmgr.StatusTimeout, res.stderr)
+	}
+	checkOneLine(t, res.stderr, `^mpirun: the job ran past --timeout 1s, terminating it$`)
+	syscall.Kill(orted, syscall.SIGCONT)
+	if res := dvmRun(t, c, uri, "-np", "3", "/bin/true"); res.status != 0 || res.stderr != "" {
+		t.Errorf("a job on every node once node002 runs again: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
 	dvmStop(t, c, dvm, dvmErr, uri)
 }
 

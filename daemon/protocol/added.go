@@ -49,11 +49,12 @@ func (m *Machine) addDaemon(host string) int {
 	return id
 }
 
-// runningJobs lists the jobs that started and have not exited.
+// runningJobs lists the jobs that started and have not exited, but for
+// the sparse ones, which go only where their ranks are.
 func (m *Machine) runningJobs() []int {
 	var nums []int
 	for _, j := range m.sortedJobs() {
-		if j.launch != launchAwaited && !j.exited.done {
+		if j.launch != launchAwaited && !j.exited.done && !j.app.Sparse {
 			nums = append(nums, j.num)
 		}
 	}

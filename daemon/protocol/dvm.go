@@ -160,10 +160,8 @@ func (m *Machine) killJob(job int) {
 		return
 	}
 	j.killed = true
-	for _, c := range m.sortedChildren() {
-		if c.linked() {
-			m.emit(Send{c.link, JobKill{Job: job}})
-		}
+	for _, c := range m.jobChildren(j) {
+		m.emit(Send{c.link, JobKill{Job: job}})
 	}
 	if j.launch == ranksStarted {
 		m.emit(SignalRanks{SIGTERM, job})
@@ -178,10 +176,8 @@ func (m *Machine) endJob(job int) {
 	if !ok || job == 0 || m.ending() {
 		return
 	}
-	for _, c := range m.sortedChildren() {
-		if c.linked() {
-			m.emit(Send{c.link, JobEnd{Job: job}})
-		}
+	for _, c := range m.jobChildren(j) {
+		m.emit(Send{c.link, JobEnd{Job: job}})
 	}
 	m.emit(SignalRanks{SIGKILL, job})
 	if j.killed {

@@ -91,7 +91,7 @@ func (r *rootState) daemonLost(f Failure) bool {
 // and those below it (when the routing tree is not the spawn tree) would
 // wait for it for ever. A daemon that had it already takes no repeat.
 func (m *Machine) relaunchAround(j *jobState, ids []int) {
-	if j.launch == launchAwaited || j.started.done {
+	if j.launch == launchAwaited || j.started.done || j.app.Sparse { // a sparse job's Launch goes down the spawn tree
 		return
 	}
 	tree := m.routing.Tree()

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"prsh/modex/collective"
-	"prsh/topo"
 )
 
 // Fences over a group (a subset of a job's ranks, PMIx_Fence with a list
@@ -126,22 +125,16 @@ func (m *Machine) groupMembers(app Launch, ranks []int) collective.Members {
 	return mem
 }
 
-// childrenHolding lists the live children whose subtree holds one of
-// nodes.
+// childrenHolding lists, in id order, the live children whose subtree
+// holds one of nodes.
 func (m *Machine) childrenHolding(nodes map[int]bool) []int {
-	var out []int
-	for _, c := range m.sortedChildren() {
-		if c.failed {
-			continue
-		}
-		for _, id := range append([]int{c.id}, topo.Subtree(m.spawnTree, c.id)...) {
-			if nodes[id] {
-				out = append(out, c.id)
-				break
-			}
+	holding := map[int]bool{}
+	for d := range nodes {
+		if c := m.childToward(d); c >= 0 {
+			holding[c] = true
 		}
 	}
-	return out
+	return slices.Sorted(maps.Keys(holding))
 }
 
 // leaveGroups: local rank of job j will enter no more fences (it

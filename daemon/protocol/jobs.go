@@ -37,6 +37,8 @@ type jobState struct {
 	// across are the members of the groups over several jobs that this
 	// job keeps, by name (connect.go).
 	across map[string][]jobRank
+	// holders are the children a sparse job's messages go to (launch.go).
+	holders []int
 	// killed: a JobKill came (DVM): its ranks are being stopped, and no
 	// more failures go up for it.
 	killed bool

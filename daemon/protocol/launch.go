@@ -1,6 +1,10 @@
 package protocol
 
-import "prsh/errmgr"
+import (
+	"slices"
+
+	"prsh/errmgr"
+)
 
 // Phase 3 at this daemon: the Launch passed on along the routing
 // topology, and the local ranks started once it and the staged files are
@@ -18,10 +22,44 @@ func (m *Machine) receiveLaunch(app Launch) {
 	m.learnAdded(app.Added)
 	j.app = app
 	j.view = j.view.With(Preputs(app.Preput))
-	for _, c := range m.routing.Fanout(m.self) {
-		m.deliver(m.router.Neighbour(c, app))
+	if app.Sparse {
+		m.launchSparse(j)
+	} else {
+		for _, c := range m.routing.Fanout(m.self) {
+			m.deliver(m.router.Neighbour(c, app))
+		}
 	}
 	m.maybeStartRanks(j)
+}
+
+// launchSparse passes a sparse job's Launch down the spawn tree to the
+// children whose subtree holds its ranks, the only ones its reductions
+// wait for and its later messages go to (jobChildren).
+func (m *Machine) launchSparse(j *jobState) {
+	nodes := map[int]bool{}
+	for _, d := range j.app.RankNode {
+		nodes[d] = true
+	}
+	j.holders = m.childrenHolding(nodes)
+	for _, r := range []*reduction{j.started, j.exited, j.left} {
+		r.only(j.holders)
+	}
+	for _, c := range m.jobChildren(j) {
+		m.emit(Send{c.link, j.app})
+	}
+}
+
+// jobChildren lists the linked children that job j's messages go down
+// to: for a sparse job whose Launch came, those whose subtree holds its
+// ranks; else every one.
+func (m *Machine) jobChildren(j *jobState) []*child {
+	var out []*child
+	for _, c := range m.sortedChildren() {
+		if c.linked() && (j == nil || !j.app.Sparse || slices.Contains(j.holders, c.id)) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // maybeStartRanks starts the local ranks once both the Launch and the

@@ -26,7 +26,7 @@ type Message interface{ message() }
 // run under a parent of another version: a node with another prsh
 // installed fails at its start, by name, instead of mid-launch with a
 // message it cannot decode.
-const Version = 10
+const Version = 11
 
 // kinds is the one table of message kinds: the index is the frame's kind
 // byte. Encoding and decoding follow from it; a new message is one line
@@ -224,6 +224,14 @@ type Launch struct {
 	// PMIx (its --pmix): the daemons register no namespace for it. A
 	// plain mpirun's daemons boot no server at all instead (JobSpec).
 	NoPMIx bool `json:",omitempty"`
+	// Sparse: a DVM job without PMIx that places no rank on some live
+	// daemon. Its Launch, JobKill, JobEnd and Signals go down the spawn
+	// tree only to the children whose subtree holds its ranks, and its
+	// reductions wait for those alone, so that a small job in a large
+	// DVM costs the daemons it uses (DVM.md, "Jobs sent where their
+	// ranks are"). A job with PMIx goes everywhere: a daemon may need
+	// any job's rank map for PMIx_Connect and fences over several jobs.
+	Sparse bool `json:",omitempty"`
 	// RanksByNode says RankNode never decreases (ranks placed node by
 	// node). mpirun finds it out once, so that each of n daemons finds
 	// its ranks by a binary search, not a scan of every rank.

@@ -1,5 +1,7 @@
 package protocol
 
+import "slices"
+
 // reduction is one reduce-up over the spawn tree that carries no data:
 // it is ready once this daemon's own part is in and every participating
 // child's has come. The milestones and the signal acknowledgements are
@@ -13,6 +15,7 @@ type reduction struct {
 	local   bool
 	waiting map[int]bool // children whose part has not come
 	done    bool
+	fixed   bool // who takes part was fixed (only): no child joins
 }
 
 func newReduction(children []int) *reduction {
@@ -25,9 +28,20 @@ func newReduction(children []int) *reduction {
 
 // join adds a child that must take part (an adopted grandchild).
 func (r *reduction) join(child int) {
-	if !r.done {
+	if !r.done && !r.fixed {
 		r.waiting[child] = true
 	}
+}
+
+// only narrows the children waited for to those listed: the others
+// take no part (a sparse job's children that hold none of its ranks).
+func (r *reduction) only(children []int) {
+	for c := range r.waiting {
+		if !slices.Contains(children, c) {
+			delete(r.waiting, c)
+		}
+	}
+	r.fixed = true
 }
 
 // drop stops waiting for a child that failed.

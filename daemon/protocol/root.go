@@ -119,7 +119,30 @@ func (r *rootState) launch(app Launch) {
 	if r.m.job.Planned > 0 {
 		app.Added = r.m.job.Hosts[r.m.job.Planned:]
 	}
+	app.Sparse = r.sparse(app)
 	r.m.receiveLaunch(app)
+}
+
+// sparse says whether a job goes only where its ranks are (Launch.Sparse):
+// a DVM client's job without PMIx, adding no daemon, that leaves some
+// live orted without a rank.
+func (r *rootState) sparse(app Launch) bool {
+	m := r.m
+	if !m.job.DVM || app.Job == 0 || app.Parent != nil || !app.NoPMIx || len(app.Added) > 0 {
+		return false
+	}
+	holds := make([]bool, m.job.Daemons)
+	for _, d := range app.RankNode {
+		if d >= 0 && d < len(holds) {
+			holds[d] = true
+		}
+	}
+	for d := 1; d < len(holds); d++ {
+		if !holds[d] && !m.lost[d] {
+			return true
+		}
+	}
+	return false
 }
 
 // fail ends the job on the first failure.

@@ -39,11 +39,9 @@ func (m *Machine) terminated() {
 // With Ack, the subtree answers once every daemon in it has delivered it.
 func (m *Machine) signal(s Signal) {
 	var sentTo []int
-	for _, c := range m.sortedChildren() {
-		if c.linked() {
-			m.emit(Send{c.link, s})
-			sentTo = append(sentTo, c.id)
-		}
+	for _, c := range m.jobChildren(m.jobs[s.Job]) {
+		m.emit(Send{c.link, s})
+		sentTo = append(sentTo, c.id)
 	}
 	job := s.Job
 	if job == 0 {

@@ -115,6 +115,9 @@ func Message(m protocol.Message) string {
 	case protocol.Addrs:
 		return fmt.Sprintf("Addrs %s", entryIDs(m.Entries))
 	case protocol.Launch:
+		if m.Sparse {
+			return fmt.Sprintf("Launch job %d %v (sparse)", m.Job, m.RankNode)
+		}
 		if m.Job != 0 {
 			return fmt.Sprintf("Launch job %d %v", m.Job, m.RankNode)
 		}

@@ -155,7 +155,7 @@ func play(script string) (string, error) {
 		case "dmodex": // dmodex D #ID rank=R at=T
 			id, req, rank, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), kv.int("rank"), int64(kv.int("at"))
 			timed = append(timed, func(s *Sim) { s.At(at, func() { s.WantModex(id, req, rank) }) })
-		case "submit": // submit job=N at=T [rank=R status=S] [rank-ms=T] [nodes=D,D…]
+		case "submit": // submit job=N at=T [rank=R status=S] [rank-ms=T] [nodes=D,D…] [nopmix]
 			job, at, status := kv.int("job"), int64(kv.int("at")), map[int]int{}
 			if kv.has("rank") {
 				status[kv.int("rank")] = kv.int("status")
@@ -167,7 +167,7 @@ func play(script string) (string, error) {
 					nodes = append(nodes, atoi(d))
 				}
 			}
-			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Submit(job, status, ms, nodes...) }) })
+			timed = append(timed, func(s *Sim) { s.At(at, func() { s.Submit(job, status, ms, kv.has("nopmix"), nodes...) }) })
 		case "childjob": // childjob D #ID job=J rank=R np=K at=T [nodes=D,D…] [rank-ms=T] [fail=R status=S] [refuse="why"] [add=H,H…]
 			id, req, at := atoi(f[1]), atoi(strings.TrimPrefix(f[2], "#")), int64(kv.int("at"))
 			job, rank := kv.int("job"), kv.int("rank")

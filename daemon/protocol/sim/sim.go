@@ -304,14 +304,16 @@ func (s *Sim) Interrupt(sig int, name string) {
 
 // Submit hands mpirun of a DVM a client's job now; status gives the
 // exit status of its ranks (by rank; absent: 0), ms how long they run
-// (0: Options.RankMS), nodes the daemon of each rank (none: Options.App's).
-func (s *Sim) Submit(job int, status map[int]int, ms int64, nodes ...int) {
+// (0: Options.RankMS), noPMIx whether its client found no PMIx in it,
+// nodes the daemon of each rank (none: Options.App's).
+func (s *Sim) Submit(job int, status map[int]int, ms int64, noPMIx bool, nodes ...int) {
 	s.tracef("d0 <- submit job %d", job)
 	if s.jobs == nil {
 		s.jobs = map[int]simJob{}
 	}
 	s.jobs[job] = simJob{status: status, ms: ms}
 	app := s.opt.App
+	app.NoPMIx = noPMIx
 	if len(nodes) > 0 {
 		app.RankNode = nodes
 	}
