@@ -143,7 +143,8 @@ func (d *Daemon) spawned(e spawned) {
 	d.procs[e.id] = e.proc
 	go func() {
 		err := e.proc.Wait()
-		d.post(protocol.DaemonExited{ID: e.id, Err: sessionEnd(orOK(err)), Orphaned: orphaned(err)})
+		c, ok := e.proc.(agent.Cancellable)
+		d.post(protocol.DaemonExited{ID: e.id, Err: sessionEnd(orOK(err)), Orphaned: orphaned(err), Cancelled: ok && c.Cancelled()})
 	}()
 	go func() {
 		select {
@@ -235,9 +236,9 @@ func (d *Daemon) carry(acts []protocol.Action) {
 			}
 			d.pmixFenceDone(a)
 		case protocol.RingDone:
-			d.ringDone(a.Job, a.Answers)
+			d.ringDone(a)
 		case protocol.AllgatherDone:
-			d.allgatherDone(a.Job, a.Values)
+			d.allgatherDone(a)
 		case protocol.PlaceChildJob:
 			d.placeChildJob(a)
 		case protocol.ChildJobAnswered:

@@ -15,8 +15,8 @@ const (
 // failure ends the job and gives it its exit status; what fails after it
 // (often because of the abort itself) changes nothing.
 type Policy struct {
-	ended  bool
-	status int
+	ended, failed bool
+	status        int
 }
 
 // Fail records a failure with the exit status it implies, and reports
@@ -25,7 +25,19 @@ func (p *Policy) Fail(status int) bool {
 	if p.ended {
 		return false
 	}
-	p.ended, p.status = true, status
+	p.ended, p.failed, p.status = true, status != 0, status
+	return true
+}
+
+// Overturn records a failure that caused the job's normal end (Slurm's
+// SIGTERM, on which the ranks exited 0 before their daemon could say
+// it got it too): it replaces a success, never a failure, and reports
+// whether it did.
+func (p *Policy) Overturn(status int) bool {
+	if p.failed {
+		return false
+	}
+	p.ended, p.failed, p.status = true, true, status
 	return true
 }
 

@@ -59,10 +59,13 @@ type SpawnFailed struct {
 // DaemonExited: the launch agent's process for child ID ended (for a
 // healthy child, only once the job is over); Err is how ("exit status 0").
 // Orphaned: it exited with OrphanStatus, having lost its lifeline.
+// Cancelled: Slurm cancelled the job step it ran in (scancel, the time
+// limit), so its orted got SIGTERM, whether or not it said so in time.
 type DaemonExited struct {
-	ID       int
-	Err      string
-	Orphaned bool
+	ID        int
+	Err       string
+	Orphaned  bool
+	Cancelled bool
 }
 
 // OutputOpened and OutputClosed: a child opened or finished the stream
@@ -349,17 +352,22 @@ type ModexAnswered struct {
 
 // AllgatherDone: allgather Seq is complete: every rank's value, in rank
 // order, for each local rank in it.
+// Gone lists the ranks that left (finalised or exited) without
+// entering it: the allgather fails for every rank in it.
 type AllgatherDone struct {
 	Job    int
 	Seq    int
 	Values []string
+	Gone   []int
 }
 
 // RingDone: ring Seq is complete; each local rank in it gets its answer.
+// Gone as for an AllgatherDone.
 type RingDone struct {
 	Job     int
 	Seq     int
 	Answers []RingEntry
+	Gone    []int
 }
 
 // Exit ends the daemon with Status once its output is flushed. With

@@ -168,6 +168,19 @@ func (r *rootState) fail(f Failure) {
 	r.m.teardown(true)
 }
 
+// cancelled: Slurm cancelled the job step of a child (its time limit,
+// scancel), whose orted and ranks all got SIGTERM. Ranks that exited 0
+// on it, reported before the orted's own SIGTERM was, did not succeed:
+// the job fails with the orted's line, unless it failed already.
+func (r *rootState) cancelled(f Failure) {
+	if !r.policy.Overturn(f.Status) {
+		return
+	}
+	r.waitOver()
+	r.m.emit(Print{Line: "mpirun: " + f.Msg})
+	r.m.teardown(true)
+}
+
 // report warns the user and leaves the node out of the job map.
 func (r *rootState) report(s Skipped) {
 	r.skipped[s.ID] = true

@@ -25,13 +25,18 @@ func (m *Machine) terminated() {
 	if m.ending() {
 		return
 	}
-	from := ""
-	if m.job.SrunJob != "" {
-		from = " from Slurm (job " + m.job.SrunJob + "'s time limit or scancel)"
-	}
-	m.fail(m.failure(128+SIGTERM, "orted got SIGTERM%s, terminating the job", from))
+	m.fail(m.failure(128+SIGTERM, "%s", m.slurmTerminated()))
 	m.teardown(true)
 	m.termGrace = true
+}
+
+// slurmTerminated is the line of an orted that got SIGTERM, from Slurm
+// where it runs in a job step.
+func (m *Machine) slurmTerminated() string {
+	if m.job.SrunJob == "" {
+		return "orted got SIGTERM, terminating the job"
+	}
+	return "orted got SIGTERM from Slurm (job " + m.job.SrunJob + "'s time limit or scancel), terminating the job"
 }
 
 // signal delivers a signal to every rank in this subtree (of s.Job, in a

@@ -192,6 +192,9 @@ func (m *Machine) daemonExited(e DaemonExited) {
 	}
 	m.endSession(c)
 	m.emit(CancelTimer{Timer{CallbackTimer, e.ID}})
+	if e.Cancelled && m.root != nil && !m.job.DVM {
+		m.root.cancelled(failureAt(c.host, 128+SIGTERM, "%s", m.slurmTerminated()))
+	}
 	switch {
 	case c.lostLink != "":
 		// Its link ended first, before any other failure. An orted that

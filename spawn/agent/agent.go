@@ -89,6 +89,14 @@ type Process interface {
 	Kill() error
 }
 
+// Cancellable is a Process of a Slurm job step (SrunStep): once Wait
+// returned, Cancelled says whether Slurm cancelled the step (scancel, the
+// job's time limit), which sends every task SIGTERM: an orted that ended
+// with 0 all the same ended because of it.
+type Cancellable interface {
+	Cancelled() bool
+}
+
 // ExitError reports a command that ended unsuccessfully.
 type ExitError struct {
 	// Status is the exit status; 128+n for signal n (as a shell reports it),

@@ -129,3 +129,30 @@ func TestSrunStepKill(t *testing.T) {
 		}
 	}
 }
+
+// TestSrunStepCancelled: slurmstepd's line that Slurm cancelled the step
+// (the time limit, scancel) marks every task's end, those that exit 0
+// too; a step that was not cancelled marks none.
+func TestSrunStepCancelled(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want bool
+	}{
+		{"slurmstepd: error: *** STEP 12.0 ON h1 CANCELLED AT 2026-11-27T02:40:00 DUE TO TIME LIMIT ***", true},
+		{"slurmstepd-h2: error: *** JOB 12 ON h2 CANCELLED AT 2026-11-27T02:40:00 ***", true},
+		{"srun: Job step aborted: Waiting up to 32 seconds for job step to finish.", false},
+	} {
+		ps := startFakeStep(t, `echo "`+tc.line+`" >&2; cat >/dev/null`)
+		for _, p := range ps {
+			go p.Close()
+		}
+		for i, p := range ps {
+			if err := waitFor(t, p); err != nil {
+				t.Errorf("%q: h%d: %v, want exit 0", tc.line, i+1, err)
+			}
+			if got := p.(Cancellable).Cancelled(); got != tc.want {
+				t.Errorf("%q: h%d cancelled %v, want %v", tc.line, i+1, got, tc.want)
+			}
+		}
+	}
+}

@@ -34,6 +34,9 @@ type step struct {
 	byTask   map[int]*stepTask // learned from the lines
 	stderr   map[int][]string  // each task's stderr lines, the last few
 	explains bool              // a task's failure explains srun's status
+	// cancelled: Slurm cancelled the step (cancelledRE): its SIGTERM
+	// reached every task, whatever their statuses say.
+	cancelled bool
 	killed   bool
 	shutOnce sync.Once
 }
@@ -170,6 +173,11 @@ func (s *step) stdoutLine(line string) {
 
 func (s *step) stderrLine(line string) {
 	s.log.Debug("srun stderr", "line", line)
+	if cancelledRE.MatchString(line) {
+		s.mu.Lock()
+		s.cancelled = true
+		s.mu.Unlock()
+	}
 	if task, text, ok := labelled(line); ok {
 		s.mu.Lock()
 		s.stderr[task] = append(lastLines(s.stderr[task], 20), text)
@@ -226,6 +234,15 @@ func (s *step) taskStderr(t *stepTask) string {
 func (t *stepTask) Wait() error {
 	<-t.done
 	return t.err
+}
+
+// Cancelled implements Cancellable: what Wait returned is known
+// first, as srun's end or its report of the task comes after
+// slurmstepd's line.
+func (t *stepTask) Cancelled() bool {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	return t.s.cancelled
 }
 
 // Alive implements Process.

@@ -109,6 +109,13 @@ var signalWords = map[string]struct {
 	"Alarm clock": {"ALRM", 14}, "Terminated": {"TERM", 15},
 }
 
+// cancelledRE is what a node's slurmstepd writes on the step's stderr
+// when Slurm cancels the step (scancel, the job's time limit), as its
+// SIGTERM goes to every task: "slurmstepd: error: *** STEP 12.0 ON node1
+// CANCELLED AT 2026-11-27T02:40:00 DUE TO TIME LIMIT ***" (JOB instead of
+// STEP for scancel of the whole job).
+var cancelledRE = regexp.MustCompile(`^(\d+: )?slurmstepd(-\S+)?: (error: )?\*\*\* (STEP|JOB) \S+ ON \S+ CANCELLED AT `)
+
 // stepStderr joins a task's stderr lines into one, without what the
 // caller says otherwise: srun's note that there is no CPU binding to
 // turn off, and the prefix of the node's slurmstepd ("execve():

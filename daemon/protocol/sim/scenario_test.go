@@ -100,6 +100,7 @@ func play(script string) (string, error) {
 			opt.Job.SkipUnreachable = kv.has("skip")
 			opt.Job.HoldLaunch = kv.has("hold")
 			opt.Job.OneStep = kv.has("step")
+			opt.Job.SrunJob = kv["srun-job"]
 			opt.Job.DVM = kv.has("dvm")
 			if kv.has("ranks") {
 				ranks = kv.int("ranks")
@@ -142,6 +143,11 @@ func play(script string) (string, error) {
 			opt.Faults[atoi(f[1])] = Fault{Refuse: strings.Trim(strings.Join(f[2:], " "), `"`)}
 		case "no-callback":
 			opt.Faults[atoi(f[1])] = Fault{NoCallback: true}
+		case "cancelled": // cancelled N: N's session ends with Slurm's cancel line
+			id := atoi(f[1])
+			fault := opt.Faults[id]
+			fault.Cancelled = true
+			opt.Faults[id] = fault
 		case "silent":
 			opt.Faults[atoi(f[1])] = Fault{Silent: true}
 		case "slow": // slow N callback=MS

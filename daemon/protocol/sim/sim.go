@@ -103,6 +103,9 @@ type Fault struct {
 	// means "signal KILL".
 	Signal     string
 	CallbackMS int64 // the orted calls back this long after it started (0 = StartMS)
+	// Cancelled: its session's end says Slurm cancelled its job step
+	// (srun's slurmstepd line), whatever its status.
+	Cancelled bool
 }
 
 // Sim is one simulated run.
@@ -579,7 +582,7 @@ func (s *Sim) die(d *daemon, how string) {
 		if d.upLink.daemon == p {
 			s.later(s.now+1, p, protocol.OutputClosed{Link: d.upLink.link})
 		}
-		s.later(s.now+1, p, protocol.DaemonExited{ID: d.id, Err: how, Orphaned: d.orphaned})
+		s.later(s.now+1, p, protocol.DaemonExited{ID: d.id, Err: how, Orphaned: d.orphaned, Cancelled: s.opt.Faults[d.id].Cancelled})
 	}
 	for _, id := range s.spawned(d) {
 		if c := s.d[id]; c.spawner == d.id && c.created && !c.dead {
