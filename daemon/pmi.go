@@ -65,7 +65,7 @@ func (d *Daemon) newPMIService(jr *jobRanks, id int, mapping string) *pmiService
 	ctx, stop := context.WithCancel(d.ctx)
 	s := &pmiService{
 		d: d, job: jr, rank: id, ctx: ctx, stop: stop,
-		done: make(chan fenceResult, 1), ring: make(chan pmi.Ring, 1), gathered: make(chan []string, 1),
+		done: make(chan fenceResult, 1), ring: make(chan ringResult, 1), gathered: make(chan gatherResult, 1),
 	}
 	s.info = pmi.JobInfo{
 		Rank: id, Size: len(jr.app.RankNode), KVSName: kvsName(d.machine.Job(), jr.app),
@@ -179,9 +179,9 @@ type pmiService struct {
 	puts    []modex.KV
 	view    modex.View
 	done    chan fenceResult // the loop's answer to this rank's fence
-	ring    chan pmi.Ring    // the loop's answer to this rank's ring
+	ring    chan ringResult  // the loop's answer to this rank's ring
 	// gathered is the loop's answer to this rank's allgather.
-	gathered chan []string
+	gathered chan gatherResult
 }
 
 // allgatherWait is the driver event of a rank that entered an allgather.
@@ -242,8 +242,8 @@ func (s *pmiService) Allgather(ctx context.Context, value string) ([]string, err
 	s.waiting.Store(true)
 	defer s.waiting.Store(false)
 	select {
-	case values := <-s.gathered:
-		return values, nil
+	case res := <-s.gathered:
+		return res.values, res.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -256,8 +256,8 @@ func (s *pmiService) Ring(ctx context.Context, count int, left, right string) (p
 	s.waiting.Store(true)
 	defer s.waiting.Store(false)
 	select {
-	case r := <-s.ring:
-		return r, nil
+	case res := <-s.ring:
+		return res.ring, res.err
 	case <-ctx.Done():
 		return pmi.Ring{}, ctx.Err()
 	}
@@ -291,7 +291,7 @@ type fenceResult struct {
 // fenceDone releases every local rank of job waiting in the fence: a
 // rank is in one fence at a time, and enters the next only once released.
 func (d *Daemon) fenceDone(done protocol.FenceDone) {
-	res := fenceResult{view: done.View, err: fenceGone(done.Gone)}
+	res := fenceResult{view: done.View, err: collectiveGone(done.Gone)}
 	if jr, ok := d.jobs[done.Job]; ok {
 		for _, s := range jr.fenceWaiters {
 			answer(s.done, res)
@@ -300,9 +300,10 @@ func (d *Daemon) fenceDone(done protocol.FenceDone) {
 	}
 }
 
-// fenceGone is the error of a fence that ranks left (finalised or
-// exited) before entering, if any did.
-func fenceGone(gone []int) error {
+// collectiveGone is the error of a collective (a fence, an allgather, a
+// ring) that ranks left (finalised or exited) before entering, if any
+// did.
+func collectiveGone(gone []int) error {
 	if len(gone) == 0 {
 		return nil
 	}
@@ -320,13 +321,27 @@ func (d *Daemon) allgatherEntered(w allgatherWait) {
 
 // allgatherDone gives every local rank of job in the allgather the
 // values.
-func (d *Daemon) allgatherDone(job int, values []string) {
-	if jr, ok := d.jobs[job]; ok {
+func (d *Daemon) allgatherDone(done protocol.AllgatherDone) {
+	res := gatherResult{values: done.Values, err: collectiveGone(done.Gone)}
+	if jr, ok := d.jobs[done.Job]; ok {
 		for _, s := range jr.gatherWaiters {
-			answer(s.gathered, values)
+			answer(s.gathered, res)
 		}
 		jr.gatherWaiters = nil
 	}
+}
+
+// gatherResult and ringResult are what a rank's allgather or ring gives,
+// with an error when ranks left before entering it: a result without
+// their values would be a wrong answer.
+type gatherResult struct {
+	values []string
+	err    error
+}
+
+type ringResult struct {
+	ring pmi.Ring
+	err  error
 }
 
 // ringEntered notes who waits for the ring, then tells the machine.
@@ -338,15 +353,16 @@ func (d *Daemon) ringEntered(w ringWait) {
 }
 
 // ringDone gives each local rank of job in a finished ring its answer.
-func (d *Daemon) ringDone(job int, answers []protocol.RingEntry) {
-	jr, ok := d.jobs[job]
+func (d *Daemon) ringDone(done protocol.RingDone) {
+	jr, ok := d.jobs[done.Job]
 	if !ok {
 		return
 	}
-	for _, a := range answers {
+	err := collectiveGone(done.Gone)
+	for _, a := range done.Answers {
 		if s, ok := jr.ringWaiters[a.Rank]; ok {
 			delete(jr.ringWaiters, a.Rank)
-			answer(s.ring, pmi.Ring{Count: a.Count, Left: a.Left, Right: a.Right})
+			answer(s.ring, ringResult{pmi.Ring{Count: a.Count, Left: a.Left, Right: a.Right}, err})
 		}
 	}
 }

@@ -20,22 +20,26 @@ var fenceLeftRuns = [][]string{{"-np", "3"}, {"-np", "3", "--spawn-degree", "1"}
 // and exits 0 at once while ranks 1 and 2, on other nodes, enter a fence
 // over the whole job (the Go PMI-2 client). The fence fails for them,
 // naming rank 0, instead of hanging until Ctrl-C; they finalise and the
-// job ends 0 with nothing left running.
+// job ends 0 with nothing left running. The same for an allgather and a
+// ring (the seeds' PMI extensions), which must not answer without rank
+// 0's value either.
 func TestPMIFenceRankFinalized(t *testing.T) {
 	prog := filepath.Join(t.TempDir(), "fenceleft")
 	if out, err := exec.Command("go", "build", "-o", prog, "./testdata/fenceleft").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 1})
-	for _, args := range fenceLeftRuns {
-		res := mpirun(t, c, append(args, prog)...)
-		if res.status != 0 || res.stderr != "" {
-			t.Fatalf("%v: exit %d, stderr:\n%s", args, res.status, res.stderr)
-		}
-		lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
-		want := regexp.MustCompile(`^rank [12]: fence failed: .*rank\(s\) 0 finalized or exited without entering it`)
-		if len(lines) != 2 || !want.MatchString(lines[0]) || !want.MatchString(lines[1]) {
-			t.Errorf("%v: stdout:\n%s\nwant ranks 1 and 2 each: %v", args, res.stdout, want)
+	for _, op := range []string{"fence", "allgather", "ring"} {
+		for _, args := range fenceLeftRuns {
+			res := mpirun(t, c, append(args, prog, op)...)
+			if res.status != 0 || res.stderr != "" {
+				t.Fatalf("%s %v: exit %d, stderr:\n%s", op, args, res.status, res.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+			want := regexp.MustCompile(`^rank [12]: ` + op + ` failed: .*rank\(s\) 0 finalized or exited without entering it`)
+			if len(lines) != 2 || !want.MatchString(lines[0]) || !want.MatchString(lines[1]) {
+				t.Errorf("%s %v: stdout:\n%s\nwant ranks 1 and 2 each: %v", op, args, res.stdout, want)
+			}
 		}
 	}
 }

@@ -113,9 +113,9 @@ func (m *Machine) collectiveDone(j *jobState, id collective.ID, result collectiv
 		j.view = j.view.With(result.KVs)
 		m.emit(FenceDone{Job: j.num, Seq: id.Seq, View: j.view, Gone: result.Gone})
 	case collective.Allgather:
-		m.emit(AllgatherDone{Job: j.num, Seq: id.Seq, Values: result.Ordered})
+		m.emit(AllgatherDone{Job: j.num, Seq: id.Seq, Values: result.Ordered, Gone: result.Gone})
 	case collective.Ring:
-		m.emit(RingDone{Job: j.num, Seq: id.Seq, Answers: result.Ring})
+		m.emit(RingDone{Job: j.num, Seq: id.Seq, Answers: result.Ring, Gone: result.Gone})
 	}
 }
 

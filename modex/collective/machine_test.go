@@ -392,6 +392,37 @@ func TestRingScattersTheAnswers(t *testing.T) {
 	}
 }
 
+// A ring that a rank left before entering fails everywhere: every
+// share of its answers, the children's and the local ranks', names the
+// rank gone, not only the daemon's where it left.
+func TestRingLeftFailsEveryShare(t *testing.T) {
+	where := map[int]int{0: Here, 3: Here, 1: 1, 2: 2}
+	m := New(true)
+	m.Join("", func() Members {
+		return Members{Ranks: []int{0, 3}, Children: []int{1, 2}, Toward: func(r int) int { return where[r] }}
+	})
+	entry := func(r int) RingEntry { return RingEntry{Rank: r, Count: 1} }
+	m.Left("", 3)
+	m.FromChild(1, ID{Op: Ring, Seq: 1}, Part{Ring: []RingEntry{entry(1)}})
+	m.FromChild(2, ID{Op: Ring, Seq: 1}, Part{Ring: []RingEntry{entry(2)}})
+	acts := m.Enter("", Ring, 0, Part{Ring: []RingEntry{entry(0)}})
+	if len(acts) != 3 {
+		t.Fatalf("got %v, want two SendDowns and a Done", acts)
+	}
+	for _, a := range acts {
+		var gone []int
+		switch a := a.(type) {
+		case SendDown:
+			gone = a.Part.Gone
+		case Done:
+			gone = a.Part.Gone
+		}
+		if !reflect.DeepEqual(gone, []int{3}) {
+			t.Errorf("%+v: gone %v, want [3]", a, gone)
+		}
+	}
+}
+
 // A tree of machines, driven with every part in a random order, gives
 // every daemon the same fence result with every rank's put, whatever the
 // shape.

@@ -155,12 +155,15 @@ func answerRing(p Part) Part {
 
 // split shares out a scattering result: where says, for each rank, Here,
 // the child below which it lives, or Nowhere (such entries are dropped).
+// Every share carries the whole Gone: a ring that ranks left fails for
+// every rank in it.
 func (p Part) split(where func(rank int) int) map[int]Part {
 	shares := map[int]Part{}
 	for _, e := range p.Ring {
 		at := where(e.Rank)
 		s := shares[at]
 		s.Ring = append(s.Ring, e)
+		s.Gone = p.Gone
 		shares[at] = s
 	}
 	delete(shares, Nowhere)
