@@ -262,20 +262,26 @@ type hostsFiles struct {
 	slots, counted string // "node001 slots=1" and "node001:1" per line
 }
 
-func (b *bench) hostfiles(n int) (hostsFiles, error) {
+func (b *bench) hostfiles(n int) (hostsFiles, error) { return b.hostfilesOf(n, 1) }
+
+// hostfilesOf lists the first n nodes with slots slots each.
+func (b *bench) hostfilesOf(n, slots int) (hostsFiles, error) {
 	var h hostsFiles
 	for _, node := range b.cluster.Nodes()[:n] {
 		h.names = append(h.names, node.Name)
 	}
 	dir := b.cluster.Dir()
-	h.slots = filepath.Join(dir, fmt.Sprintf("hosts-%d", n))
-	h.counted = filepath.Join(dir, fmt.Sprintf("hosts-%d.hydra", n))
-	slots := strings.Join(h.names, " slots=1\n") + " slots=1\n"
-	counted := strings.Join(h.names, ":1\n") + ":1\n"
-	if err := os.WriteFile(h.slots, []byte(slots), 0o644); err != nil {
+	h.slots = filepath.Join(dir, fmt.Sprintf("hosts-%dx%d", n, slots))
+	h.counted = h.slots + ".hydra"
+	var withSlots, counted strings.Builder
+	for _, name := range h.names {
+		fmt.Fprintf(&withSlots, "%s slots=%d\n", name, slots)
+		fmt.Fprintf(&counted, "%s:%d\n", name, slots)
+	}
+	if err := os.WriteFile(h.slots, []byte(withSlots.String()), 0o644); err != nil {
 		return h, fmt.Errorf("bench: %w", err)
 	}
-	if err := os.WriteFile(h.counted, []byte(counted), 0o644); err != nil {
+	if err := os.WriteFile(h.counted, []byte(counted.String()), 0o644); err != nil {
 		return h, fmt.Errorf("bench: %w", err)
 	}
 	return h, nil

@@ -24,7 +24,7 @@ import (
 func oneNodeCommand(std stdio) *cli.Command {
 	return &cli.Command{
 		Name:  "onenode",
-		Usage: "run N ranks of /bin/true and of an MPI barrier on this host with our mpirun, Hydra's and Open MPI's",
+		Usage: "run N ranks of /bin/true and of an MPI barrier on this host (or N a node on --nodes testbed nodes) with our mpirun, Hydra's and Open MPI's",
 		Description: `For each --ranks N, runs N ranks on this host alone of /bin/true and of a
 program that calls MPI_Init, MPI_Barrier and MPI_Finalize, built with
 MPICH (ours and Hydra's mpiexec.hydra) and with Open MPI (ours and Open
@@ -34,14 +34,27 @@ order rotated each repetition; the table has the median wall seconds,
 the median CPU seconds of the whole process tree (a cgroup where one can
 be made, else getrusage) and, from one more run watched every 20 ms, the
 peak PSS of the launcher's own processes (every process of the tree but
-the ranks), summed from /proc/PID/smaps_rollup.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "ranks", Aliases: []string{"n"}, Value: "16,64,256", Usage: "rank counts, comma-separated"},
+the ranks), summed from /proc/PID/smaps_rollup.
+
+With --nodes M above 1 it starts a testbed cluster of M nodes instead
+and runs N ranks on each of them (M×N in all), every launcher through
+testbed-agent: ours with a hostfile of N slots a node, Hydra's with
+-launcher rsh, Open MPI's with its plm_rsh_agent (needs --uts). The PSS
+column is then the launchers' peak over the whole cluster (mpirun or
+mpiexec, the daemons or proxies, the agents) divided by M: per node.`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "ranks", Aliases: []string{"n"}, Value: "16,64,256", Usage: "rank counts (a node, with --nodes), comma-separated"},
+			&cli.IntFlag{Name: "nodes", Value: 1, Usage: "testbed nodes to run the ranks on, N on each; 1: this host, no testbed"},
+			// newBench reads these of launch's.
+			&cli.BoolFlag{Name: "native", Hidden: true},
+			&cli.StringSliceFlag{Name: "mpirun-arg", Hidden: true},
+			&cli.StringSliceFlag{Name: "variant", Hidden: true},
+			&cli.StringSliceFlag{Name: "peer", Hidden: true},
+			&cli.BoolFlag{Name: "peers", Hidden: true},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions of every launch"},
 			&cli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "give up on one launch after this long"},
 			&cli.StringFlag{Name: "table", Usage: "write the markdown table to this file (it is printed anyway)"},
-			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log every launch's command line on stderr"},
-		},
+		}, clusterFlags()...),
 		Action: func(c *cli.Context) error { return benchOneNodeAction(c, std) },
 	}
 }
@@ -55,26 +68,56 @@ type oneNodeCase struct {
 // oneNodeResult is every run of one case.
 type oneNodeResult struct {
 	oneNodeCase
-	ranks   int
+	nodes   int
+	ranks   int // a node
 	walls   []float64
 	cpus    []float64
 	pssKB   int
 	failure string
 }
 
+// programLauncher is a launcher's command line up to the program, and
+// the programs it runs.
+type programLauncher struct {
+	name     string
+	argv     []string
+	programs []string
+}
+
 // oneNodeCases are the launches of n ranks of each program: /bin/true
 // under all three, each barrier build under ours and its own MPI's.
 func oneNodeCases(mpirun string, programs map[string]string, n int) []oneNodeCase {
 	np := strconv.Itoa(n)
-	launchers := []struct {
-		name     string
-		argv     []string
-		programs []string
-	}{
+	return casesOf([]programLauncher{
 		{"prsh", []string{mpirun, "-H", "localhost:" + np, "-np", np}, slurmPrograms},
 		{"hydra", []string{"mpiexec.hydra", "-n", np}, []string{progTrue, progMPICH}},
 		{"ompi", []string{"mpirun.openmpi", "--oversubscribe", "-np", np}, []string{progTrue, progOMPI}},
+	}, programs, np)
+}
+
+// manyNodeCases are oneNodeCases over the testbed's first nodes, n
+// ranks on each, every launcher through the testbed's agent.
+func manyNodeCases(tb *bench, programs map[string]string, nodes, n int) ([]oneNodeCase, error) {
+	h, err := tb.hostfilesOf(nodes, n)
+	if err != nil {
+		return nil, err
 	}
+	np := strconv.Itoa(nodes * n)
+	mpirun := tb.ours[0].argv(h, nodes, 0)[0]
+	launchers := []programLauncher{
+		{"prsh", []string{mpirun, "--hostfile", h.slots, "--launch-agent", tb.agent + " %h", "-np", np}, slurmPrograms},
+		{"hydra", []string{"mpiexec.hydra", "-launcher", "rsh", "-launcher-exec", tb.agent, "-f", h.counted, "-n", np}, []string{progTrue, progMPICH}},
+	}
+	if ompi := openMPILauncher(tb.agent, tb.c.Bool("uts")); ompi.unavailable == "" {
+		argv := ompi.argv(h, nodes*n, 0)
+		launchers = append(launchers, programLauncher{"ompi", argv[:len(argv)-1], []string{progTrue, progOMPI}}) // without its /bin/true
+	}
+	return casesOf(launchers, programs, np), nil
+}
+
+// casesOf runs each program that was built under each launcher that
+// runs it; an MPI program is told the world's size np, which it checks.
+func casesOf(launchers []programLauncher, programs map[string]string, np string) []oneNodeCase {
 	var cases []oneNodeCase
 	for _, prog := range slurmPrograms {
 		path, built := programPath(programs, prog)
@@ -84,7 +127,7 @@ func oneNodeCases(mpirun string, programs map[string]string, n int) []oneNodeCas
 			}
 			argv := append(slices.Clone(l.argv), path)
 			if prog != progTrue {
-				argv = append(argv, np) // the world's size it checks
+				argv = append(argv, np)
 			}
 			cases = append(cases, oneNodeCase{l.name, prog, argv})
 		}
@@ -97,6 +140,7 @@ func benchOneNodeAction(c *cli.Context, std stdio) error {
 	if err != nil {
 		return fmt.Errorf("--ranks: %w", err)
 	}
+	nodes := max(c.Int("nodes"), 1)
 	dir, err := os.MkdirTemp("", "bench-onenode-")
 	if err != nil {
 		return err
@@ -107,10 +151,25 @@ func benchOneNodeAction(c *cli.Context, std stdio) error {
 	programs := buildBarriers(dir, std.err)
 	b := &oneNodeBench{c: c, std: std, meter: newCPUMeter(false),
 		env: append(append(os.Environ(), pathEnv()), driverEnv...)}
-	defer b.meter.close()
+	var tb *bench
+	if nodes > 1 {
+		if tb, err = newBench(c, std, nodes); err != nil {
+			return err
+		}
+		defer tb.close()
+		b.meter, b.env = tb.meter, append(tb.env, driverEnv...)
+	} else {
+		defer b.meter.close()
+	}
 	var results []oneNodeResult
 	for _, n := range sizes {
-		results = append(results, b.size(oneNodeCases(mpirun, programs, n), n)...)
+		cases := oneNodeCases(mpirun, programs, n)
+		if tb != nil {
+			if cases, err = manyNodeCases(tb, programs, nodes, n); err != nil {
+				return err
+			}
+		}
+		results = append(results, b.size(cases, nodes, n)...)
 	}
 	table := oneNodeTable(results, b.meter.source())
 	fmt.Fprint(std.out, table)
@@ -130,10 +189,10 @@ type oneNodeBench struct {
 
 // size runs every case of n ranks --runs times, rotating their order each
 // repetition, then once more each for its memory.
-func (b *oneNodeBench) size(cases []oneNodeCase, n int) []oneNodeResult {
+func (b *oneNodeBench) size(cases []oneNodeCase, nodes, n int) []oneNodeResult {
 	results := make([]oneNodeResult, len(cases))
 	for i, c := range cases {
-		results[i] = oneNodeResult{oneNodeCase: c, ranks: n}
+		results[i] = oneNodeResult{oneNodeCase: c, nodes: nodes, ranks: n}
 	}
 	for rep := range b.c.Int("runs") {
 		for k := range cases {
@@ -152,7 +211,7 @@ func (b *oneNodeBench) size(cases []oneNodeCase, n int) []oneNodeResult {
 		if err != nil && r.failure == "" {
 			r.failure = err.Error()
 		}
-		r.pssKB = pss
+		r.pssKB = pss / nodes
 	}
 	return results
 }
@@ -261,7 +320,7 @@ func pssOf(pid int) int {
 // oneNodeTable is the results as a markdown table.
 func oneNodeTable(results []oneNodeResult, cpuSource string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| ranks | program | launcher | wall s (median, min–max) | CPU s (median, %s) | launcher PSS MB (peak) | failures |\n", cpuSource)
+	fmt.Fprintf(&b, "| nodes × ranks | program | launcher | wall s (median, min–max) | CPU s (median, %s) | launcher PSS MB a node (peak) | failures |\n", cpuSource)
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		wall := "–"
@@ -272,7 +331,7 @@ func oneNodeTable(results []oneNodeResult, cpuSource string) string {
 		if len(r.cpus) > 0 {
 			cpu = fmt.Sprintf("%.2f", median(r.cpus))
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %.1f | %s |\n", r.ranks, r.program, r.launcher, wall, cpu,
+		fmt.Fprintf(&b, "| %d × %d | %s | %s | %s | %s | %.1f | %s |\n", r.nodes, r.ranks, r.program, r.launcher, wall, cpu,
 			float64(r.pssKB)/1024, strings.ReplaceAll(r.failure, "|", "/"))
 	}
 	return b.String()
