@@ -97,6 +97,7 @@ var notThroughTheDriver = map[string]string{
 	"dvm-lost-binomial":       "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostDaemonBinomial plays it)",
 	"dvm-lost-direct":         "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostDaemonDirect plays it)",
 	"dvm-sparse":              "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMJobsAvoidAStoppedNode plays it)",
+	"dvm-sparse-skip":         "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMOnUnreachableSkip plays the skip)",
 	"dvm-sparse-lost":         "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMLostDaemon plays it)",
 	"slurm-cancelled":         "needs sessions that end as srun's do when Slurm cancels the step (a fault the fake agent does not play; e2e TestSlurmJob/time_limit, spawn/agent TestSrunStepCancelled)",
 	"dvm-skip":                "places jobs on some nodes (nodes=), which the driver test's clients do not (e2e TestDVMOnUnreachableSkip plays it)",
