@@ -5,8 +5,11 @@ package stalltest
 
 import (
 	"bufio"
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +43,7 @@ func Stop(t *testing.T, test, ready string, stopFor time.Duration) []string {
 		t.Fatalf("child: %q, want %q", lines.Text(), ready)
 	}
 	cmd.Process.Signal(syscall.SIGSTOP)
+	waitStopped(t, cmd.Process.Pid)
 	time.Sleep(stopFor)
 	cmd.Process.Signal(syscall.SIGCONT)
 	var said []string
@@ -50,4 +54,36 @@ func Stop(t *testing.T, test, ready string, stopFor time.Duration) []string {
 		t.Errorf("child: %v; it said: %q", err, said)
 	}
 	return said
+}
+
+// waitStopped waits until every thread of pid is stopped: a SIGSTOP takes
+// effect as each thread next enters the kernel, later on a loaded
+// machine, and the stop must last stopFor from then (a child that ran
+// 12 ms past the signal once measured 2738 ms of a 3 s stop).
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if allStopped(pid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d not stopped 10 s after SIGSTOP", pid)
+		}
+	}
+}
+
+// allStopped says whether every thread of pid is in state T (stopped).
+func allStopped(pid int) bool {
+	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if len(stats) == 0 {
+		return false
+	}
+	for _, path := range stats {
+		stat, err := os.ReadFile(path)
+		i := bytes.LastIndexByte(stat, ')')
+		if err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
 }
