@@ -25,6 +25,17 @@ import (
 // form decodes.
 type RankMap []int
 
+// Holders says, for each of daemons ids, whether a rank is placed on it.
+func (m RankMap) Holders(daemons int) []bool {
+	holds := make([]bool, daemons)
+	for _, d := range m {
+		if d >= 0 && d < daemons {
+			holds[d] = true
+		}
+	}
+	return holds
+}
+
 // maxWireRanks bounds what the string form may expand to, and so the
 // memory a decoded map takes (128 MiB): the most ranks mpirun places,
 // job.MaxRanks (a test checks they agree; protocol cannot import job,

@@ -131,12 +131,7 @@ func (r *rootState) sparse(app Launch) bool {
 	if !m.job.DVM || app.Job == 0 || app.Parent != nil || !app.NoPMIx || len(app.Added) > 0 {
 		return false
 	}
-	holds := make([]bool, m.job.Daemons)
-	for _, d := range app.RankNode {
-		if d >= 0 && d < len(holds) {
-			holds[d] = true
-		}
-	}
+	holds := app.RankNode.Holders(m.job.Daemons)
 	for d := 1; d < len(holds); d++ {
 		if !holds[d] && !m.lost[d] {
 			return true

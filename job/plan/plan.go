@@ -118,12 +118,7 @@ func Make(req Request, here Here) (daemon.Config, error) {
 // rankless lists the orteds (ids 1 to daemons-1) that no rank is
 // placed on, as JobSpec.Rankless says them.
 func rankless(daemons int, rankNode protocol.RankMap) string {
-	holds := make([]bool, daemons)
-	for _, d := range rankNode {
-		if d >= 0 && d < daemons {
-			holds[d] = true
-		}
-	}
+	holds := rankNode.Holders(daemons)
 	var none []int
 	for id := 1; id < daemons; id++ {
 		if !holds[id] {
