@@ -65,7 +65,8 @@ func (d *Daemon) newPMIService(jr *jobRanks, id int, mapping string) *pmiService
 	ctx, stop := context.WithCancel(d.ctx)
 	s := &pmiService{
 		d: d, job: jr, rank: id, ctx: ctx, stop: stop,
-		done: make(chan fenceResult, 1), ring: make(chan ringResult, 1), gathered: make(chan gatherResult, 1),
+		done: make(chan collectiveResult[modex.View], 1), ring: make(chan collectiveResult[pmi.Ring], 1),
+		gathered: make(chan collectiveResult[[]string], 1),
 	}
 	s.info = pmi.JobInfo{
 		Rank: id, Size: len(jr.app.RankNode), KVSName: kvsName(d.machine.Job(), jr.app),
@@ -178,10 +179,11 @@ type pmiService struct {
 	info    pmi.JobInfo
 	puts    []modex.KV
 	view    modex.View
-	done    chan fenceResult // the loop's answer to this rank's fence
-	ring    chan ringResult  // the loop's answer to this rank's ring
-	// gathered is the loop's answer to this rank's allgather.
-	gathered chan gatherResult
+	// done, ring and gathered are the loop's answers to this rank's
+	// fence, ring and allgather.
+	done     chan collectiveResult[modex.View]
+	ring     chan collectiveResult[pmi.Ring]
+	gathered chan collectiveResult[[]string]
 }
 
 // allgatherWait is the driver event of a rank that entered an allgather.
@@ -218,7 +220,7 @@ func (s *pmiService) Fence(ctx context.Context) error {
 	defer s.waiting.Store(false)
 	select {
 	case res := <-s.done:
-		s.view = res.view
+		s.view = res.value
 		return res.err
 	case <-ctx.Done():
 		return ctx.Err()
@@ -243,7 +245,7 @@ func (s *pmiService) Allgather(ctx context.Context, value string) ([]string, err
 	defer s.waiting.Store(false)
 	select {
 	case res := <-s.gathered:
-		return res.values, res.err
+		return res.value, res.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -257,7 +259,7 @@ func (s *pmiService) Ring(ctx context.Context, count int, left, right string) (p
 	defer s.waiting.Store(false)
 	select {
 	case res := <-s.ring:
-		return res.ring, res.err
+		return res.value, res.err
 	case <-ctx.Done():
 		return pmi.Ring{}, ctx.Err()
 	}
@@ -281,17 +283,19 @@ func (d *Daemon) fenceEntered(w fenceWait) {
 	}
 }
 
-// fenceResult is what a rank's fence gives: the view, and an error when
-// ranks left before entering it.
-type fenceResult struct {
-	view modex.View
-	err  error
+// collectiveResult is what a rank's fence (the view), allgather (the
+// values) or ring (its answer) gives, with an error when ranks left
+// before entering it: a result without their parts would be a wrong
+// answer.
+type collectiveResult[T any] struct {
+	value T
+	err   error
 }
 
 // fenceDone releases every local rank of job waiting in the fence: a
 // rank is in one fence at a time, and enters the next only once released.
 func (d *Daemon) fenceDone(done protocol.FenceDone) {
-	res := fenceResult{view: done.View, err: collectiveGone(done.Gone)}
+	res := collectiveResult[modex.View]{done.View, collectiveGone(done.Gone)}
 	if jr, ok := d.jobs[done.Job]; ok {
 		for _, s := range jr.fenceWaiters {
 			answer(s.done, res)
@@ -322,26 +326,13 @@ func (d *Daemon) allgatherEntered(w allgatherWait) {
 // allgatherDone gives every local rank of job in the allgather the
 // values.
 func (d *Daemon) allgatherDone(done protocol.AllgatherDone) {
-	res := gatherResult{values: done.Values, err: collectiveGone(done.Gone)}
+	res := collectiveResult[[]string]{done.Values, collectiveGone(done.Gone)}
 	if jr, ok := d.jobs[done.Job]; ok {
 		for _, s := range jr.gatherWaiters {
 			answer(s.gathered, res)
 		}
 		jr.gatherWaiters = nil
 	}
-}
-
-// gatherResult and ringResult are what a rank's allgather or ring gives,
-// with an error when ranks left before entering it: a result without
-// their values would be a wrong answer.
-type gatherResult struct {
-	values []string
-	err    error
-}
-
-type ringResult struct {
-	ring pmi.Ring
-	err  error
 }
 
 // ringEntered notes who waits for the ring, then tells the machine.
@@ -362,7 +353,7 @@ func (d *Daemon) ringDone(done protocol.RingDone) {
 	for _, a := range done.Answers {
 		if s, ok := jr.ringWaiters[a.Rank]; ok {
 			delete(jr.ringWaiters, a.Rank)
-			answer(s.ring, ringResult{pmi.Ring{Count: a.Count, Left: a.Left, Right: a.Right}, err})
+			answer(s.ring, collectiveResult[pmi.Ring]{pmi.Ring{Count: a.Count, Left: a.Left, Right: a.Right}, err})
 		}
 	}
 }

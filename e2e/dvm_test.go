@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"prsh/ranks/guard"
 	"prsh/errmgr"
+	"prsh/ranks/guard"
 	"prsh/testbed"
 )
 

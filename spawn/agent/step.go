@@ -37,8 +37,8 @@ type step struct {
 	// cancelled: Slurm cancelled the step (cancelledRE): its SIGTERM
 	// reached every task, whatever their statuses say.
 	cancelled bool
-	killed   bool
-	shutOnce sync.Once
+	killed    bool
+	shutOnce  sync.Once
 }
 
 // stepTask is one host's task of a step: its Process.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -40,5 +41,32 @@ func TestProcessTreePSS(t *testing.T) {
 	}
 	if pssOf(1<<30) != 0 {
 		t.Errorf("a PSS for a process that is not there")
+	}
+}
+
+// TestBenchOneNodeOnNodes: with --nodes 2, a tiny run puts N ranks on
+// each testbed node under every launcher through testbed-agent: a row
+// for each of /bin/true and the barriers, "2 × 1", none failed.
+func TestBenchOneNodeOnNodes(t *testing.T) {
+	buildLaunchers(t)
+	if !buildOrtedPMIx(t) {
+		t.Skip("no PMIx library (apt-get install libpmix-dev): Open MPI's barrier cannot run under ours")
+	}
+	table := filepath.Join(t.TempDir(), "onenode.md")
+	code, out, errOut := runMain(t, "onenode", "--nodes", "2", "--ranks", "1", "--runs", "1", "--uts", "--table", table)
+	if code != 0 {
+		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"| 2 × 1 | true | prsh |", "| 2 × 1 | true | hydra |", "| 2 × 1 | true | ompi |",
+		"| 2 × 1 | barrier-mpich | prsh |", "| 2 × 1 | barrier-mpich | hydra |",
+		"| 2 × 1 | barrier-ompi | prsh |", "| 2 × 1 | barrier-ompi | ompi |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no row %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[2:] {
+		if !strings.HasSuffix(line, "|  |") {
+			t.Errorf("a failed row: %s", line)
+		}
 	}
 }
