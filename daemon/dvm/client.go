@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 
 	"prsh/daemon/protocol"
@@ -52,6 +53,12 @@ type Job struct {
 	// Stdin goes to the job's stdin rank (or all of them), as the DVM
 	// asks for it; nil: their input ends at once.
 	Stdin io.Reader
+	// Name, if any, goes after "mpirun: " in the job's lines (a copy's
+	// number, among copies).
+	Name string
+	// Stopped is called when the job's ranks stopped for a Ctrl-Z; nil:
+	// the client stops itself.
+	Stopped func()
 }
 
 // Run submits the job on conn and shows its output, failure line and
@@ -59,7 +66,7 @@ type Job struct {
 func (j Job) Run(conn *Conn) int {
 	defer conn.Close()
 	if err := conn.WriteJSON(KindSubmit, j.Submit); err != nil {
-		fmt.Fprintf(j.Stderr, "mpirun: cannot submit the job to the DVM: %v\n", err)
+		j.line(fmt.Sprintf("mpirun: cannot submit the job to the DVM: %v", err))
 		return errmgr.StatusFailed
 	}
 	go j.forwardSignals(conn)
@@ -70,14 +77,25 @@ func (j Job) Run(conn *Conn) int {
 	status, err := j.follow(conn, term, wanted)
 	term.Flush()
 	if err != nil {
-		fmt.Fprintf(j.Stderr, "mpirun: lost the DVM before the job ended: %v\n", err)
+		j.line(fmt.Sprintf("mpirun: lost the DVM before the job ended: %v", err))
 		return errmgr.StatusFailed
 	}
 	if r, cut := term.CutShort(len(j.Submit.App.RankNode)); status == 0 && cut {
-		fmt.Fprintf(j.Stderr, "mpirun: the output of rank %d was cut short on its way to mpirun\n", r)
+		j.line(fmt.Sprintf("mpirun: the output of rank %d was cut short on its way to mpirun", r))
 		return errmgr.StatusFailed
 	}
 	return status
+}
+
+// line writes one of mpirun's lines about the job, named if it has a
+// Name.
+func (j Job) line(s string) {
+	if j.Name != "" {
+		if rest, ok := strings.CutPrefix(s, "mpirun: "); ok {
+			s = "mpirun: " + j.Name + ": " + rest
+		}
+	}
+	fmt.Fprintln(j.Stderr, s)
 }
 
 // follow reads the DVM's frames until the job's status.
@@ -95,14 +113,18 @@ func (j Job) follow(conn *Conn, term *iof.Terminal, wanted chan<- struct{}) (int
 			}
 			term.Send(c)
 		case KindLine:
-			fmt.Fprintln(j.Stderr, string(payload))
+			j.line(string(payload))
 		case KindInputWanted:
 			select {
 			case wanted <- struct{}{}:
 			default:
 			}
 		case KindStopped: // its ranks are stopped: now the client
-			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			if j.Stopped != nil {
+				j.Stopped()
+			} else {
+				syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			}
 		case KindStatus:
 			var s Status
 			return s.Status, json.Unmarshal(payload, &s)

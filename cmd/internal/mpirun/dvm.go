@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/urfave/cli/v2"
 
+	"prsh/daemon"
 	"prsh/daemon/dvm"
 	"prsh/errmgr"
 	"prsh/job/plan"
@@ -47,10 +48,8 @@ func dvmClient(c *cli.Context) error {
 	if err != nil {
 		return dvmFailed(where, err)
 	}
-	job, err := dvmJob(c, hello)
-	if err != nil {
-		conn.Close()
-		return err
+	for _, w := range hello.Warnings {
+		fmt.Fprintln(os.Stderr, w)
 	}
 	forwarded, err := forwardedSignals(c.String("forward-signals"))
 	if err != nil {
@@ -59,17 +58,22 @@ func dvmClient(c *cli.Context) error {
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, append(forwarded, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)...)
+	if c.IsSet("cc") {
+		conn.Close()
+		return copies(c, uri, hello, sigs)
+	}
+	_, job, err := dvmJob(c, dvmRequest(c, hello), hello)
+	if err != nil {
+		conn.Close()
+		return err
+	}
 	job.Signals = sigs
 	return exitStatus(job.Run(conn))
 }
 
-// dvmJob plans the job as a plain mpirun would, over the DVM's hosts
-// (those it did not lose) unless the command line names some, and places
-// it on the DVM's daemons. Each node the DVM lost is said first.
-func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
-	for _, w := range hello.Warnings {
-		fmt.Fprintln(os.Stderr, w)
-	}
+// dvmRequest is the job's request, over the DVM's hosts (those it did
+// not lose) unless the command line names some.
+func dvmRequest(c *cli.Context, hello dvm.Hello) plan.Request {
 	req := request(c)
 	req.Submit = true
 	if len(req.Hosts) == 0 && req.Hostfile == "" {
@@ -78,23 +82,29 @@ func dvmJob(c *cli.Context, hello dvm.Hello) (dvm.Job, error) {
 	// The DVM's daemons have their PMIx servers or not since its start;
 	// the job's --pmix says whether it gets a namespace in them.
 	req.PMIx = "off"
+	return req
+}
+
+// dvmJob plans the job as a plain mpirun would and places it on the
+// DVM's daemons.
+func dvmJob(c *cli.Context, req plan.Request, hello dvm.Hello) (daemon.Config, dvm.Job, error) {
 	log := logger(c, os.Stderr)
 	cfg, err := plan.Make(req, here(log))
 	var wrong plan.UsageError
 	if errors.As(err, &wrong) {
-		return dvm.Job{}, usageError{lostSlots(req, wrong.Err)}
+		return cfg, dvm.Job{}, usageError{lostSlots(req, wrong.Err)}
 	}
 	if err != nil {
-		return dvm.Job{}, err
+		return cfg, dvm.Job{}, err
 	}
 	app, err := dvm.Place(cfg.App, cfg.Job.Hosts, hello.Hosts, hello.Lost)
 	if err != nil {
-		return dvm.Job{}, usageError{fmt.Errorf("--dvm: %w", err)}
+		return cfg, dvm.Job{}, usageError{fmt.Errorf("--dvm: %w", err)}
 	}
 	if app.NoPMIx, err = plan.NoPMIx(c.String("pmix"), app, log); err != nil {
-		return dvm.Job{}, usageError{err}
+		return cfg, dvm.Job{}, usageError{err}
 	}
-	return dvm.Job{
+	return cfg, dvm.Job{
 		Submit: dvm.Submit{App: app, TimeoutMS: cfg.Timeout.Milliseconds()},
 		Stdout: os.Stdout, Stderr: os.Stderr, Output: outputOptions(c), Stdin: stdinSource(app.StdinRank),
 	}, nil
@@ -130,6 +140,8 @@ func dvmFlagsTogether(c *cli.Context) error {
 		return fmt.Errorf("%s and %s: give one", given[0], given[1])
 	case c.IsSet("dvm-uri") && !c.Bool("dvm-start"):
 		return errors.New("--dvm-uri goes with --dvm-start")
+	case c.IsSet("cc") && !c.IsSet("dvm"):
+		return errors.New("--cc goes with --dvm (prun): copies of a job run in a DVM")
 	case c.IsSet("dvm-stop") && c.NArg() > 0:
 		return fmt.Errorf("--dvm-stop takes no command (%s)", c.Args().First())
 	}

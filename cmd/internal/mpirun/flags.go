@@ -82,6 +82,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "dvm-uri", Usage: "with --dvm-start, write the DVM's URI into `FILE`"},
 		&cli.BoolFlag{Name: "daemonize", Usage: "with --dvm-start, run the DVM in the background: exit once it is up, having printed its URI; its lines go to the file beside its socket's directory, .../prsh-dvm-XXXX.log"},
 		&cli.StringFlag{Name: "dvm", Usage: "run the job in the DVM at `URI` (or the file holding it; default: $PRSH_DVM)"},
+		&cli.StringFlag{Name: "cc", Usage: "with --dvm, run the job once for each number of `LIST` (1-1000, 0,4,8-11), {cc} in its command line becoming the number, as many at a time as its hosts' slots hold"},
 		&cli.StringFlag{Name: "dvm-stop", Usage: "stop the DVM at `URI` (or the file holding it; default: $PRSH_DVM)"},
 		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "trace, debug, info, warn, error or off"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "same as --log-level debug"},

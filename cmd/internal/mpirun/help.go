@@ -130,6 +130,11 @@ Persistent daemons (a DVM; prte, prun and pterm are these three):
                                 which a clean --dvm-stop removes
   --dvm [URI|FILE]              run the job in that DVM (default: $PRSH_DVM):
                                 its daemons are already up; jobs run at once
+    --cc LIST                   run the job once for each number of LIST
+                                (1-1000 or 0,4,8-11) from this one client,
+                                {cc} in its command line becoming the number,
+                                as many at a time as its hosts' free slots
+                                hold; no stdin; --output-filename DIR/N/...
   --dvm-stop [URI|FILE]         stop the DVM, leaving nothing on the nodes
 
 Accepted from Open MPI's command line:

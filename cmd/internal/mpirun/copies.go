@@ -1,0 +1,134 @@
+package mpirun
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/urfave/cli/v2"
+
+	"prsh/daemon/dvm"
+	"prsh/job/plan"
+)
+
+// copyMark in the command line's words is replaced by each copy's number.
+const copyMark = "{cc}"
+
+// maxCopies bounds --cc: a list is held whole.
+const maxCopies = 1 << 20
+
+// copies runs the command line's job once for each number of --cc, in
+// the DVM at uri, as many at a time as the job's hosts have free slots
+// (dvm.Copies).
+func copies(c *cli.Context, uri string, hello dvm.Hello, sigs <-chan os.Signal) error {
+	numbers, err := copyNumbers(c.String("cc"))
+	if err != nil {
+		return usageError{err}
+	}
+	req := dvmRequest(c, hello)
+	slots, err := copySlots(c, withCopy(req, numbers[0]), hello)
+	if err != nil {
+		return err
+	}
+	stdout, stderr := &lockedWriter{w: os.Stdout}, &lockedWriter{w: os.Stderr}
+	req.DisplayMap, req.DisplayAllocation = false, false // said once, by copySlots
+	run := dvm.Copies{
+		Numbers: numbers, Slots: slots, Hosts: hello.Hosts, Signals: sigs, Stderr: stderr,
+		Plan: func(n int, free []string) (dvm.Job, error) {
+			r := withCopy(req, n)
+			if free != nil {
+				r.Hosts, r.Hostfile, r.Lost = free, "", nil
+			}
+			_, job, err := dvmJob(c, r, hello)
+			return copyJob(job, n, stdout, stderr), err
+		},
+		Dial: func() (*dvm.Conn, error) {
+			conn, _, err := dvm.Dial(uri)
+			return conn, err
+		},
+	}
+	return exitStatus(run.Run())
+}
+
+// copySlots plans the first copy over all the job's hosts (so that a
+// job that cannot run says so once) and returns the slots of each DVM
+// daemon id that the copies may use.
+func copySlots(c *cli.Context, req plan.Request, hello dvm.Hello) ([]int, error) {
+	cfg, _, err := dvmJob(c, req, hello)
+	if err != nil {
+		return nil, err
+	}
+	idOf := make(map[string]int, len(hello.Hosts))
+	for id, h := range hello.Hosts {
+		idOf[h] = id
+	}
+	slots := make([]int, len(hello.Hosts))
+	for planID, h := range cfg.Job.Hosts {
+		if id, ok := idOf[h]; ok && planID < len(cfg.ChildJobs.Slots) {
+			slots[id] = cfg.ChildJobs.Slots[planID]
+		}
+	}
+	return slots, nil
+}
+
+// copyJob is a copy's job: no input, its output through the shared
+// writers, and its --output-filename files under a directory of its own.
+func copyJob(job dvm.Job, n int, stdout, stderr io.Writer) dvm.Job {
+	job.Stdout, job.Stderr, job.Stdin = stdout, stderr, nil
+	if job.Output.FileDir != "" {
+		job.Output.FileDir = filepath.Join(job.Output.FileDir, strconv.Itoa(n))
+	}
+	return job
+}
+
+// withCopy is req with {cc} in its command lines replaced by n.
+func withCopy(req plan.Request, n int) plan.Request {
+	req.Args = slices.Clone(req.Args)
+	for i, a := range req.Args {
+		req.Args[i] = strings.ReplaceAll(a, copyMark, strconv.Itoa(n))
+	}
+	return req
+}
+
+// copyNumbers parses --cc: numbers and ranges, as 1-100 or 0,4,8-11, in
+// the order given.
+func copyNumbers(s string) ([]int, error) {
+	bad := fmt.Errorf("--cc %q: want numbers and ranges, as 1-100 or 0,4,8-11", s)
+	var numbers []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		switch {
+		case err != nil || a < 0 || b < a:
+			return nil, bad
+		case b-a >= maxCopies-len(numbers):
+			return nil, fmt.Errorf("--cc %s: at most %d copies", s, maxCopies)
+		}
+		for n := a; n <= b; n++ {
+			numbers = append(numbers, n)
+		}
+	}
+	return numbers, nil
+}
+
+// lockedWriter lets the copies share mpirun's stdout or stderr: each
+// write (whole lines) goes out whole.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
