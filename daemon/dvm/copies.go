@@ -27,7 +27,7 @@ type Copies struct {
 	Slots []int
 	// Plan plans copy n over the free slots, a list of HOST:SLOTS;
 	// with nil, over all of Slots (the copy will run alone).
-	Plan func(n int, free []string) (Job, error)
+	Plan  func(n int, free []string) (Job, error)
 	Hosts []string // the node of each DVM daemon id
 	Dial  func() (*Conn, error)
 	// Signals: SIGINT, SIGTERM and SIGHUP end every running copy and
