@@ -36,7 +36,8 @@ program, the latency of a job with one rank per node and of a job of
 one rank on the first node, --jobs jobs of each one after another
 (median and 99th percentile wall seconds), and the throughput of
 one-rank jobs, --throughput jobs with --at-once of them running at any
-time (jobs a second). The programs: /bin/true and, with --mpi (the
+time (jobs a second): from a client each, and from one client
+(mpirun --dvm --cc) on --at-once slots. The programs: /bin/true and, with --mpi (the
 default), MPI_Init, MPI_Barrier and MPI_Finalize built with MPICH and
 with Open MPI. The launchers: a DVM of ours (mpirun --dvm-start over the
 nodes, through testbed-agent, then mpirun --dvm URI per job), a fresh
@@ -73,6 +74,9 @@ type dvmRow struct {
 	launcher, program string
 	wide, one         []float64 // latencies (s): one rank on every node, one rank on one node
 	perSecond         float64   // one-rank jobs a second, --at-once at a time; 0: not measured
+	// copiesPerSecond: one-rank jobs a second from one client (--cc),
+	// on --at-once slots; 0: not measured.
+	copiesPerSecond float64
 	jobs              int       // of the throughput run
 	// cpu is a DVM job's CPU seconds, one rank per node and one rank:
 	// the DVM's side (mpirun, the orteds, the guards and the ranks they
@@ -139,6 +143,11 @@ func (b *bench) dvmRows(programs map[string]string) ([]dvmRow, error) {
 			rows = append(rows, row)
 		}
 	}
+	// The copies of one client run as many at a time as the slots.
+	slotted, err := b.hostfilesOf(n, (b.c.Int("at-once")+n-1)/n)
+	if err != nil {
+		return nil, err
+	}
 	uri, stop, sideCPU, err := b.startDVM(all.slots)
 	if err != nil {
 		return nil, err
@@ -149,6 +158,10 @@ func (b *bench) dvmRows(programs map[string]string) ([]dvmRow, error) {
 		row := dvmRow{launcher: "prsh, DVM", program: prog, jobs: b.c.Int("throughput"), cpu: &[2]dvmCPU{}}
 		b.measureDVM(&row, withProgram([]string{mpirun, "--dvm", uri, "-np", strconv.Itoa(n), path}, path, n),
 			withProgram([]string{mpirun, "--dvm", uri, "-np", "1", path}, path, 1), b.c.Int("jobs"), sideCPU)
+		if row.failure == "" {
+			row.copiesPerSecond, row.failure = b.copies(withProgram([]string{mpirun, "--dvm", uri, "--hostfile", slotted.slots,
+				"--cc", "1-" + strconv.Itoa(row.jobs), "-np", "1", path}, path, 1), row.jobs)
+		}
 		rows = append(rows, row)
 	}
 	if err := stop(); err != nil {
@@ -205,6 +218,16 @@ func (b *bench) measureDVM(row *dvmRow, wide, one []string, latency int, sideCPU
 		return
 	}
 	row.perSecond = perSecond
+}
+
+// copies runs argv, one client's copies of a one-rank job, and returns
+// the jobs a second, or the failure.
+func (b *bench) copies(argv []string, jobs int) (float64, string) {
+	start := time.Now()
+	if err := b.job(argv); err != nil {
+		return 0, err.Error()
+	}
+	return float64(jobs) / time.Since(start).Seconds(), ""
 }
 
 // childrenCPU is the CPU seconds of the children this process reaped:
@@ -369,21 +392,21 @@ func writeDVMTables(c *cli.Context, out io.Writer, limit float64, rows []dvmRow)
 	n := c.Int("nodes")
 	fmt.Fprintf(&t, "%d nodes; this machine forks, execs and reaps %.0f /bin/true a second (%d, %d at a time)\n\n",
 		n, limit, c.Int("throughput"), c.Int("at-once"))
-	fmt.Fprintf(&t, "| launcher | program | jobs (latency, throughput) | %d ranks median (s) | p99 (s) | 1 rank median (s) | p99 (s) | one-rank jobs/s (%d at a time) | of the limit | CPU a job (ms): DVM side + client, %d ranks; 1 rank |\n",
+	fmt.Fprintf(&t, "| launcher | program | jobs (latency, throughput) | %d ranks median (s) | p99 (s) | 1 rank median (s) | p99 (s) | one-rank jobs/s (%d at a time) | of the limit | one client --cc: jobs/s | of the limit | CPU a job (ms): DVM side + client, %d ranks; 1 rank |\n",
 		n, c.Int("at-once"), n)
-	fmt.Fprint(&t, "|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprint(&t, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var failures []string
 	for _, r := range rows {
 		if r.failure != "" {
 			failures = append(failures, fmt.Sprintf("%s, %s: %s", r.launcher, r.program, r.failure))
 		}
 		if len(r.wide) == 0 {
-			fmt.Fprintf(&t, "| %s | %s | | | | | | | failed | |\n", r.launcher, r.program)
+			fmt.Fprintf(&t, "| %s | %s | | | | | | | failed | | | |\n", r.launcher, r.program)
 			continue
 		}
-		fmt.Fprintf(&t, "| %s | %s | %d, %d | %.4f | %.4f | %s | %s | %s | %s | %s |\n", r.launcher, r.program, len(r.wide), r.jobs,
+		fmt.Fprintf(&t, "| %s | %s | %d, %d | %.4f | %.4f | %s | %s | %s | %s | %s | %s | %s |\n", r.launcher, r.program, len(r.wide), r.jobs,
 			median(r.wide), percentile(r.wide, 99), seconds(median(r.one), len(r.one)), seconds(percentile(r.one, 99), len(r.one)),
-			rate(r.perSecond, "%.1f"), rate(r.perSecond/limit, "%.2f"), r.cpuText())
+			rate(r.perSecond, "%.1f"), rate(r.perSecond/limit, "%.2f"), rate(r.copiesPerSecond, "%.1f"), rate(r.copiesPerSecond/limit, "%.2f"), r.cpuText())
 	}
 	if goals := dvmGoals(rows, n); goals != "" {
 		fmt.Fprintf(&t, "\n%s", goals)

@@ -37,6 +37,11 @@ func TestBenchDVM(t *testing.T) {
 		strings.Contains(out, "prsh, DVM, ") {
 		t.Errorf("a row of a launcher that cannot run the program, or a failure:\n%s", out)
 	}
+	for _, l := range strings.Split(out, "\n") {
+		if cells := strings.Split(l, "|"); strings.HasPrefix(l, "| prsh, DVM |") && (len(cells) != 14 || strings.TrimSpace(cells[10]) == "") {
+			t.Errorf("a DVM row without one client's copies a second (--cc): %q", l)
+		}
+	}
 	if b, err := os.ReadFile(table); err != nil || string(b) != out {
 		t.Errorf("the table file holds %q (%v), the output %q", b, err, out)
 	}
