@@ -38,10 +38,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 
 	"github.com/urfave/cli/v2"
 
+	"prsh/iof"
 	"prsh/testbed"
 	"prsh/testbed/slurm"
 )
@@ -75,7 +75,7 @@ type stdio struct {
 // Main runs the command line args (args[0] is the program name) and
 // returns the exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	std := stdio{in: stdin, out: stdout, err: &syncWriter{w: stderr}}
+	std := stdio{in: stdin, out: stdout, err: iof.NewSerial(stderr)} // the cluster logs from many goroutines
 	err := newApp(std).Run(args)
 	var ec exitCode
 	switch {
@@ -100,16 +100,4 @@ func newApp(std stdio) *cli.App {
 		ExitErrHandler:  func(*cli.Context, error) {}, // Main picks the status
 		Commands:        []*cli.Command{runCommand(std), upCommand(std), simCommand(std), slurmCommand(std)},
 	}
-}
-
-// syncWriter serializes writes: the cluster logs from many goroutines.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

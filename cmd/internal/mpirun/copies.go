@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/urfave/cli/v2"
 
 	"prsh/daemon/dvm"
+	"prsh/iof"
 	"prsh/job/plan"
 )
 
@@ -35,8 +35,8 @@ func copies(c *cli.Context, uri string, hello dvm.Hello, sigs <-chan os.Signal) 
 	if err != nil {
 		return err
 	}
-	stdout, stderr := &lockedWriter{w: os.Stdout}, &lockedWriter{w: os.Stderr}
-	req.DisplayMap, req.DisplayAllocation = false, false // said once, by copySlots
+	stdout, stderr := iof.NewSerial(os.Stdout), iof.NewSerial(os.Stderr) // each write whole lines
+	req.DisplayMap, req.DisplayAllocation = false, false                 // said once, by copySlots
 	run := dvm.Copies{
 		Numbers: numbers, Slots: slots, Hosts: hello.Hosts, Signals: sigs, Stderr: stderr,
 		Plan: func(n int, free []string) (dvm.Job, error) {
@@ -118,17 +118,4 @@ func copyNumbers(s string) ([]int, error) {
 		}
 	}
 	return numbers, nil
-}
-
-// lockedWriter lets the copies share mpirun's stdout or stderr: each
-// write (whole lines) goes out whole.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
