@@ -99,15 +99,7 @@ var ompiJobVars = []string{
 // forwardable is mpirun's environment for -genvall, sorted: not its
 // session's, nor another job's, nor what the orteds set for Open MPI.
 func (e environ) forwardable() []string {
-	skip := slices.Concat(notForwarded, ompiJobVars, daemon.OpenMPIVars())
-	var env []string
-	for _, kv := range e.vars {
-		if name, _, _ := cutVar(kv); !matchesAny(name, skip) {
-			env = append(env, kv)
-		}
-	}
-	sort.Strings(env)
-	return env
+	return e.forwarded(func(string) bool { return true })
 }
 
 // ompi is mpirun's OMPI_* variables that -genvall would forward, which
@@ -115,12 +107,28 @@ func (e environ) forwardable() []string {
 // Environment Variables"): OMPI_MCA_btl_tcp_if_include set where mpirun
 // runs reaches an Open MPI rank under prsh too.
 func (e environ) ompi() []string {
+	return e.forwarded(func(name string) bool { return strings.HasPrefix(name, "OMPI_") })
+}
+
+// forwarded is the variables of forwardable whose names pick says,
+// sorted; the patterns are matched against those alone (every job's
+// client does this: a DVM's runs a job in a few milliseconds).
+func (e environ) forwarded(pick func(name string) bool) []string {
+	var skip []string
 	var env []string
-	for _, kv := range e.forwardable() {
-		if strings.HasPrefix(kv, "OMPI_") {
+	for _, kv := range e.vars {
+		name, _, _ := cutVar(kv)
+		if !pick(name) {
+			continue
+		}
+		if skip == nil {
+			skip = slices.Concat(notForwarded, ompiJobVars, daemon.OpenMPIVars())
+		}
+		if !matchesAny(name, skip) {
 			env = append(env, kv)
 		}
 	}
+	sort.Strings(env)
 	return env
 }
 

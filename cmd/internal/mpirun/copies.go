@@ -31,9 +31,12 @@ func copies(c *cli.Context, uri string, hello dvm.Hello, sigs <-chan os.Signal) 
 		return usageError{err}
 	}
 	req := dvmRequest(c, hello)
-	slots, err := copySlots(c, withCopy(req, numbers[0]), hello)
+	slots, pmix, err := copySlots(c, withCopy(req, numbers[0]), hello)
 	if err != nil {
 		return err
+	}
+	if slices.ContainsFunc(req.Args, func(a string) bool { return strings.Contains(a, copyMark) }) {
+		pmix = c.String("pmix") // each copy's programs are its own: each is looked at
 	}
 	stdout, stderr := iof.NewSerial(os.Stdout), iof.NewSerial(os.Stderr) // each write whole lines
 	req.DisplayMap, req.DisplayAllocation = false, false                 // said once, by copySlots
@@ -44,7 +47,7 @@ func copies(c *cli.Context, uri string, hello dvm.Hello, sigs <-chan os.Signal) 
 			if free != nil {
 				r.Hosts, r.Hostfile, r.Lost = free, "", nil
 			}
-			_, job, err := dvmJob(c, r, hello)
+			_, job, err := dvmJob(c, r, hello, pmix)
 			return copyJob(job, n, stdout, stderr), err
 		},
 		Dial: func() (*dvm.Conn, error) {
@@ -57,11 +60,13 @@ func copies(c *cli.Context, uri string, hello dvm.Hello, sigs <-chan os.Signal) 
 
 // copySlots plans the first copy over all the job's hosts (so that a
 // job that cannot run says so once) and returns the slots of each DVM
-// daemon id that the copies may use.
-func copySlots(c *cli.Context, req plan.Request, hello dvm.Hello) ([]int, error) {
-	cfg, _, err := dvmJob(c, req, hello)
+// daemon id that the copies may use, and the --pmix ("on" or "off") that
+// its PMIx decision amounts to: the same programs need not be read again
+// for every copy (reading them is most of a small copy's planning).
+func copySlots(c *cli.Context, req plan.Request, hello dvm.Hello) ([]int, string, error) {
+	cfg, job, err := dvmJob(c, req, hello, c.String("pmix"))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	idOf := make(map[string]int, len(hello.Hosts))
 	for id, h := range hello.Hosts {
@@ -73,7 +78,11 @@ func copySlots(c *cli.Context, req plan.Request, hello dvm.Hello) ([]int, error)
 			slots[id] = cfg.ChildJobs.Slots[planID]
 		}
 	}
-	return slots, nil
+	pmix := "on"
+	if job.Submit.App.NoPMIx {
+		pmix = "off"
+	}
+	return slots, pmix, nil
 }
 
 // copyJob is a copy's job: no input, its output through the shared

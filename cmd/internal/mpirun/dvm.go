@@ -62,7 +62,7 @@ func dvmClient(c *cli.Context) error {
 		conn.Close()
 		return copies(c, uri, hello, sigs)
 	}
-	_, job, err := dvmJob(c, dvmRequest(c, hello), hello)
+	_, job, err := dvmJob(c, dvmRequest(c, hello), hello, c.String("pmix"))
 	if err != nil {
 		conn.Close()
 		return err
@@ -86,8 +86,9 @@ func dvmRequest(c *cli.Context, hello dvm.Hello) plan.Request {
 }
 
 // dvmJob plans the job as a plain mpirun would and places it on the
-// DVM's daemons.
-func dvmJob(c *cli.Context, req plan.Request, hello dvm.Hello) (daemon.Config, dvm.Job, error) {
+// DVM's daemons; pmix is its --pmix, which says whether it gets a PMIx
+// namespace.
+func dvmJob(c *cli.Context, req plan.Request, hello dvm.Hello, pmix string) (daemon.Config, dvm.Job, error) {
 	log := logger(c, os.Stderr)
 	cfg, err := plan.Make(req, here(log))
 	var wrong plan.UsageError
@@ -101,7 +102,7 @@ func dvmJob(c *cli.Context, req plan.Request, hello dvm.Hello) (daemon.Config, d
 	if err != nil {
 		return cfg, dvm.Job{}, usageError{fmt.Errorf("--dvm: %w", err)}
 	}
-	if app.NoPMIx, err = plan.NoPMIx(c.String("pmix"), app, log); err != nil {
+	if app.NoPMIx, err = plan.NoPMIx(pmix, app, log); err != nil {
 		return cfg, dvm.Job{}, usageError{err}
 	}
 	return cfg, dvm.Job{
