@@ -92,7 +92,10 @@ func dvmJobOf(t *testing.T, line string, hello dvm.Hello) (dvm.Job, error) {
 	var jobErr error
 	app := &cli.App{
 		Name: "mpirun", Flags: flags(), DisableSliceFlagSeparator: true,
-		Action: func(c *cli.Context) error { _, job, jobErr = dvmJob(c, dvmRequest(c, hello), hello, c.String("pmix")); return nil },
+		Action: func(c *cli.Context) error {
+			_, job, jobErr = dvmJob(c, dvmRequest(c, hello), hello, c.String("pmix"))
+			return nil
+		},
 	}
 	if err := app.Run(joinPairs(strings.Fields(line), app.Flags)); err != nil {
 		t.Fatalf("%s: %v", line, err)
