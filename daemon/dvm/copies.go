@@ -44,7 +44,8 @@ type copyEnd struct {
 
 // Run runs every copy and returns the status mpirun exits with: 0 if
 // every copy ended with 0, else the first failed copy's, after a line
-// naming the copies that failed.
+// naming the copies that failed. An interrupt, or a DVM that no longer
+// answers, starts no other copy.
 func (c Copies) Run() int {
 	used := make([]int, len(c.Slots))
 	ends := make(chan copyEnd)
@@ -91,7 +92,8 @@ func (c Copies) Run() int {
 func (c Copies) runCopy(n int, job Job, sigs chan os.Signal, fan *fanout) int {
 	defer fan.leave(sigs)
 	conn, err := c.Dial()
-	if err != nil {
+	if err != nil { // the DVM is gone: no other copy can run
+		fan.end()
 		fmt.Fprintf(c.Stderr, "mpirun: copy %d: %v\n", n, err)
 		return errmgr.StatusFailed
 	}
@@ -145,11 +147,11 @@ func (c Copies) release(used []int, end copyEnd, failed map[int]int) {
 }
 
 // summary is the exit status, with a line naming the failed copies and
-// those an interrupt kept from starting.
+// counting those an interrupt (or the DVM's end) kept from starting.
 func (c Copies) summary(failed map[int]int, started int) int {
 	notStarted := ""
 	if started < len(c.Numbers) {
-		notStarted = fmt.Sprintf("; interrupted, %d not started", len(c.Numbers)-started)
+		notStarted = fmt.Sprintf("; %d not started", len(c.Numbers)-started)
 	}
 	if len(failed) == 0 {
 		if notStarted == "" {
@@ -249,3 +251,10 @@ func (f *fanout) stopped() {
 }
 
 func (f *fanout) stop() { close(f.quit) }
+
+// end starts no other copy.
+func (f *fanout) end() {
+	f.mu.Lock()
+	f.ended = true
+	f.mu.Unlock()
+}

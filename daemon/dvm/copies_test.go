@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -190,7 +191,7 @@ func TestCopiesInterrupted(t *testing.T) {
 	if status := c.Run(); status != 130 {
 		t.Errorf("status %d after an interrupt, want 130", status)
 	}
-	if want := "mpirun: 2 of 9 copies failed: 1 (status 130), 2 (status 130); interrupted, 7 not started\n"; stderr.String() != want {
+	if want := "mpirun: 2 of 9 copies failed: 1 (status 130), 2 (status 130); 7 not started\n"; stderr.String() != want {
 		t.Errorf("stderr %q, want %q", stderr.String(), want)
 	}
 }
@@ -214,5 +215,27 @@ func TestCopiesPlanError(t *testing.T) {
 	want := "mpirun: copy 2: cannot run /x/2\nmpirun: 1 of 4 copies failed: 2 (status 2)\n"
 	if stderr.String() != want || len(f.ran) != 3 {
 		t.Errorf("stderr %q, %d copies ran; want %q, 3", stderr.String(), len(f.ran), want)
+	}
+}
+
+// TestCopiesDVMGone: a DVM that no longer answers starts no other copy.
+func TestCopiesDVMGone(t *testing.T) {
+	hosts := []string{"n0"}
+	f := &fakeDVM{t: t, slots: []int{1}, running: make([]int, 1), status: func(int) int { return 0 }, hold: func(int) time.Duration { return 0 }}
+	var dials atomic.Int32
+	var stderr bytes.Buffer
+	c := Copies{Numbers: oneTo(10), Slots: []int{1}, Hosts: hosts, Plan: copyPlan(1, hosts), Signals: make(chan os.Signal), Stderr: &stderr,
+		Dial: func() (*Conn, error) {
+			if dials.Add(1) > 3 {
+				return nil, errors.New("no DVM answers there")
+			}
+			return f.dial()
+		}}
+	if status := c.Run(); status != 255 {
+		t.Errorf("status %d, want 255", status)
+	}
+	want := "mpirun: copy 4: no DVM answers there\nmpirun: 1 of 10 copies failed: 4 (status 255); 6 not started\n"
+	if stderr.String() != want || dials.Load() != 4 {
+		t.Errorf("stderr %q after %d dials; want %q after 4", stderr.String(), dials.Load(), want)
 	}
 }
