@@ -42,50 +42,90 @@ type copyEnd struct {
 	held      []int
 }
 
+// copyRun is Copies as they run: the slots in use, the copies running
+// and those that failed.
+type copyRun struct {
+	Copies
+	used    []int // ranks of running copies on each daemon id
+	running int
+	ends    chan copyEnd
+	failed  map[int]int // status of each failed copy
+	fan     *fanout
+}
+
 // Run runs every copy and returns the status mpirun exits with: 0 if
 // every copy ended with 0, else the first failed copy's, after a line
 // naming the copies that failed. An interrupt, or a DVM that no longer
 // answers, starts no other copy.
 func (c Copies) Run() int {
-	used := make([]int, len(c.Slots))
-	ends := make(chan copyEnd)
-	fan := newFanout(c.Signals)
-	failed := map[int]int{}
-	running := 0
+	r := &copyRun{Copies: c, used: make([]int, len(c.Slots)), ends: make(chan copyEnd), failed: map[int]int{}, fan: newFanout(c.Signals)}
 	started := 0
-	for ; started < len(c.Numbers); started++ {
+	for ; started < len(c.Numbers) && !r.fan.ending(); started++ {
 		n := c.Numbers[started]
-		job, err := c.placeFree(n, used)
-		if err != nil && running > 0 {
-			if _, err = c.Plan(n, nil); err == nil { // it fits once copies end
-				for err = errNoSlot; err != nil && running > 0; {
-					c.release(used, <-ends, failed)
-					running--
-					job, err = c.placeFree(n, used)
-				}
-			}
-		}
-		if err != nil && running == 0 {
-			job, err = c.Plan(n, nil)
-		}
+		job, err := r.place(n)
 		if err != nil {
 			fmt.Fprintf(c.Stderr, "mpirun: copy %d: %v\n", n, err)
-			failed[n] = statusUsage
+			r.failed[n] = statusUsage
 			continue
 		}
-		sigs, ok := fan.join() // before it starts, so that no interrupt misses it
-		if !ok {
+		if !r.start(n, job) {
 			break
 		}
-		held := c.take(used, job)
-		running++
-		go func() { ends <- copyEnd{n, c.runCopy(n, job, sigs, fan), held} }()
 	}
-	for ; running > 0; running-- {
-		c.release(used, <-ends, failed)
+	for r.running > 0 {
+		r.reap()
 	}
-	fan.stop()
-	return c.summary(failed, started)
+	r.fan.stop()
+	return c.summary(r.failed, started)
+}
+
+// place plans copy n over the free slots, waiting for running copies to
+// end while it does not fit. One that does not fit even once none runs
+// (more ranks than slots, with --oversubscribe) runs alone over every
+// slot; one that cannot be planned even so is an error.
+func (r *copyRun) place(n int) (Job, error) {
+	job, err := r.placeFree(n)
+	if err != nil && r.running > 0 {
+		if _, alone := r.Plan(n, nil); alone != nil {
+			return Job{}, alone
+		}
+		for err != nil && r.running > 0 {
+			r.reap()
+			job, err = r.placeFree(n)
+		}
+	}
+	if err != nil { // no copy runs
+		return r.Plan(n, nil)
+	}
+	return job, nil
+}
+
+// start runs copy n in the background, holding its slots; false once
+// the client is ending.
+func (r *copyRun) start(n int, job Job) bool {
+	sigs, ok := r.fan.join() // before it starts, so that no interrupt misses it
+	if !ok {
+		return false
+	}
+	held := slices.Clone(job.Submit.App.RankNode)
+	for _, id := range held {
+		r.used[id]++
+	}
+	r.running++
+	go func() { r.ends <- copyEnd{n, r.runCopy(n, job, sigs, r.fan), held} }()
+	return true
+}
+
+// reap waits for a copy's end, frees its slots and records its failure.
+func (r *copyRun) reap() {
+	end := <-r.ends
+	r.running--
+	for _, id := range end.held {
+		r.used[id]--
+	}
+	if end.status != 0 {
+		r.failed[end.n] = end.status
+	}
 }
 
 // runCopy submits copy n and follows it to its end.
@@ -108,42 +148,17 @@ var errNoSlot = errors.New("no free slot")
 const statusUsage = 2
 
 // placeFree plans copy n over the slots no running copy holds.
-func (c Copies) placeFree(n int, used []int) (Job, error) {
-	free := c.free(used)
+func (r *copyRun) placeFree(n int) (Job, error) {
+	var free []string
+	for id, slots := range r.Slots {
+		if left := slots - r.used[id]; left > 0 {
+			free = append(free, r.Hosts[id]+":"+strconv.Itoa(left))
+		}
+	}
 	if len(free) == 0 {
 		return Job{}, errNoSlot
 	}
-	return c.Plan(n, free)
-}
-
-// free lists the slots no running copy holds, as -H values.
-func (c Copies) free(used []int) []string {
-	var free []string
-	for id, slots := range c.Slots {
-		if left := slots - used[id]; left > 0 {
-			free = append(free, c.Hosts[id]+":"+strconv.Itoa(left))
-		}
-	}
-	return free
-}
-
-// take marks the slots of job's ranks as used and returns them.
-func (c Copies) take(used []int, job Job) []int {
-	held := slices.Clone(job.Submit.App.RankNode)
-	for _, id := range held {
-		used[id]++
-	}
-	return held
-}
-
-// release frees an ended copy's slots and records its failure.
-func (c Copies) release(used []int, end copyEnd, failed map[int]int) {
-	for _, id := range end.held {
-		used[id]--
-	}
-	if end.status != 0 {
-		failed[end.n] = end.status
-	}
+	return r.Plan(n, free)
 }
 
 // summary is the exit status, with a line naming the failed copies and
@@ -257,4 +272,11 @@ func (f *fanout) end() {
 	f.mu.Lock()
 	f.ended = true
 	f.mu.Unlock()
+}
+
+// ending says whether a copy may still start.
+func (f *fanout) ending() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ended
 }
