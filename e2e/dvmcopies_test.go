@@ -12,7 +12,8 @@ import (
 
 // TestDVMCopies: mpirun --dvm --cc runs a job once for each number, from
 // one client. {cc} in the command line becomes the number; every copy's
-// output comes whole; copies run as the nodes' slots allow, never more
+// output comes whole (tagged as job N with --tag-output); copies run as
+// the nodes' slots allow, never more
 // ranks at once on a node than its slots; a failing copy is named with
 // its status, which is mpirun's; Ctrl-C ends the running copies, starts
 // no other and leaves none of their ranks running.
@@ -44,7 +45,13 @@ func TestDVMCopies(t *testing.T) {
 	}
 	wantSet(t, strings.Join(got, "\n"), want...)
 
-	res := dvmRun(t, c, uri, "--cc", "1-4", "-np", "1", "sh", "-c", `[ {cc} = 2 ] && exit 5; exit 0`)
+	res := dvmRun(t, c, uri, "--cc", "0,7", "-np", "2", "--tag-output", "echo", "hi") // each copy's lines tagged as job {cc}
+	if res.status != 0 {
+		t.Errorf("tagged copies: status %d; stderr:\n%s", res.status, res.stderr)
+	}
+	wantSet(t, res.stdout, "[0,0]<stdout>:hi", "[0,1]<stdout>:hi", "[7,0]<stdout>:hi", "[7,1]<stdout>:hi")
+
+	res = dvmRun(t, c, uri, "--cc", "1-4", "-np", "1", "sh", "-c", `[ {cc} = 2 ] && exit 5; exit 0`)
 	if res.status != 5 {
 		t.Errorf("a failing copy: status %d, want 5; stderr:\n%s", res.status, res.stderr)
 	}

@@ -262,6 +262,7 @@ func TestTerminalPrefixes(t *testing.T) {
 	}{
 		{"none", Options{}, "a\nb\n", "e\n"},
 		{"tag-output", Options{Tag: true}, "[1,3]<stdout>:a\n[1,3]<stdout>:b\n", "[1,3]<stderr>:e\n"},
+		{"a copy's", Options{Tag: true, JobOffset: 16}, "[17,3]<stdout>:a\n[17,3]<stdout>:b\n", "[17,3]<stderr>:e\n"},
 		{"prepend-rank", Options{PrependRank: true}, "[3] a\n[3] b\n", "[3] e\n"},
 		{"timestamp", Options{Timestamp: true}, "2024-05-06T07:08:09.123456 a\n2024-05-06T07:08:09.123456 b\n", "2024-05-06T07:08:09.123456 e\n"},
 		{"all", Options{Timestamp: true, Tag: true, PrependRank: true},
@@ -315,6 +316,14 @@ func TestTerminalFileDir(t *testing.T) {
 	}
 	if len(term.files) != 0 {
 		t.Errorf("%d files left open after Flush", len(term.files))
+	}
+	copyN := NewTerminal(&out, &errOut, Options{FileDir: dir, JobOffset: -1}) // copy 0 of mpirun --cc
+	send(t, copyN, data(2, Stdout, "copy 0\n"), eof(2, Stdout))
+	if err := copyN.Flush(); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "0/rank.2/stdout")); err != nil || string(b) != "copy 0\n" {
+		t.Errorf("0/rank.2/stdout = %q, %v; want copy 0's line", b, err)
 	}
 }
 

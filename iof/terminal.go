@@ -20,7 +20,13 @@ type Options struct {
 	PrependRank bool   // "[R] " before each line, as Hydra's -l
 	Timestamp   bool   // the time mpirun received each line
 	FileDir     string // write DIR/J/rank.R/stdout|stderr instead of the terminal
+	// JobOffset is added to every J: a client's copies (mpirun --dvm
+	// --cc) tag and file copy N's output as job N (offset N-1).
+	JobOffset int
 }
+
+// jobNumber is J of job k (0 the first, N child job N).
+func (o Options) jobNumber(job int) int { return o.JobOffset + job + 1 }
 
 func (o Options) prefixed() bool { return o.Tag || o.PrependRank || o.Timestamp }
 
@@ -234,7 +240,7 @@ func (t *Terminal) prefix(k key) []byte {
 		p = t.now().AppendFormat(p, "2006-01-02T15:04:05.000000 ")
 	}
 	if t.opt.Tag {
-		p = fmt.Appendf(p, "[%d,%d]<%s>:", k.job+1, k.rank, k.stream)
+		p = fmt.Appendf(p, "[%d,%d]<%s>:", t.opt.jobNumber(k.job), k.rank, k.stream)
 	}
 	if t.opt.PrependRank {
 		p = fmt.Appendf(p, "[%d] ", k.rank)
@@ -260,7 +266,7 @@ func (t *Terminal) writer(k key) (io.Writer, error) {
 	if f, ok := t.files[k]; ok {
 		return f, nil
 	}
-	dir := filepath.Join(t.opt.FileDir, strconv.Itoa(k.job+1), fmt.Sprintf("rank.%d", k.rank))
+	dir := filepath.Join(t.opt.FileDir, strconv.Itoa(t.opt.jobNumber(k.job)), fmt.Sprintf("rank.%d", k.rank))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,12 +85,10 @@ func copySlots(c *cli.Context, req plan.Request, hello dvm.Hello) ([]int, string
 }
 
 // copyJob is a copy's job: no input, its output through the shared
-// writers, and its --output-filename files under a directory of its own.
+// writers, tagged (--tag-output) and filed (--output-filename) as job N.
 func copyJob(job dvm.Job, n int, stdout, stderr io.Writer) dvm.Job {
 	job.Stdout, job.Stderr, job.Stdin = stdout, stderr, nil
-	if job.Output.FileDir != "" {
-		job.Output.FileDir = filepath.Join(job.Output.FileDir, strconv.Itoa(n))
-	}
+	job.Output.JobOffset = n - 1
 	return job
 }
 

@@ -134,7 +134,8 @@ Persistent daemons (a DVM; prte, prun and pterm are these three):
                                 (1-1000 or 0,4,8-11) from this one client,
                                 {cc} in its command line becoming the number,
                                 as many at a time as its hosts' free slots
-                                hold; no stdin; --output-filename DIR/N/...
+                                hold; no stdin; --tag-output and
+                                --output-filename name copy N as job N
   --dvm-stop [URI|FILE]         stop the DVM, leaving nothing on the nodes
 
 Accepted from Open MPI's command line:
