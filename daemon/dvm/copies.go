@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -175,13 +176,7 @@ func (c Copies) summary(failed map[int]int, started int) int {
 		fmt.Fprintf(c.Stderr, "mpirun: %d of %d copies ran%s\n", started, len(c.Numbers), notStarted)
 		return 128 + int(syscall.SIGINT)
 	}
-	nums := slices.Sorted(func(yield func(int) bool) {
-		for n := range failed {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	nums := slices.Sorted(maps.Keys(failed))
 	var list []string
 	for _, n := range nums[:min(len(nums), 10)] {
 		list = append(list, fmt.Sprintf("%d (status %d)", n, failed[n]))

@@ -114,17 +114,10 @@ func (e environ) ompi() []string {
 // sorted; the patterns are matched against those alone (every job's
 // client does this: a DVM's runs a job in a few milliseconds).
 func (e environ) forwarded(pick func(name string) bool) []string {
-	var skip []string
+	skip := slices.Concat(notForwarded, ompiJobVars, daemon.OpenMPIVars())
 	var env []string
 	for _, kv := range e.vars {
-		name, _, _ := cutVar(kv)
-		if !pick(name) {
-			continue
-		}
-		if skip == nil {
-			skip = slices.Concat(notForwarded, ompiJobVars, daemon.OpenMPIVars())
-		}
-		if !matchesAny(name, skip) {
+		if name, _, _ := cutVar(kv); pick(name) && !matchesAny(name, skip) {
 			env = append(env, kv)
 		}
 	}

@@ -77,7 +77,7 @@ type dvmRow struct {
 	// copiesPerSecond: one-rank jobs a second from one client (--cc),
 	// on --at-once slots; 0: not measured.
 	copiesPerSecond float64
-	jobs              int       // of the throughput run
+	jobs            int // of the throughput run
 	// cpu is a DVM job's CPU seconds, one rank per node and one rank:
 	// the DVM's side (mpirun, the orteds, the guards and the ranks they
 	// reaped) and the client; nil for a fresh launcher.
