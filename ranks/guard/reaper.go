@@ -148,12 +148,39 @@ func readProc(path string) ([]byte, error) {
 	}
 }
 
-// hung says whether pid cannot act: stopped by a signal (state T; a stop
-// under a tracer is t) or in an uninterruptible sleep (D). The caller
-// decides for how long is too long.
-func hung(pid int) bool {
+// sample is what the guard sees of its daemon at one tick: the state
+// of its main thread and, in the kernel (D), how long and how often that
+// thread has run (/proc/pid/schedstat).
+type sample struct{ state, ran string }
+
+func sampleOf(pid int) sample {
 	f := statFields(pid)
-	return len(f) > 0 && (f[0] == "T" || f[0] == "D")
+	if len(f) == 0 {
+		return sample{}
+	}
+	s := sample{state: f[0]}
+	if s.state == "D" {
+		b, _ := readProc("/proc/" + strconv.Itoa(pid) + "/schedstat")
+		s.ran = string(b)
+	}
+	return s
+}
+
+// hung says whether a daemon sampled as s, and as prev a tick before,
+// cannot act: stopped by a signal (T; a stop under a tracer is t), or in
+// an uninterruptible sleep (D) that has lasted since prev, its thread
+// not having run in between. A busy daemon on a loaded host passes
+// through D often (page faults, cgroup locks) and may be seen there tick
+// after tick; one stuck in the kernel stays. The caller decides for how
+// long is too long.
+func (s sample) hung(prev sample) bool {
+	switch s.state {
+	case "T":
+		return true
+	case "D":
+		return prev.state == "D" && s.ran == prev.ran
+	}
+	return false
 }
 
 // parentOf is pid's parent, or -1 if pid is gone.

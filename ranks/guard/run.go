@@ -197,9 +197,13 @@ func (g *node) wakeReaper() {
 func (g *node) watch(parent int, stoppedLimit time.Duration) {
 	tick := time.NewTicker(timeouts.GuardPollMS * time.Millisecond)
 	var stoppedSince time.Time
+	var last sample
 	for now := range tick.C {
 		g.mem.look()
-		if !hung(parent) || g.ranksStopped() {
+		s := sampleOf(parent)
+		hung := s.hung(last)
+		last = s
+		if !hung || g.ranksStopped() {
 			stoppedSince = time.Time{}
 		} else if stoppedSince.IsZero() {
 			stoppedSince = now
