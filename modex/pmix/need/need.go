@@ -235,7 +235,7 @@ func (c *checker) closure(file string, f *elf.File) (string, bool) {
 			if isMPI(soname) {
 				return "links " + soname, true
 			}
-			if seen[soname] {
+			if seen[soname] || slices.Contains(baseLibraries, soname) {
 				continue
 			}
 			seen[soname] = true
@@ -251,6 +251,15 @@ func (c *checker) closure(file string, f *elf.File) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// baseLibraries are the C and C++ runtimes' own libraries (glibc's and
+// GCC's): they link nothing but each other and never MPI, so the closure
+// does not open them. Nearly every program needs the C library, whose
+// tables are the largest a verdict would read.
+var baseLibraries = []string{
+	"libc.so.6", "libm.so.6", "libmvec.so.1", "libpthread.so.0", "libdl.so.2", "librt.so.1", "libresolv.so.2",
+	"libutil.so.1", "libgcc_s.so.1", "libstdc++.so.6", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1", "ld-linux.so.2",
 }
 
 func isMPI(soname string) bool {
