@@ -102,7 +102,8 @@ type Daemon struct {
 	clock     Clock
 	ln        Listener
 	addr      string
-	agent     agent.Agent
+	agent     agent.Agent // nil in an orted until its first spawn (launchAgent)
+	agentErr  error
 	lastSpawn <-chan struct{} // closes once the last session asked for has started (agent.InTurn)
 	parent    *link
 	links     map[protocol.LinkID]*link
@@ -296,11 +297,7 @@ func (d *Daemon) bootstrap() error {
 		if err != nil {
 			return err
 		}
-		if d.agent = d.cfg.Agent; d.agent == nil {
-			if d.agent, err = agentFor(welcome.Job, d.log); err != nil {
-				return fmt.Errorf("%s: %w", d.cfg.Node, err)
-			}
-		}
+		d.agent = d.cfg.Agent
 		d.bootPMIx(welcome.Job)
 		d.prestartGuard(welcome.Job)
 		mc.Job, mc.Nodes, mc.Parent, mc.ParentLink = welcome.Job, welcome.Nodes, welcome.Parent, d.parent.id

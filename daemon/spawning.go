@@ -17,15 +17,37 @@ import (
 // start in the order they are asked for (agent.InTurn), the tree's.
 func (d *Daemon) spawn(n spawn.Node) {
 	argv, stdin := ortedArgv(d.machine.Job(), d.addr, n.ID, n.Host), d.secretLine()
+	a, err := d.launchAgent()
 	ctx, started := agent.InTurn(d.ctx, d.lastSpawn)
 	d.lastSpawn = started
 	go func() {
-		proc, err := d.agent.Start(ctx, n.Host, argv, stdin)
+		var proc agent.Process
+		if err == nil {
+			proc, err = a.Start(ctx, n.Host, argv, stdin)
+		}
 		agent.PassTurn(ctx)
 		if !d.post(spawned{n.ID, proc, err}) && proc != nil {
 			proc.Close()
 		}
 	}()
+}
+
+// launchAgent is the agent that starts this daemon's children: mpirun's
+// own, or the one an orted makes from the job at its first spawn. A leaf
+// of the tree never makes one (reading the ssh configuration was 3 % of
+// a leaf orted's CPU).
+func (d *Daemon) launchAgent() (agent.Agent, error) {
+	if d.agent == nil && d.agentErr == nil && !d.isRoot() {
+		a, err := agentFor(d.machine.Job(), d.log)
+		if err != nil {
+			d.agentErr = fmt.Errorf("%s: %w", d.cfg.Node, err)
+		}
+		d.agent = a
+	}
+	if d.agent == nil && d.agentErr == nil {
+		return nil, fmt.Errorf("%s: no launch agent to start daemons with", d.cfg.Node)
+	}
+	return d.agent, d.agentErr
 }
 
 func (d *Daemon) acceptLoop() {

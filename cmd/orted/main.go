@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +31,7 @@ import (
 	"prsh/daemon"
 	"prsh/daemon/protocol"
 	"prsh/errmgr"
+	_ "prsh/internal/oneproc" // the daemon and its guard run on one P, from their start
 	"prsh/internal/profile"
 	"prsh/internal/tcp"
 	"prsh/internal/timeouts"
@@ -49,7 +49,6 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == guard.GuardArg {
 		guard.RunGuard(os.Args[2:])
 	}
-	oneProcessor()
 	checkVersion(os.Args[1:])
 	flags := flag.NewFlagSet("orted", flag.ContinueOnError)
 	flags.Usage = func() {
@@ -152,14 +151,6 @@ func flagValue(args []string, name string) (string, bool) {
 	}
 	return "", false
 }
-
-// oneProcessor runs orted's goroutines on one P. An orted mostly waits;
-// with more Ps every wake-up hands work between threads (a spinning M
-// looks for work, another is woken for the poller) and the runtime checks
-// the CPU limit periodically, all of which costs CPU for the daemon's
-// whole life. The PMIx server's threads are the library's, not the
-// runtime's, and are not limited by this.
-func oneProcessor() { runtime.GOMAXPROCS(1) }
 
 // run reads the secret (and in a job step its id), then runs the daemon
 // until the job ends.

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"prsh/errmgr"
+	_ "prsh/internal/oneproc" // as RunGuard asks, from the start
 	"prsh/ranks/guard"
 )
 

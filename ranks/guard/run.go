@@ -40,7 +40,8 @@ type node struct {
 func RunGuard(args []string) {
 	// A guard mostly waits: one P spares the runtime's hand-offs between
 	// threads at each wake-up, and setting it stops the runtime's
-	// periodic check of the CPU limit.
+	// periodic check of the CPU limit. Its binaries set it earlier
+	// (internal/oneproc), where it costs less; here it holds for tests.
 	runtime.GOMAXPROCS(1)
 	parent := os.Getppid()
 	stoppedMS, err := strconv.ParseInt(firstOr(args, ""), 10, 64)
