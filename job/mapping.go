@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -68,13 +69,20 @@ func ParseMapping(s string) (m MapBy, perNode int, err error) {
 
 // Options are the mpirun flags that shape the job map.
 type Options struct {
-	NP            int // 0 = default: one rank per slot (or NPerNode per node if set)
-	NPerNode      int // 0 = unset
+	NP       int // 0 = default: one rank per slot (or NPerNode per node if set)
+	NPerNode int // 0 = unset
+	// PerNodeFlag is how the user asked for NPerNode, for messages:
+	// "--map-by ppr:2:node"; "" = -npernode.
+	PerNodeFlag   string
 	MapBy         MapBy
 	Oversubscribe bool
 	// PE is the slots each rank takes (Open MPI's --map-by slot:PE=N,
 	// which binds a rank to N cores); 0 or 1: one.
 	PE int
+}
+
+func (o Options) perNodeFlag() string {
+	return cmp.Or(o.PerNodeFlag, fmt.Sprintf("-npernode %d", o.NPerNode))
 }
 
 // check rejects options that no host list could satisfy.
@@ -185,11 +193,11 @@ func mapPerNode(nodes []Host, opt Options) ([]int, error) {
 	per, n := max(opt.NPerNode, 1), len(nodes)
 	if per > MaxRanks/n {
 		if opt.NP == 0 {
-			return nil, fmt.Errorf("-npernode %d on %d nodes is more than the limit of %d ranks", per, n, MaxRanks)
+			return nil, fmt.Errorf("%s on %s is more than the limit of %d ranks", opt.perNodeFlag(), count(n, "node"), MaxRanks)
 		}
 	} else if opt.NP > per*n {
-		return nil, fmt.Errorf("-np %d exceeds the %d ranks that -npernode %d allows on %d nodes; raise -npernode or add hosts",
-			opt.NP, per*n, per, n)
+		return nil, fmt.Errorf("-np %d exceeds the %s that %s allows on %s; raise it or add hosts",
+			opt.NP, count(per*n, "rank"), opt.perNodeFlag(), count(n, "node"))
 	}
 	np := opt.NP
 	if np == 0 {
@@ -216,10 +224,10 @@ func checkPerNode(nodes []Host, rankNode []int, opt Options) error {
 	for i, h := range nodes {
 		switch c := counts[i]; {
 		case h.MaxSlots > 0 && c > h.MaxSlots:
-			return fmt.Errorf("-npernode %d puts %d ranks on host %s, above its max_slots=%d", opt.NPerNode, c, h.Name, h.MaxSlots)
+			return fmt.Errorf("%s puts %d ranks on host %s, above its max_slots=%d", opt.perNodeFlag(), c, h.Name, h.MaxSlots)
 		case c > h.Slots && !opt.Oversubscribe:
-			return fmt.Errorf("-npernode %d puts %d ranks on host %s, which has %s; use --oversubscribe to allow it",
-				opt.NPerNode, c, h.Name, Slots(h.Slots))
+			return fmt.Errorf("%s puts %d ranks on host %s, which has %s; use --oversubscribe to allow it",
+				opt.perNodeFlag(), c, h.Name, Slots(h.Slots))
 		}
 	}
 	return nil
@@ -273,11 +281,14 @@ func checkCapacity(nodes []Host, np, total int, oversubscribe bool) error {
 }
 
 // Slots says "1 slot" or "n slots".
-func Slots(n int) string {
+func Slots(n int) string { return count(n, "slot") }
+
+// count says "1 thing" or "n things".
+func count(n int, thing string) string {
 	if n == 1 {
-		return "1 slot"
+		return "1 " + thing
 	}
-	return fmt.Sprintf("%d slots", n)
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // totalSlots sums the slots of nodes, saturating at MaxRanks+1: any larger

@@ -182,7 +182,7 @@ func TestBuildErrors(t *testing.T) {
 		{"max_slots many hosts", many, Options{NP: 7, Oversubscribe: true},
 			"-np 7 exceeds the 6 ranks that max_slots allows on hosts a, b, c, d and 2 more"},
 		{"np above npernode", a2b2, Options{NP: 5, NPerNode: 2},
-			"-np 5 exceeds the 4 ranks that -npernode 2 allows on 2 nodes; raise -npernode or add hosts"},
+			"-np 5 exceeds the 4 ranks that -npernode 2 allows on 2 nodes; raise it or add hosts"},
 		{"npernode above slots", []Host{h("a", 4, 0), h("b", 2, 0)}, Options{NPerNode: 3},
 			"-npernode 3 puts 3 ranks on host b, which has 2 slots; use --oversubscribe to allow it"},
 		{"npernode above max_slots", []Host{h("a", 2, 2)}, Options{NPerNode: 3, Oversubscribe: true},

@@ -38,11 +38,13 @@ func options(req Request, np int) (job.Options, error) {
 		return job.Options{}, err
 	case ppr > 0 && perNode > 0 && ppr != perNode:
 		return job.Options{}, fmt.Errorf("--map-by ppr:%d:node and -npernode %d disagree", ppr, perNode)
-	case ppr > 0:
-		perNode = ppr
+	}
+	flag := ""
+	if ppr > 0 {
+		perNode, flag = ppr, "--map-by "+m.policy
 	}
 	return job.Options{
-		NP: np, NPerNode: perNode, MapBy: mapByPolicy, Oversubscribe: p.Oversubscribe || m.oversubscribe, PE: bind.PE,
+		NP: np, NPerNode: perNode, PerNodeFlag: flag, MapBy: mapByPolicy, Oversubscribe: p.Oversubscribe || m.oversubscribe, PE: bind.PE,
 	}, nil
 }
 

@@ -426,6 +426,9 @@ func TestUsageErrors(t *testing.T) {
 			r.Placement.MapBy, r.Placement.MapBySet, r.Placement.NPerNode = "ppr:2:node", true, 3
 		},
 			"--map-by ppr:2:node and -npernode 3 disagree"},
+		{"ppr past -np", func(r *Request) {
+			r.Placement.MapBy, r.Placement.MapBySet, r.NP, r.NPSet = "ppr:1:node", true, 3, true
+		}, "-np 3 exceeds the 1 rank that --map-by ppr:1:node allows on 1 node; raise it or add hosts"},
 		{"PE=0", func(r *Request) { r.Placement.MapBy, r.Placement.MapBySet = "slot:PE=0", true },
 			`--map-by "slot:PE=0": PE=0: want a count of cores of at least 1`},
 		{"PE and cpus-per-rank", func(r *Request) {
