@@ -208,7 +208,8 @@ func startSleepStep(t *testing.T, c *Cluster) interface{ Wait() error } {
 func sleepNodes(c *Cluster) []string {
 	var nodes []string
 	for _, p := range c.Leftovers() {
-		if argv := strings.Fields(p.Cmdline); filepath.Base(argv[0]) == "sleep" {
+		// A process between fork and exec, or ending, has no command line.
+		if argv := strings.Fields(p.Cmdline); len(argv) > 0 && filepath.Base(argv[0]) == "sleep" {
 			nodes = append(nodes, p.Node)
 		}
 	}
