@@ -37,15 +37,17 @@ func (d *Daemon) spawn(n spawn.Node) {
 // of the tree never makes one (reading the ssh configuration was 3 % of
 // a leaf orted's CPU).
 func (d *Daemon) launchAgent() (agent.Agent, error) {
-	if d.agent == nil && d.agentErr == nil && !d.isRoot() {
+	switch {
+	case d.agent != nil || d.agentErr != nil:
+	case d.isRoot():
+		d.agentErr = fmt.Errorf("%s: no launch agent to start daemons with", d.cfg.Node)
+	default:
 		a, err := agentFor(d.machine.Job(), d.log)
 		if err != nil {
 			d.agentErr = fmt.Errorf("%s: %w", d.cfg.Node, err)
+		} else {
+			d.agent = a
 		}
-		d.agent = a
-	}
-	if d.agent == nil && d.agentErr == nil {
-		return nil, fmt.Errorf("%s: no launch agent to start daemons with", d.cfg.Node)
 	}
 	return d.agent, d.agentErr
 }

@@ -21,13 +21,7 @@ const SlurmStepFlag = "--slurm-step"
 // Slurm job step); a node of this host (agent.Split's Local) is forked
 // as usual. Without a Group agent each node is spawned on its own.
 func (d *Daemon) spawnStep(nodes []spawn.Node) {
-	a, err := d.launchAgent()
-	if err != nil {
-		for _, n := range nodes {
-			go d.post(spawned{n.ID, nil, err})
-		}
-		return
-	}
+	a, _ := d.launchAgent() // without one, each node's spawn reports why
 	group, local := groupOf(a)
 	var members []spawn.Node
 	for _, n := range nodes {

@@ -495,12 +495,19 @@ func TestDVMStoppedUnderAJob(t *testing.T) {
 // the client, SIGCONT resumes both, and SIGUSR1 reaches the ranks, as
 // with a plain mpirun.
 func TestDVMClientSignals(t *testing.T) {
-	c := cluster(t, testbed.Config{Nodes: 2})
-	dvm, dvmErr, uri := dvmUp(t, c)
-	client, stderr, marks := started(t, c, 2, "--dvm", uri, "-np", "2", "sh", "-c",
+	dvmClientSignals(t, testbed.Config{Nodes: 2}, 2, "-np", "2", "sh", "-c",
 		`trap 'echo "got $PRSH_RANK"; exit 0' USR1; echo $$ > "$MARKS/$PRSH_RANK.tmp"; mv "$MARKS/$PRSH_RANK.tmp" "$MARKS/$PRSH_RANK"; while :; do sleep 0.1; done`)
-	ranks := markedPids(t, marks, 2)
-	stopAndContinue(t, client, ranks)
+}
+
+// dvmClientSignals runs a client of a DVM on cfg's cluster with args,
+// whose ranks each leave their pid's mark and exit 0 on SIGUSR1: Ctrl-Z
+// stops the ranks and then the client, SIGCONT resumes them, and SIGUSR1
+// reaches every rank, so that the client exits 0.
+func dvmClientSignals(t *testing.T, cfg testbed.Config, ranks int, args ...string) {
+	c := cluster(t, cfg)
+	dvm, dvmErr, uri := dvmUp(t, c)
+	client, stderr, marks := started(t, c, ranks, append([]string{"--dvm", uri}, args...)...)
+	stopAndContinue(t, client, markedPids(t, marks, ranks))
 	client.Process.Signal(syscall.SIGUSR1)
 	if st := waitExit(t, client); st != 0 {
 		t.Errorf("exit %d, want 0 (every rank trapped USR1 and exited 0); stderr:\n%s", st, stderr)

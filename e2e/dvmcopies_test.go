@@ -78,15 +78,6 @@ func TestDVMCopies(t *testing.T) {
 // the client, once; SIGCONT resumes them all; SIGUSR1 reaches every
 // copy's ranks.
 func TestDVMCopiesSignals(t *testing.T) {
-	c := cluster(t, testbed.Config{Nodes: 2, Slots: 2})
-	dvm, dvmErr, uri := dvmUp(t, c)
-	client, stderr, marks := started(t, c, 4, "--dvm", uri, "--cc", "0-3", "-np", "1", "sh", "-c",
+	dvmClientSignals(t, testbed.Config{Nodes: 2, Slots: 2}, 4, "--cc", "0-3", "-np", "1", "sh", "-c",
 		`trap 'exit 0' USR1; echo $$ > "$MARKS/{cc}.tmp"; mv "$MARKS/{cc}.tmp" "$MARKS/{cc}"; while :; do sleep 0.1; done`)
-	ranks := markedPids(t, marks, 4)
-	stopAndContinue(t, client, ranks)
-	client.Process.Signal(syscall.SIGUSR1)
-	if st := waitExit(t, client); st != 0 {
-		t.Errorf("exit %d, want 0 (every copy's rank trapped USR1 and exited 0); stderr:\n%s", st, stderr)
-	}
-	dvmStop(t, c, dvm, dvmErr, uri)
 }
