@@ -263,6 +263,7 @@ func TestDVMChildJob(t *testing.T) {
 
 	cl, clOut, clErr := startMpirun(t, c, "--dvm", uri, "-np", "2", prog, "4", "sleep=1000")
 	clOut.waitFor(t, "rank 0 started a child job of 4 ranks")
+	waitParentsExited(t, c, prog)
 	cl.Process.Signal(syscall.SIGUSR1) // reaches the child job's ranks too
 	if st := waitExit(t, cl); st != 128+10 {
 		t.Errorf("SIGUSR1 to the client: exit %d, want 138; stderr:\n%s", st, clErr)
@@ -285,6 +286,7 @@ func TestPMIxChildJobSignal(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 2, UTS: true})
 	cmd, stdout, stderr := startMpirun(t, c, "-np", "2", prog, "4", "sleep=1000")
 	stdout.waitFor(t, "rank 0 started a child job of 4 ranks")
+	waitParentsExited(t, c, prog)
 	cmd.Process.Signal(syscall.SIGUSR1)
 	if status := waitExit(t, cmd); status != 128+10 {
 		t.Errorf("exit %d, want 138; stderr:\n%s", status, stderr)
@@ -292,6 +294,27 @@ func TestPMIxChildJobSignal(t *testing.T) {
 	checkMpirunLines(t, stderr.String(), `^mpirun: child job 1 \(spawned by rank 0\): node00[23]: rank [0-3] .*SIGUSR1.*$`)
 	if left := c.WaitNoLeftovers(5 * time.Second); len(left) > 0 {
 		t.Fatalf("left running: %+v", left)
+	}
+}
+
+// waitParentsExited waits until no parent rank of the childjob program
+// is left: rank 0 says it started the children before it finalises and
+// exits, and a signal sent in between would kill it, not the children.
+func waitParentsExited(t *testing.T, c *testbed.Cluster, prog string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		parents := 0
+		for _, p := range c.Leftovers() {
+			if strings.HasPrefix(p.Cmdline, prog+" ") && !strings.HasPrefix(p.Cmdline, prog+" child ") {
+				parents++
+			}
+		}
+		if parents == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d parent ranks still running a minute after rank 0 started its child job", parents)
+		}
 	}
 }
 
