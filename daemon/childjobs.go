@@ -17,10 +17,13 @@ import (
 // its own number; the answer comes back to the daemon that asked.
 
 // ChildJobSlots is what mpirun places child jobs on: the slots of each
-// daemon's node (by daemon id; 0 where it runs no ranks) and whether a
-// node may hold more ranks than slots (--oversubscribe).
+// daemon's node (by daemon id; 0 where it runs no ranks), the hosts of
+// the job's list that got no rank and so no orted (Spare: one starts
+// there when a child job is placed on it), and whether a node may hold
+// more ranks than slots (--oversubscribe).
 type ChildJobSlots struct {
 	Slots         []int
+	Spare         []job.Host
 	Oversubscribe bool
 }
 
@@ -151,11 +154,13 @@ type childPlacing struct {
 }
 
 // childNode is a node a program of a child job may run on: a daemon's,
-// or (id < 0) a host the request adds.
+// (id < 0) a host the request adds, or a spare host, which it adds
+// only if the program gets ranks there.
 type childNode struct {
 	id    int
 	name  string
 	slots int
+	spare bool
 }
 
 // childApp is one program of a child job: where it runs (its wdir hint,
@@ -197,6 +202,9 @@ func (d *Daemon) placeChildApp(sa modex.SpawnApp, jobInfo map[string]string, p *
 	}
 	ids := make([]int, len(placed))
 	for r, i := range placed {
+		if nodes[i].spare {
+			nodes[i] = d.addHost(job.Host{Name: nodes[i].name, Slots: nodes[i].slots}, p)
+		}
 		ids[r] = nodes[i].id
 		p.used[nodes[i].id]++
 	}
@@ -205,9 +213,10 @@ func (d *Daemon) placeChildApp(sa modex.SpawnApp, jobInfo map[string]string, p *
 
 // childHosts are the nodes a program may run on: those its host,
 // hostfile, add-host or add-hostfile hint names, in that order, or
-// every node with slots. A host and a hostfile name the job's nodes;
-// add-host and add-hostfile may name others, which the job adds
-// (p.added), with the slots they give them (one by default, as -H).
+// every node with slots, then the spare hosts. A host and a hostfile
+// name the job's nodes or spare hosts; add-host and add-hostfile may
+// name others, which the job adds (p.added), with the slots they give
+// them (one by default, as -H).
 func (d *Daemon) childHosts(sa modex.SpawnApp, jobInfo map[string]string, p *childPlacing) ([]childNode, error) {
 	named, err := namedHosts(sa, jobInfo)
 	if err != nil {
@@ -218,7 +227,7 @@ func (d *Daemon) childHosts(sa modex.SpawnApp, jobInfo map[string]string, p *chi
 		return nil, err
 	}
 	if len(named) == 0 && len(adds) == 0 {
-		return d.everyChildNode(), nil
+		return append(d.everyChildNode(), d.spareNodes(p)...), nil
 	}
 	var nodes []childNode
 	include := func(n childNode) {
@@ -227,11 +236,11 @@ func (d *Daemon) childHosts(sa modex.SpawnApp, jobInfo map[string]string, p *chi
 		}
 	}
 	for _, name := range named {
-		id := d.daemonOfHost(name)
-		if id < 0 {
-			return nil, fmt.Errorf("host %s is not one of the job's nodes (add-host adds a node)", name)
+		n, err := d.namedNode(name, p)
+		if err != nil {
+			return nil, err
 		}
-		include(childNode{id, name, d.slotsOf(id)})
+		include(n)
 	}
 	for _, h := range adds {
 		n, err := d.addedNode(h, p)
@@ -290,7 +299,7 @@ func addedHosts(sa modex.SpawnApp, jobInfo map[string]string) ([]job.Host, error
 // starts no daemon for a job.
 func (d *Daemon) addedNode(h job.Host, p *childPlacing) (childNode, error) {
 	if id := d.daemonOfHost(h.Name); id >= 0 {
-		return childNode{id, h.Name, d.slotsOf(id)}, nil
+		return childNode{id: id, name: h.Name, slots: d.slotsOf(id)}, nil
 	}
 	if d.dvm != nil {
 		return childNode{}, fmt.Errorf("host %s is not one of the DVM's nodes (a DVM starts no daemon for a job)", h.Name)
@@ -298,6 +307,12 @@ func (d *Daemon) addedNode(h job.Host, p *childPlacing) (childNode, error) {
 	if d.agent == nil { // a one-node job whose ranks mpirun runs itself
 		return childNode{}, fmt.Errorf("host %s is not one of the job's nodes, and this mpirun has no launch agent to start an orted there (it runs its one node's ranks itself; name the host in -H)", h.Name)
 	}
+	return d.addHost(h, p), nil
+}
+
+// addHost is the node of a host the request adds, with the slots h
+// gives it.
+func (d *Daemon) addHost(h job.Host, p *childPlacing) childNode {
 	i := slices.Index(p.added, h.Name)
 	if i < 0 {
 		i = len(p.added)
@@ -307,7 +322,37 @@ func (d *Daemon) addedNode(h job.Host, p *childPlacing) (childNode, error) {
 		d.addedSlots = map[string]int{}
 	}
 	d.addedSlots[h.Name] = h.Slots
-	return childNode{-1 - i, h.Name, h.Slots}, nil
+	return childNode{id: -1 - i, name: h.Name, slots: h.Slots}
+}
+
+// namedNode is the node of a host a host or hostfile hint names: a
+// daemon's, or a spare host.
+func (d *Daemon) namedNode(name string, p *childPlacing) (childNode, error) {
+	if id := d.daemonOfHost(name); id >= 0 {
+		return childNode{id: id, name: name, slots: d.slotsOf(id)}, nil
+	}
+	for _, n := range d.spareNodes(p) {
+		if sameHost(n.name, name) {
+			return n, nil
+		}
+	}
+	return childNode{}, fmt.Errorf("host %s is not one of the job's nodes (add-host adds a node)", name)
+}
+
+// spareNodes are the spare hosts that have no daemon yet, in the job's
+// order: one this request has added already is that added node.
+func (d *Daemon) spareNodes(p *childPlacing) []childNode {
+	var nodes []childNode
+	for _, h := range d.cfg.ChildJobs.Spare {
+		switch i := slices.Index(p.added, h.Name); {
+		case d.daemonOfHost(h.Name) >= 0: // a child job added it: among the daemons
+		case i >= 0:
+			nodes = append(nodes, childNode{id: -1 - i, name: h.Name, slots: d.addedSlots[h.Name]})
+		default:
+			nodes = append(nodes, childNode{name: h.Name, slots: h.Slots, spare: true})
+		}
+	}
+	return nodes
 }
 
 // everyChildNode lists the nodes with slots, by daemon.
@@ -315,7 +360,7 @@ func (d *Daemon) everyChildNode() []childNode {
 	var nodes []childNode
 	for id, h := range d.machine.Job().Hosts {
 		if n := d.slotsOf(id); n > 0 {
-			nodes = append(nodes, childNode{id, h, n})
+			nodes = append(nodes, childNode{id: id, name: h, slots: n})
 		}
 	}
 	return nodes
@@ -337,12 +382,16 @@ func (d *Daemon) slotsOf(id int) int {
 // list writes it, or without its user@), or -1.
 func (d *Daemon) daemonOfHost(name string) int {
 	for id, h := range d.machine.Job().Hosts {
-		_, bare, _ := strings.Cut(h, "@")
-		if h == name || (bare != "" && bare == name) {
-			if d.slotsOf(id) > 0 {
-				return id
-			}
+		if sameHost(h, name) && d.slotsOf(id) > 0 {
+			return id
 		}
 	}
 	return -1
+}
+
+// sameHost says whether name names listed, a host as the job's list
+// writes it: the same, or without its user@.
+func sameHost(listed, name string) bool {
+	_, bare, _ := strings.Cut(listed, "@")
+	return listed == name || (bare != "" && bare == name)
 }

@@ -276,7 +276,7 @@ func TestOrtedStopped(t *testing.T) {
 }
 
 // TestOrtedStoppedWithoutRanks: an orted that holds no rank (-np 2 on 7
-// nodes) has no guard to kill it, so the daemon that started it does,
+// nodes, --every-host) has no guard to kill it, so the daemon that started it does,
 // through its ssh session, once it has given up on it: a leaf (node004)
 // and a relay whose child (node007) loses its parent. Each job ends with
 // the one line naming the stopped node, and nothing is left on any node.
@@ -288,7 +288,7 @@ func TestOrtedStoppedWithoutRanks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cluster(t, testbed.Config{Nodes: 7})
-			cmd, stderr, _ := started(t, c, 2, append(slices.Clone(stoppedBounds), "--spawn-degree", "2", "--hold-launch",
+			cmd, stderr, _ := started(t, c, 2, append(slices.Clone(stoppedBounds), "--spawn-degree", "2", "--hold-launch", "--every-host",
 				"--stdin", "none", "-np", "2", "sh", "-c", `touch "$MARKS/$PRSH_RANK"; exec sleep 300`)...)
 			syscall.Kill(ortedOf(t, c, tc.node), syscall.SIGSTOP)
 			if status := waitExit(t, cmd); status != 255 {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -101,10 +102,11 @@ func TestManyRanksOneGuard(t *testing.T) {
 
 // TestGuardOnlyWhereRanks: an orted starts its node's guard as it joins
 // the job, ahead of the ranks, but only where the job places ranks: a
-// job of one rank on three nodes runs one guard, on the rank's node.
+// job of one rank on three nodes with an orted on each (--every-host)
+// runs one guard, on the rank's node.
 func TestGuardOnlyWhereRanks(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 3, Slots: 1})
-	cmd, stdout, stderr := startMpirun(t, c, "-np", "1", "--stdin", "none", "sh", "-c", "echo up; exec sleep 300")
+	cmd, stdout, stderr := startMpirun(t, c, "--every-host", "-np", "1", "--stdin", "none", "sh", "-c", "echo up; exec sleep 300")
 	stdout.waitFor(t, "up")
 	for node, want := range map[string]int{"node001": 1, "node002": 0, "node003": 0} {
 		if n := guardsOn(c, node); n != want {
@@ -112,6 +114,45 @@ func TestGuardOnlyWhereRanks(t *testing.T) {
 		}
 	}
 	interrupted(t, c, cmd, stderr)
+}
+
+// TestOrtedsOnlyWhereRanks: a host that gets no rank gets no orted, as
+// Hydra starts no proxy there: two ranks by node on four hosts run
+// orteds on node001 and node002 alone, and --display-allocation still
+// lists the four. (A child job placed on such a host starts its orted
+// then: TestPMIxChildJob, TestPMI2Spawn.)
+func TestOrtedsOnlyWhereRanks(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2})
+	cmd, stdout, stderr := startMpirun(t, c, "--map-by", "node", "-np", "2", "--stdin", "none", "sh", "-c", `echo "up $PRSH_RANK"; exec sleep 300`)
+	stdout.waitFor(t, "up 0")
+	stdout.waitFor(t, "up 1")
+	for node, want := range map[string]int{"node001": 1, "node002": 1, "node003": 0, "node004": 0} {
+		if n := ortedsOn(c, node); n != want {
+			t.Errorf("%d orteds on %s, want %d", n, node, want)
+		}
+	}
+	interrupted(t, c, cmd, stderr)
+
+	res := mpirun(t, c, "--display-allocation", "--map-by", "node", "-np", "2", "true")
+	if res.status != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
+	}
+	for _, node := range []string{"node001", "node002", "node003", "node004"} {
+		if !regexp.MustCompile(`(?m)^ +` + node + ` +slots=2$`).MatchString(res.stderr) {
+			t.Errorf("--display-allocation does not list %s:\n%s", node, res.stderr)
+		}
+	}
+}
+
+// ortedsOn counts the orteds running on node.
+func ortedsOn(c *testbed.Cluster, node string) int {
+	n := 0
+	for _, p := range c.Leftovers() {
+		if p.Node == node && isOrted(strings.Fields(p.Cmdline)) {
+			n++
+		}
+	}
+	return n
 }
 
 // TestManyRanksOrtedKilled: an orted of many ranks, each with an escapee

@@ -35,7 +35,8 @@ func TestMPICHNameService(t *testing.T) {
 // of 2 ranks on the free slots: PMI2_Init tells them they were spawned,
 // and the parent's preput is in their key-value space; a name rank 0
 // publishes is found by every rank, and the job goes on to a normal end.
-// With add-host the children run on a node the job did not have. Without
+// With add-host the children run on a node the job did not have, and
+// without it on the host of the list that got no rank. Without
 // a free slot the spawn fails with mpirun's line, and the job goes on.
 func TestPMI2Spawn(t *testing.T) {
 	spawn := pmi2(t, "pmi2spawn")
@@ -56,6 +57,17 @@ func TestPMI2Spawn(t *testing.T) {
 	res = mpirun(t, c, "-H", "node001:2", "-np", "2", spawn, "add-host=node002:2")
 	if res.status != 0 || res.stderr != "" {
 		t.Fatalf("add-host: exit %d, stderr:\n%s", res.status, res.stderr)
+	}
+	checkLines(t, res.stdout, []string{
+		"rank 0 spawn: ok", "rank 0 publish: ok",
+		"rank 0 lookup: ok port-of-rank-0", "rank 1 lookup: ok port-of-rank-0",
+		"child 0: spawned 1, parent's port port-of-rank-0",
+		"child 1: spawned 1, parent's port port-of-rank-0",
+	})
+
+	res = mpirun(t, c, "-np", "2", spawn) // both parents on node001: node002, with no orted yet, takes the children
+	if res.status != 0 || res.stderr != "" {
+		t.Fatalf("on a host with no rank: exit %d, stderr:\n%s", res.status, res.stderr)
 	}
 	checkLines(t, res.stdout, []string{
 		"rank 0 spawn: ok", "rank 0 publish: ok",

@@ -447,3 +447,26 @@ func (m *Map) MoveFirst(node int) (moved *Map, newIndex []int) {
 	}
 	return moved, newIndex
 }
+
+// WithRanks returns m without the nodes that hold no rank, which it
+// returns as idle, in order; every rank stays on its host.
+func (m *Map) WithRanks() (used *Map, idle []Host) {
+	holds := make([]bool, len(m.Nodes))
+	for _, n := range m.RankNode {
+		holds[n] = true
+	}
+	newIndex := make([]int, len(m.Nodes))
+	used = &Map{RankNode: make([]int, len(m.RankNode))}
+	for i, h := range m.Nodes {
+		if !holds[i] {
+			idle = append(idle, h)
+			continue
+		}
+		newIndex[i] = len(used.Nodes)
+		used.Nodes = append(used.Nodes, h)
+	}
+	for r, n := range m.RankNode {
+		used.RankNode[r] = newIndex[n]
+	}
+	return used, idle
+}

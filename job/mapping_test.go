@@ -369,3 +369,27 @@ func TestMoveFirst(t *testing.T) {
 		}
 	}
 }
+
+func TestWithRanks(t *testing.T) {
+	m := &Map{Nodes: []Host{{Name: "a", Slots: 1}, {Name: "b", Slots: 2}, {Name: "c", Slots: 3}, {Name: "d", Slots: 4}, {Name: "e", Slots: 5}},
+		RankNode: []int{3, 1, 3, 1}}
+	used, idle := m.WithRanks()
+	var names []string
+	for _, h := range used.Nodes {
+		names = append(names, h.Name)
+	}
+	if !slices.Equal(names, []string{"b", "d"}) {
+		t.Errorf("used nodes %v, want [b d]", names)
+	}
+	if !slices.Equal(idle, []Host{{Name: "a", Slots: 1}, {Name: "c", Slots: 3}, {Name: "e", Slots: 5}}) {
+		t.Errorf("idle %v, want a, c and e with their slots", idle)
+	}
+	for r, n := range m.RankNode {
+		if got := used.Nodes[used.RankNode[r]]; got != m.Nodes[n] {
+			t.Errorf("rank %d on %v, want %v", r, got, m.Nodes[n])
+		}
+	}
+	if all, none := used.WithRanks(); len(none) != 0 || !slices.Equal(all.Nodes, used.Nodes) {
+		t.Errorf("a map of used nodes only: %v idle", none)
+	}
+}

@@ -50,12 +50,13 @@ func oneStep(req Request, src hostSource, spec protocol.JobSpec) bool {
 	return spec.SrunJob != "" && src.slurmJob == spec.SrunJob && !req.SpawnDegreeSet
 }
 
-// pickAgent picks the launch agent: an external command if asked, a plain
-// fork when the only node is this host (self), srun inside a Slurm job
-// (spec.SrunJob), native ssh otherwise; the local node of several is
-// forked in any case, unless mpirun runs its ranks itself (own): then no
-// agent when this host is the only node.
-func pickAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, own bool, log hclog.Logger) (agent.Agent, error) {
+// pickAgent picks the launch agent for the daemons of hosts (those of
+// the job's nodes, then the spare ones): an external command if asked, a
+// plain fork when the only host is this one (self), srun inside a Slurm
+// job (spec.SrunJob), native ssh otherwise; this host, among several, is
+// forked in any case, unless mpirun runs its ranks itself (own, this
+// host first): then no agent when it is the only host.
+func pickAgent(req Request, hosts []job.Host, spec protocol.JobSpec, self string, own bool, log hclog.Logger) (agent.Agent, error) {
 	if spec.LaunchAgent != "" {
 		a, err := agent.NewCommand(spec.LaunchAgent)
 		if err != nil {
@@ -63,27 +64,30 @@ func pickAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, own 
 		}
 		return a, nil
 	}
-	if own && len(m.Nodes) == 1 {
+	if own && len(hosts) == 1 {
 		return nil, nil
 	}
 	fork := &agent.Fork{Logger: log.Named("fork")}
-	local := !own && isLocal(m.Nodes[0].Name, self) // localFirst put this host first
-	if len(m.Nodes) == 1 && local {
+	local := -1
+	if !own {
+		local = slices.IndexFunc(hosts, func(h job.Host) bool { return isLocal(h.Name, self) })
+	}
+	if len(hosts) == 1 && local == 0 {
 		return fork, nil
 	}
-	remote, err := remoteAgent(req, m, spec, self, log)
+	remote, err := remoteAgent(req, hosts, spec, self, log)
 	if err != nil {
 		return nil, err
 	}
-	if local {
-		return &agent.Split{Local: m.Nodes[0].Name, Fork: fork, Remote: remote}, nil
+	if local >= 0 {
+		return &agent.Split{Local: hosts[local].Name, Fork: fork, Remote: remote}, nil
 	}
 	return remote, nil
 }
 
 // remoteAgent starts the daemons of other hosts than this one: srun in a
 // Slurm job, native ssh otherwise.
-func remoteAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, log hclog.Logger) (agent.Agent, error) {
+func remoteAgent(req Request, hosts []job.Host, spec protocol.JobSpec, self string, log hclog.Logger) (agent.Agent, error) {
 	if spec.SrunJob != "" {
 		if _, err := exec.LookPath("srun"); err != nil {
 			return nil, usage(fmt.Errorf("inside Slurm job %s the daemons start through srun: %w; --launcher ssh starts them with ssh", spec.SrunJob, err))
@@ -99,7 +103,7 @@ func remoteAgent(req Request, m *job.Map, spec protocol.JobSpec, self string, lo
 		MaxSessions:    spec.MaxSessions, Logger: log.Named("ssh"),
 	})
 	if err == nil {
-		err = a.CheckHosts(remoteHosts(m, self))
+		err = a.CheckHosts(remoteHosts(hosts, self))
 	}
 	if err != nil {
 		return nil, usage(err)
@@ -142,10 +146,10 @@ func displayAgent(w io.Writer, a agent.Agent, own bool) {
 	fmt.Fprintf(w, "mpirun: daemons start through %s\n", describeLaunch(a, own))
 }
 
-// remoteHosts are the host list's names of other hosts than this one.
-func remoteHosts(m *job.Map, self string) []string {
+// remoteHosts are the names of other hosts than this one.
+func remoteHosts(hosts []job.Host, self string) []string {
 	var names []string
-	for _, h := range m.Nodes {
+	for _, h := range hosts {
 		if !isLocal(h.Name, self) {
 			names = append(names, h.Name)
 		}
@@ -154,12 +158,12 @@ func remoteHosts(m *job.Map, self string) []string {
 }
 
 // listenIP is the address mpirun listens on: --listen-ip, else the
-// local address that reaches the first node of another host.
-func listenIP(listen string, a agent.Agent, m *job.Map, self string) string {
+// local address that reaches the first of hosts on another host.
+func listenIP(listen string, a agent.Agent, hosts []job.Host, self string) string {
 	if listen != "" {
 		return listen
 	}
-	remote := remoteHosts(m, self)
+	remote := remoteHosts(hosts, self)
 	if _, ok := a.(*agent.Fork); ok || len(remote) == 0 {
 		return "127.0.0.1"
 	}

@@ -21,7 +21,7 @@ func MakeDVM(req Request, here Here) (daemon.Config, error) {
 		return daemon.Config{}, usage(errors.New("--dvm-start cannot stage programs yet (--preload-binary)"))
 	}
 	// Placed like a job of one rank per slot, whose program never runs.
-	req.Args, req.Stdin = []string{"true"}, "none"
+	req.Args, req.Stdin, req.EveryHost = []string{"true"}, "none", true
 	if req.PMIx == "auto" {
 		req.PMIx = "on"
 	}

@@ -48,6 +48,7 @@ func Make(req Request, here Here) (daemon.Config, error) {
 	if req.DisplayMap {
 		displayMap(here.Stderr, placed, progs)
 	}
+	placed, spare := leaveIdle(req, placed)
 	m, daemonIndex, err := localFirst(placed, here.Hostname)
 	if err != nil {
 		return daemon.Config{}, usage(err)
@@ -85,14 +86,15 @@ func Make(req Request, here Here) (daemon.Config, error) {
 	var launcher agent.Agent
 	bind := ""
 	if !req.Submit {
-		if launcher, err = pickAgent(req, m, spec, here.Hostname, own, here.Log); err != nil {
+		hosts := slices.Concat(m.Nodes, spare) // spare hosts may get orteds for child jobs
+		if launcher, err = pickAgent(req, hosts, spec, here.Hostname, own, here.Log); err != nil {
 			return daemon.Config{}, err
 		}
-		here.Log.Info("daemons start through " + describeLaunch(launcher, own))
+		here.Log.Info("daemons start through "+describeLaunch(launcher, own), "hosts without ranks", len(spare))
 		if req.DisplayAllocation {
 			displayAgent(here.Stderr, launcher, own)
 		}
-		bind = listenIP(req.ListenIP, launcher, m, here.Hostname)
+		bind = listenIP(req.ListenIP, launcher, hosts, here.Hostname)
 	}
 	if spec.Stage, err = stagePlan(req, here.Hostname, app); err != nil {
 		return daemon.Config{}, err
@@ -111,8 +113,21 @@ func Make(req Request, here Here) (daemon.Config, error) {
 		Bind: bind, Ports: ports,
 		Job: spec, Nodes: nodes(m, own), App: app, Agent: launcher, Timeout: limit,
 		Remap:     remapper(req, placed, daemonIndex, np, own),
-		ChildJobs: childJobSlots(req, m, spec, own),
+		ChildJobs: childJobSlots(req, m, spec, own, spare),
 	}, nil
+}
+
+// leaveIdle takes the hosts that hold no rank out of m, as Hydra and
+// Open MPI's --novm do: no orted starts there unless a child job is
+// placed on one (they are returned as spare). They stay in the map
+// with --every-host, where --on-unreachable skip may place ranks on
+// them in place of nodes that fail, and for a DVM or a job submitted to
+// one, whose nodes are the DVM's.
+func leaveIdle(req Request, m *job.Map) (*job.Map, []job.Host) {
+	if skip, _ := onUnreachable(req.OnUnreachable); skip || req.EveryHost || req.Submit {
+		return m, nil
+	}
+	return m.WithRanks()
 }
 
 // rankless lists the orteds (ids 1 to daemons-1) that no rank is
@@ -137,9 +152,9 @@ func rankless(daemons int, rankNode protocol.RankMap) string {
 const maxRankless = 4 << 10
 
 // childJobSlots are the slots of each daemon's node, where child jobs
-// (MPI_Comm_spawn) are placed; mpirun's own node has them only when it
-// runs its ranks.
-func childJobSlots(req Request, m *job.Map, spec protocol.JobSpec, own bool) daemon.ChildJobSlots {
+// (MPI_Comm_spawn) are placed, and the spare hosts after them; mpirun's
+// own node has slots only when it runs its ranks.
+func childJobSlots(req Request, m *job.Map, spec protocol.JobSpec, own bool, spare []job.Host) daemon.ChildJobSlots {
 	slots := make([]int, spec.Daemons)
 	for i, h := range m.Nodes {
 		if id := daemonOf(i, own); id < len(slots) {
@@ -147,7 +162,7 @@ func childJobSlots(req Request, m *job.Map, spec protocol.JobSpec, own bool) dae
 		}
 	}
 	opt, _ := options(req, 0) // checked when the first map was built
-	return daemon.ChildJobSlots{Slots: slots, Oversubscribe: opt.Oversubscribe}
+	return daemon.ChildJobSlots{Slots: slots, Spare: spare, Oversubscribe: opt.Oversubscribe}
 }
 
 // jobMap places np ranks, the sum of the -np of several programs, on

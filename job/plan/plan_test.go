@@ -16,6 +16,7 @@ import (
 	"prsh/daemon"
 	"prsh/daemon/protocol"
 	"prsh/internal/timeouts"
+	"prsh/job"
 	"prsh/job/binding"
 	"prsh/modex/pmix"
 	"prsh/spawn"
@@ -344,10 +345,47 @@ func TestRankless(t *testing.T) {
 		t.Errorf("every other one of 10000: %d bytes, want none", len(got))
 	}
 	req := defaults("a,b,c")
-	req.NP = 1
+	req.NP, req.EveryHost = 1, true
 	cfg, _ := make1(t, req)
 	if cfg.Job.Rankless != "2-3" {
-		t.Errorf("one rank on three nodes: rankless %q, want 2-3", cfg.Job.Rankless)
+		t.Errorf("one rank on three nodes, --every-host: rankless %q, want 2-3", cfg.Job.Rankless)
+	}
+}
+
+// TestIdleHostsLeftOut: hosts that get no rank get no orted; they are
+// the spare hosts of child jobs. --every-host, --on-unreachable skip and
+// a DVM keep them.
+func TestIdleHostsLeftOut(t *testing.T) {
+	req := defaults("a:2,b:2,c:2,d:2")
+	req.NP, req.NPSet = 3, true
+	req.Placement.MapBy, req.Placement.MapBySet = "node", true
+	cfg, _ := make1(t, req)
+	if !slices.Equal(cfg.Job.Hosts, []string{"launch", "a", "b", "c"}) || len(cfg.Nodes) != 3 {
+		t.Errorf("--map-by node, 3 ranks on 4 hosts: daemons on %v (nodes %v), want a, b, c", cfg.Job.Hosts, cfg.Nodes)
+	}
+	if !slices.Equal(cfg.App.RankNode, protocol.RankMap{1, 2, 3}) {
+		t.Errorf("ranks on daemons %v, want 1 2 3", cfg.App.RankNode)
+	}
+	if want := []job.Host{{Name: "d", Slots: 2}}; !slices.Equal(cfg.ChildJobs.Spare, want) || !slices.Equal(cfg.ChildJobs.Slots, []int{0, 2, 2, 2}) {
+		t.Errorf("child jobs' slots %v, spare %v; want 0 2 2 2 and %v", cfg.ChildJobs.Slots, cfg.ChildJobs.Spare, want)
+	}
+
+	req.Placement.MapBy = "slot"
+	cfg, _ = make1(t, req)
+	if !slices.Equal(cfg.Job.Hosts, []string{"launch", "a", "b"}) || len(cfg.ChildJobs.Spare) != 2 {
+		t.Errorf("by slot: daemons on %v, spare %v; want a, b and c, d spare", cfg.Job.Hosts, cfg.ChildJobs.Spare)
+	}
+
+	for name, keep := range map[string]func(*Request){
+		"--every-host":          func(r *Request) { r.EveryHost = true },
+		"--on-unreachable skip": func(r *Request) { r.OnUnreachable = "skip" },
+	} {
+		r := req
+		keep(&r)
+		cfg, _ := make1(t, r)
+		if len(cfg.Job.Hosts) != 5 || len(cfg.ChildJobs.Spare) != 0 {
+			t.Errorf("%s: daemons on %v, spare %v; want all four hosts", name, cfg.Job.Hosts, cfg.ChildJobs.Spare)
+		}
 	}
 }
 

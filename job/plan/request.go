@@ -63,6 +63,7 @@ type Request struct {
 	KillGrace         time.Duration
 	Timeouts          string // the other bounds on a stall, NAME=DURATION,… (--timeouts)
 	OnUnreachable     string
+	EveryHost         bool // an orted on every host of the list, ranks or not (--every-host)
 	HoldLaunch        bool
 	PMIx              string // auto, on or off
 	PortRange         string

@@ -78,6 +78,7 @@ func request(c *cli.Context) plan.Request {
 		SSHSystemConfig: c.String("ssh-system-config"), SSHConnectTimeout: c.Duration("ssh-connect-timeout"),
 		SSHMaxSessions: c.Int("ssh-max-sessions"), CallbackTimeout: c.Duration("callback-timeout"),
 		KillGrace: c.Duration("kill-grace"), Timeouts: c.String("timeouts"), OnUnreachable: c.String("on-unreachable"),
+		EveryHost:  c.Bool("every-host"),
 		HoldLaunch: c.Bool("hold-launch"), PMIx: c.String("pmix"), PortRange: c.String("port-range"),
 		Orted: c.String("orted"), ListenIP: c.String("listen-ip"), LogLevel: logLevel(c),
 		PreloadBinary: c.Bool("preload-binary"), PreloadLibs: c.Bool("preload-libs"),

@@ -52,6 +52,8 @@ func flags() []cli.Flag {
 		&cli.DurationFlag{Name: "kill-grace", Value: 3 * time.Second, Usage: "how long ranks have between SIGTERM and SIGKILL when the job is stopped"},
 		&cli.StringFlag{Name: "timeouts", Usage: "other bounds on a stall, as `NAME=DURATION,…`: silence (20s: a daemon heard from for none of it is lost), guard-stopped (30s), drain (20s), hello, handshake, keep-alive, stop-wait, pmi-drain, slot-wait (10s)"},
 		&cli.StringFlag{Name: "on-unreachable", Value: "abort", Usage: "when a node cannot be spawned: `abort` the job, or skip it and run on the nodes that came up"},
+		&cli.BoolFlag{Name: "every-host", Usage: "start an orted on every host of the list, those that get no rank too (default: only where ranks go)"},
+		&cli.BoolFlag{Name: "novm", Usage: "Open MPI's --novm: orteds only where ranks go, the default"},
 		&cli.BoolFlag{Name: "hold-launch", Usage: "start no rank until every daemon has called back, as Open MPI does (default: the launch overlaps the spawn)"},
 		&cli.StringFlag{Name: "pmix", Value: "auto", Usage: "boot each node's PMIx server (Open MPI programs): `auto` = unless every program is found to link no MPI library, on or off"},
 		&cli.StringFlag{Name: "port-range", EnvVars: []string{"MPIEXEC_PORT_RANGE"}, Usage: "listen, in mpirun and every orted, on a port of `LO-HI` (or Hydra's LO:HI), for firewalls that open only those"},

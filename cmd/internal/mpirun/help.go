@@ -100,6 +100,10 @@ Starting the daemons:
   --callback-timeout D          bound on a started orted calling back (default: 30s)
   --on-unreachable abort|skip   a node that cannot be reached ends the job
                                 (default), or is left out
+  --every-host                  an orted on every host, ranks or not (default:
+                                only where ranks go, as Open MPI's --novm,
+                                accepted; child jobs start orteds on the
+                                others when placed there)
   --hold-launch                 start no rank until every daemon has called
                                 back (default: ranks start as daemons come)
   --kill-grace D                SIGTERM to SIGKILL when the job stops (default: 3s)

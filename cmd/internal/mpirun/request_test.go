@@ -38,7 +38,7 @@ func TestRequest(t *testing.T) {
 		"--mca btl tcp -gmca ess env --spawn-degree auto --spawn-hop-hint 1s --spawn-cost-hint 2ms "+
 		"--routed binomial --routed-radix 3 --launch-agent ssh -bootstrap slurm --ssh-config sc --ssh-system-config none "+
 		"--ssh-connect-timeout 4s --ssh-max-sessions 5 --callback-timeout 6s --kill-grace 7s --timeouts silence=8s "+
-		"--on-unreachable skip --hold-launch --pmix on --port-range 1-2 --orted od --listen-ip 10.0.0.1 -v "+
+		"--on-unreachable skip --every-host --hold-launch --pmix on --port-range 1-2 --orted od --listen-ip 10.0.0.1 -v "+
 		"-s --preload-libs --wdir wd --stdin all --merge-stderr-to-stdout --timeout 9 --display-map "+
 		"--display-allocation ./prog arg : -np 1 ./other")
 	want := plan.Request{
@@ -57,7 +57,7 @@ func TestRequest(t *testing.T) {
 		SpawnDegree: "auto", SpawnDegreeSet: true, SpawnHopHint: time.Second, SpawnCostHint: 2 * time.Millisecond,
 		Routed: "binomial", RoutedRadix: 3, LaunchAgent: "ssh", Launcher: "slurm", SSHConfig: "sc", SSHSystemConfig: "none",
 		SSHConnectTimeout: 4 * time.Second, SSHMaxSessions: 5, CallbackTimeout: 6 * time.Second,
-		KillGrace: 7 * time.Second, Timeouts: "silence=8s", OnUnreachable: "skip", HoldLaunch: true, PMIx: "on", PortRange: "1-2",
+		KillGrace: 7 * time.Second, Timeouts: "silence=8s", OnUnreachable: "skip", EveryHost: true, HoldLaunch: true, PMIx: "on", PortRange: "1-2",
 		Orted: "od", ListenIP: "10.0.0.1", LogLevel: "debug", PreloadBinary: true, PreloadLibs: true,
 		Wdir: "wd", Stdin: "all", MergeStderr: true, Timeout: "9", DisplayMap: true, DisplayAllocation: true,
 	}
