@@ -63,6 +63,15 @@ func (h *NodeGuard) current() *guard.Guard {
 	return h.guard
 }
 
+// guardQuiet bounds how long a guard told to end may go without
+// progress: its kill of what is left takes milliseconds, but a loaded
+// machine (load 65, the job on one CPU) once kept one from ending
+// within 5 s while it ran.
+const guardQuiet = 2 * time.Second
+
+// guardEndLimit bounds the wait for a guard that keeps running.
+const guardEndLimit = 30 * time.Second
+
 // Close ends the guard, which kills everything left under it, and waits
 // (at most a few seconds) until it has: nothing of the daemon's jobs
 // outlives the daemon. A nil NodeGuard (a daemon with no ranks of its
@@ -76,11 +85,7 @@ func (h *NodeGuard) Close() {
 		return
 	}
 	g.End()
-	ended := make(chan struct{})
-	go func() { g.Ended(); close(ended) }()
-	select {
-	case <-ended:
-	case <-time.After(2 * time.Second):
+	if !g.AwaitEnd(guardQuiet, guardEndLimit) {
 		h.log.Warn("the ranks' guard did not end; killing it", "pid", g.Pid())
 		g.KillProcess()
 	}

@@ -268,6 +268,44 @@ func (g *Guard) Ended() syscall.WaitStatus {
 	return g.status
 }
 
+// AwaitEnd waits for the guard's end as long as it makes progress, and
+// at most limit, and says whether it ended: it gives up once the guard
+// has neither run nor waited to run for quiet (stopped, or stuck in the
+// kernel). A guard on a loaded host may take seconds to kill and reap,
+// as its daemon did to ask; one that cannot act would hold its daemon
+// forever.
+func (g *Guard) AwaitEnd(quiet, limit time.Duration) bool {
+	tick := time.NewTicker(quiet)
+	defer tick.Stop()
+	deadline := time.Now().Add(limit)
+	last := progressOf(g.Pid())
+	for {
+		select {
+		case <-g.waited:
+			return true
+		case <-tick.C:
+			now := progressOf(g.Pid())
+			if now == last || time.Now().After(deadline) {
+				return false
+			}
+			last = now
+		}
+	}
+}
+
+// progressOf is pid's CPU time, and whether it is runnable: what
+// changes, or stays "R", while a process makes progress.
+func progressOf(pid int) string {
+	f := statFields(pid)
+	if len(f) < 13 {
+		return "" // gone: the wait ends on its own
+	}
+	if f[0] == "R" {
+		return "R " + time.Now().String() // runnable: progress, or about to
+	}
+	return f[11] + " " + f[12] // utime, stime
+}
+
 // Said is the first line the guard wrote on its stderr (why it could
 // not serve: a guard of another prsh, a crash), once Wait has returned.
 func (g *Guard) Said() string { return string(g.said.line) }

@@ -291,3 +291,40 @@ func TestStartAfterTheGuardEnded(t *testing.T) {
 		t.Errorf("a message to a reaped guard: %v, want ErrGone", err)
 	}
 }
+
+// TestAwaitEnd: a guard told to end is waited for until it has; one
+// stopped (SIGSTOP) is given up once it has not run for the quiet bound.
+func TestAwaitEnd(t *testing.T) {
+	for _, stopped := range []bool{false, true} {
+		g, err := Start(time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { // as a daemon reads the reports until the guard's end
+			for {
+				if _, err := g.Next(); err != nil {
+					g.Wait()
+					return
+				}
+			}
+		}()
+		if stopped {
+			syscall.Kill(g.Pid(), syscall.SIGSTOP)
+		}
+		g.End()
+		begun := time.Now()
+		quiet := 2 * time.Second // a guard of this race-detector binary on a loaded host runs in 10 ms ticks
+		if stopped {
+			quiet = 300 * time.Millisecond
+		}
+		ended := g.AwaitEnd(quiet, time.Minute)
+		if ended == stopped {
+			t.Errorf("stopped %v: AwaitEnd says ended %v", stopped, ended)
+		}
+		if stopped && time.Since(begun) > 30*time.Second {
+			t.Errorf("a stopped guard was waited for %v", time.Since(begun))
+		}
+		g.KillProcess()
+		g.Ended()
+	}
+}
