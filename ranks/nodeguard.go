@@ -63,17 +63,18 @@ func (h *NodeGuard) current() *guard.Guard {
 	return h.guard
 }
 
-// guardQuiet bounds how long a guard told to end may go without
-// progress: its kill of what is left takes milliseconds, but a loaded
-// machine (load 65, the job on one CPU) once kept one from ending
-// within 5 s while it ran.
-const guardQuiet = 2 * time.Second
-
-// guardEndLimit bounds the wait for a guard that keeps running.
-const guardEndLimit = 30 * time.Second
+// guardQuiet is how often mpirun or an orted looks whether the guard it
+// told to end can still act (guard.AwaitEnd), and guardEndLimit how long
+// it waits for one that can: its kill of what is left takes
+// milliseconds, but a loaded machine (load 65, the job on one CPU) once
+// kept a live guard from ending within 5 s.
+const (
+	guardQuiet    = 2 * time.Second
+	guardEndLimit = 30 * time.Second
+)
 
 // Close ends the guard, which kills everything left under it, and waits
-// (at most a few seconds) until it has: nothing of the daemon's jobs
+// until it has (while it can act, up to guardEndLimit): nothing of the daemon's jobs
 // outlives the daemon. A nil NodeGuard (a daemon with no ranks of its
 // own to start) has nothing to end.
 func (h *NodeGuard) Close() {

@@ -119,10 +119,10 @@ func Make(req Request, here Here) (daemon.Config, error) {
 
 // leaveIdle takes the hosts that hold no rank out of m, as Hydra and
 // Open MPI's --novm do: no orted starts there unless a child job is
-// placed on one (they are returned as spare). They stay in the map
-// with --every-host, where --on-unreachable skip may place ranks on
-// them in place of nodes that fail, and for a DVM or a job submitted to
-// one, whose nodes are the DVM's.
+// placed on one (they are returned as spare). They stay in the map with
+// --every-host; with --on-unreachable skip, which may place ranks on
+// them in place of nodes that fail; and for a DVM (which sets
+// EveryHost) or a job submitted to one, whose nodes are the DVM's.
 func leaveIdle(req Request, m *job.Map) (*job.Map, []job.Host) {
 	if skip, _ := onUnreachable(req.OnUnreachable); skip || req.EveryHost || req.Submit {
 		return m, nil

@@ -268,42 +268,31 @@ func (g *Guard) Ended() syscall.WaitStatus {
 	return g.status
 }
 
-// AwaitEnd waits for the guard's end as long as it makes progress, and
-// at most limit, and says whether it ended: it gives up once the guard
-// has neither run nor waited to run for quiet (stopped, or stuck in the
-// kernel). A guard on a loaded host may take seconds to kill and reap,
-// as its daemon did to ask; one that cannot act would hold its daemon
-// forever.
+// AwaitEnd waits for the guard's end, at most limit, and says whether
+// it ended; it gives up at the first tick (every quiet) that finds the
+// guard unable to act: stopped, or stuck in the kernel since the tick
+// before, as the guard itself judges its daemon (sample.hung). A guard
+// on a loaded host may take seconds to kill and reap, as its daemon did
+// to ask; one that cannot act would hold its daemon until the limit.
 func (g *Guard) AwaitEnd(quiet, limit time.Duration) bool {
 	tick := time.NewTicker(quiet)
 	defer tick.Stop()
-	deadline := time.Now().Add(limit)
-	last := progressOf(g.Pid())
+	deadline := time.After(limit)
+	prev := sampleOf(g.Pid())
 	for {
 		select {
 		case <-g.waited:
 			return true
+		case <-deadline:
+			return false
 		case <-tick.C:
-			now := progressOf(g.Pid())
-			if now == last || time.Now().After(deadline) {
+			now := sampleOf(g.Pid())
+			if now.hung(prev) {
 				return false
 			}
-			last = now
+			prev = now
 		}
 	}
-}
-
-// progressOf is pid's CPU time, and whether it is runnable: what
-// changes, or stays "R", while a process makes progress.
-func progressOf(pid int) string {
-	f := statFields(pid)
-	if len(f) < 13 {
-		return "" // gone: the wait ends on its own
-	}
-	if f[0] == "R" {
-		return "R " + time.Now().String() // runnable: progress, or about to
-	}
-	return f[11] + " " + f[12] // utime, stime
 }
 
 // Said is the first line the guard wrote on its stderr (why it could

@@ -38,7 +38,7 @@ func TestRequest(t *testing.T) {
 		"--mca btl tcp -gmca ess env --spawn-degree auto --spawn-hop-hint 1s --spawn-cost-hint 2ms "+
 		"--routed binomial --routed-radix 3 --launch-agent ssh -bootstrap slurm --ssh-config sc --ssh-system-config none "+
 		"--ssh-connect-timeout 4s --ssh-max-sessions 5 --callback-timeout 6s --kill-grace 7s --timeouts silence=8s "+
-		"--on-unreachable skip --every-host --hold-launch --pmix on --port-range 1-2 --orted od --listen-ip 10.0.0.1 -v "+
+		"--on-unreachable skip --every-host --novm --hold-launch --pmix on --port-range 1-2 --orted od --listen-ip 10.0.0.1 -v "+
 		"-s --preload-libs --wdir wd --stdin all --merge-stderr-to-stdout --timeout 9 --display-map "+
 		"--display-allocation ./prog arg : -np 1 ./other")
 	want := plan.Request{
