@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"maps"
+	"prsh/ranks/guard/early"
 	"slices"
 	"syscall"
 
@@ -58,6 +59,9 @@ func (d *Daemon) newStarter(job int) ranks.Starter {
 // at the first rank.
 func (d *Daemon) prestartGuard(job protocol.JobSpec) {
 	if d.cfg.Ranks != nil || !d.holdsRanks(job) {
+		if d.isRoot() {
+			early.Drop() // mpirun's guard started at init has no rank to guard here
+		}
 		return
 	}
 	if d.nodeGuard == nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"prsh/internal/timeouts"
+	"prsh/modex/pmix"
 	"prsh/ranks/guard"
 	"prsh/testbed"
 )
@@ -44,6 +46,45 @@ for s in /proc/[0-9]*/stat; do [ "$(cut -d' ' -f4 $s 2>/dev/null)" = "$g" ] && e
 	res = mpirun(t, c, "-H", "localhost:4", "--display-allocation", "-np", "4", "sleep", "0")
 	if res.status != 0 || !strings.HasSuffix(res.stderr, ownNodeSays) {
 		t.Errorf("exit %d; stderr:\n%s\nwant it to end with %q", res.status, res.stderr, ownNodeSays)
+	}
+}
+
+// TestOwnNodeGuardAtInit: a job on this host alone gets the guard that
+// mpirun started in its first init (ranks/guard/early), beside its own
+// start; one with another bound on a stopped daemon gets a guard with
+// that bound; and a job whose ranks mpirun does not run (a PMIx job,
+// whose ranks the forked orted-pmix starts) leaves no guard of mpirun's
+// running beside that orted.
+func TestOwnNodeGuardAtInit(t *testing.T) {
+	c := cluster(t, testbed.Config{Nodes: 1})
+	guardArgv := `tr '\0' ' ' < /proc/$PPID/cmdline; echo`
+	res := mpirun(t, c, append(ownNode, "-v", "-np", "2", "sh", "-c", guardArgv)...)
+	if res.status != 0 || !strings.Contains(res.stderr, "the node's guard runs: pid=") ||
+		!strings.Contains(res.stderr, "started at mpirun's init=true") {
+		t.Errorf("exit %d; want the guard started at mpirun's init; stderr:\n%s", res.status, res.stderr)
+	}
+	want := fmt.Sprintf(" %s %d ", guard.GuardArg, timeouts.Default().GuardStoppedMS)
+	if got := lines(res.stdout); len(got) != 2 || !strings.Contains(got[0]+" ", want) {
+		t.Errorf("the ranks' guard: %q, want two of ...%s", got, want)
+	}
+
+	res = mpirun(t, c, append(ownNode, "-v", "--timeouts", "guard-stopped=40s", "-np", "2", "sh", "-c", guardArgv)...)
+	want = fmt.Sprintf(" %s 40000 ", guard.GuardArg)
+	if got := lines(res.stdout); res.status != 0 || len(got) != 2 || !strings.Contains(got[0]+" ", want) ||
+		!strings.Contains(res.stderr, "started at mpirun's init=false") {
+		t.Errorf("exit %d; the ranks' guard: %q, want two of ...%s, started by the daemon; stderr:\n%s", res.status, got, want, res.stderr)
+	}
+
+	if !pmix.Available {
+		return
+	}
+	// The rank's parent is orted-pmix's guard, its parent orted-pmix,
+	// whose parent is mpirun: mpirun's children are listed by name.
+	children := `ppid() { cut -d' ' -f4 /proc/$1/stat; }; m=$(ppid $(ppid $PPID))
+for s in /proc/[0-9]*/stat; do [ "$(cut -d' ' -f4 $s 2>/dev/null)" = "$m" ] && echo "$(cut -d' ' -f2 $s)"; done; true`
+	res = mpirun(t, c, "-H", "localhost:1", "--pmix", "on", "-np", "1", "sh", "-c", children)
+	if got := lines(res.stdout); res.status != 0 || len(got) != 1 || got[0] != "(orted-pmix)" {
+		t.Errorf("exit %d; mpirun's children: %q, want only (orted-pmix); stderr:\n%s", res.status, got, res.stderr)
 	}
 }
 

@@ -3,6 +3,9 @@
 // application is started on every node (cmd/internal/mpirun).
 package main
 
-import "prsh/cmd/internal/mpirun"
+import (
+	"prsh/cmd/internal/mpirun"
+	_ "prsh/ranks/guard/early/atinit" // this node's guard, started beside mpirun's own start where the job is on this host alone
+)
 
 func main() { mpirun.Main(mpirun.Mpirun) }

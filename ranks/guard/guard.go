@@ -8,8 +8,9 @@
 //
 // # The daemon's socket
 //
-// The daemon starts the guard once per node, at its first start of
-// ranks, as `prsh-guard GuardArg STOPPED-MS`, with its end of a unix
+// The daemon starts the guard once per node, ahead of its first start of
+// ranks (mpirun, for a job on its host alone, in its first init: package
+// early), as `prsh-guard GuardArg STOPPED-MS`, with its end of a unix
 // SOCK_SEQPACKET socket pair as descriptor 3, and keeps it for its own
 // life: a DVM's daemon, for every job it runs. Each message is cut into
 // datagrams of at most 32 KiB; a datagram's first byte is 1 when more of
@@ -56,26 +57,21 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"prsh/ranks/guard/early"
 )
 
-// GuardArg as argv[1] makes orted, or prsh-guard, its node's guard. It
-// ends in the version of the guard's interface (its argv, descriptors
-// and messages), raised by any change to them, so that a prsh-guard of
-// another prsh left beside orted refuses to guard (GuardArgPrefix)
-// instead of misreading what it is given.
-const GuardArg = GuardArgPrefix + "-v5"
-
-// GuardArgPrefix begins the GuardArg of every version, and is the whole
-// of it before versions.
-const GuardArgPrefix = "__rank-guard"
+// GuardArg as argv[1] makes orted, or prsh-guard, its node's guard;
+// GuardArgPrefix begins the GuardArg of every version (early.Arg says
+// why a version).
+const (
+	GuardArg       = early.Arg
+	GuardArgPrefix = early.ArgPrefix
+)
 
 // The ranks of a node run under its guard: a small process that starts
 // each rank in a session and process group of its own (numbered after
@@ -106,16 +102,18 @@ const GuardArgPrefix = "__rank-guard"
 // is not beside it.
 
 // guardSocketFD is the guard's end of its daemon's socket.
-const guardSocketFD = 3
+const guardSocketFD = early.SocketFD
 
 // Guard is the node's guard as its daemon holds it. Its sends come from
 // one goroutine, its reads (Next) from another.
 type Guard struct {
-	cmd *exec.Cmd
+	proc *os.Process
 
-	mu   sync.Mutex // sock, closed by Wait while sends may still come; held only to read or change it
-	sock *socket    // the daemon's end; nil once closed
-	said firstLine  // the first line the guard wrote on its stderr
+	mu       sync.Mutex    // sock, closed by Wait while sends may still come; held only to read or change it
+	sock     *socket       // the daemon's end; nil once closed
+	said     firstLine     // the first line the guard wrote on its stderr
+	saidDone chan struct{} // closed once its stderr is read to the end
+	early    bool          // started at mpirun's init (package early)
 	// waited is closed once Wait has reaped the guard, once; status is
 	// how it ended.
 	reap   sync.Once
@@ -131,33 +129,51 @@ func Start(stoppedLimit time.Duration) (*Guard, error) {
 	if stoppedLimit < time.Millisecond {
 		return nil, fmt.Errorf("the guard's bound on a stopped daemon must be at least 1ms, not %v", stoppedLimit)
 	}
+	if p := early.Take(stoppedLimit.Milliseconds()); p != nil {
+		g, err := adopt(p)
+		if g != nil {
+			g.early = true
+		}
+		return g, err
+	}
 	self, err := guardBinary()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find orted to guard the ranks: %w", err)
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	p, err := early.Spawn(self, stoppedLimit.Milliseconds())
 	if err != nil {
-		return nil, fmt.Errorf("cannot start the ranks' guard: %w", err)
-	}
-	theirs := os.NewFile(uintptr(fds[1]), "guard socket")
-	defer theirs.Close()
-	ours, err := newSocket(fds[0], "guard socket")
-	if err != nil {
-		return nil, fmt.Errorf("cannot start the ranks' guard: %w", err)
-	}
-	g := &Guard{sock: ours, waited: make(chan struct{})}
-	g.cmd = &exec.Cmd{Path: self, Args: []string{self, GuardArg, strconv.FormatInt(stoppedLimit.Milliseconds(), 10)},
-		Dir: "/", Stderr: &g.said, ExtraFiles: []*os.File{theirs}, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
-	if err := g.cmd.Start(); err != nil {
-		ours.close()
 		return nil, fmt.Errorf("cannot start the ranks' guard %s: %w", self, err)
 	}
-	return g, nil
+	return adopt(p)
+}
+
+// adopt holds the guard of process p: its socket, its stderr's first
+// line, its end.
+func adopt(p *early.Process) (*Guard, error) {
+	stderr := os.NewFile(uintptr(p.Stderr), "guard stderr")
+	proc, err := os.FindProcess(p.Pid)
+	if err == nil {
+		var ours *socket
+		if ours, err = newSocket(p.Socket, "guard socket"); err == nil {
+			g := &Guard{proc: proc, sock: ours, waited: make(chan struct{}), saidDone: make(chan struct{})}
+			go func() {
+				io.Copy(&g.said, stderr)
+				stderr.Close()
+				close(g.saidDone)
+			}()
+			return g, nil
+		}
+	}
+	stderr.Close()
+	syscall.Kill(p.Pid, syscall.SIGKILL)
+	var ws syscall.WaitStatus
+	syscall.Wait4(p.Pid, &ws, 0, nil)
+	return nil, fmt.Errorf("cannot start the ranks' guard: %w", err)
 }
 
 // GuardBinary is the name of the guard's own binary, which the daemon
 // looks for beside its own.
-const GuardBinary = "prsh-guard"
+const GuardBinary = early.Binary
 
 // guardBinary is the guard's binary beside the caller's when there is
 // one (cmd/prsh-guard: it starts in less than half the CPU of orted,
@@ -175,8 +191,12 @@ var guardBinary = sync.OnceValues(func() (string, error) {
 	return self, nil
 })
 
+// Early says whether the guard was started at mpirun's init (package
+// early) rather than by Start.
+func (g *Guard) Early() bool { return g.early }
+
 // Pid is the guard's process id.
-func (g *Guard) Pid() int { return g.cmd.Process.Pid }
+func (g *Guard) Pid() int { return g.proc.Pid }
 
 // StartRank asks the guard to start a rank; its answer comes on Next.
 // The guard has its own copies of the rank's descriptors once it
@@ -192,7 +212,7 @@ func (g *Guard) KillJob(job int) error { return g.send(newMessage(kindKill).int(
 
 // KillProcess kills the guard's own process, for a guard that does not
 // answer: what it started is then the caller's to kill.
-func (g *Guard) KillProcess() { g.cmd.Process.Kill() }
+func (g *Guard) KillProcess() { g.proc.Kill() }
 
 // End closes the daemon's side of the socket: the guard kills
 // everything under it, reports the ranks' ends and exits.
@@ -253,9 +273,11 @@ func (g *Guard) Wait() syscall.WaitStatus {
 			g.sock = nil
 		}
 		g.mu.Unlock()
-		g.cmd.Process.Kill() // it broke the protocol, if it has not exited
-		g.cmd.Wait()
-		g.status = g.cmd.ProcessState.Sys().(syscall.WaitStatus)
+		g.proc.Kill() // it broke the protocol, if it has not exited
+		if state, err := g.proc.Wait(); err == nil {
+			g.status = state.Sys().(syscall.WaitStatus)
+		}
+		<-g.saidDone
 		close(g.waited)
 	})
 	return g.status

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"prsh/ranks/guard/early"
 	"runtime/debug"
 	"slices"
 	"syscall"
@@ -62,6 +63,7 @@ func Main(command string) {
 		Action: func(c *cli.Context) error { return run(c, start) },
 	}
 	err := app.Run(joinPairs(withCommandFlag(os.Args, command), app.Flags))
+	early.Drop() // a guard started at init (cmd/mpirun) that no job took
 	var exit exitStatus
 	switch {
 	case errors.As(err, &exit):
