@@ -60,7 +60,7 @@ func TestOwnNodeGuardAtInit(t *testing.T) {
 	guardArgv := `tr '\0' ' ' < /proc/$PPID/cmdline; echo`
 	res := mpirun(t, c, append(ownNode, "-v", "-np", "2", "sh", "-c", guardArgv)...)
 	if res.status != 0 || !strings.Contains(res.stderr, "the node's guard runs: pid=") ||
-		!strings.Contains(res.stderr, "started at mpirun's init=true") {
+		!strings.Contains(res.stderr, "started at init=true") {
 		t.Errorf("exit %d; want the guard started at mpirun's init; stderr:\n%s", res.status, res.stderr)
 	}
 	want := fmt.Sprintf(" %s %d ", guard.GuardArg, timeouts.Default().GuardStoppedMS)
@@ -71,7 +71,7 @@ func TestOwnNodeGuardAtInit(t *testing.T) {
 	res = mpirun(t, c, append(ownNode, "-v", "--timeouts", "guard-stopped=40s", "-np", "2", "sh", "-c", guardArgv)...)
 	want = fmt.Sprintf(" %s 40000 ", guard.GuardArg)
 	if got := lines(res.stdout); res.status != 0 || len(got) != 2 || !strings.Contains(got[0]+" ", want) ||
-		!strings.Contains(res.stderr, "started at mpirun's init=false") {
+		!strings.Contains(res.stderr, "started at init=false") {
 		t.Errorf("exit %d; the ranks' guard: %q, want two of ...%s, started by the daemon; stderr:\n%s", res.status, got, want, res.stderr)
 	}
 

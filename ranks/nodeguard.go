@@ -111,7 +111,7 @@ func (h *NodeGuard) start(stoppedLimit time.Duration) (*guard.Guard, error) {
 		return nil, err
 	}
 	h.guard = g
-	h.log.Debug("the node's guard runs", "pid", g.Pid(), "started at mpirun's init", g.Early())
+	h.log.Debug("the node's guard runs", "pid", g.Pid(), "started at init", g.Early())
 	go h.listen(g)
 	return g, nil
 }

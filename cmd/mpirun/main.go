@@ -5,7 +5,7 @@ package main
 
 import (
 	"prsh/cmd/internal/mpirun"
-	_ "prsh/ranks/guard/early/atinit" // this node's guard, started beside mpirun's own start where the job is on this host alone
+	_ "prsh/ranks/guard/early/formpirun" // this node's guard, started beside mpirun's own start where the job is on this host alone
 )
 
 func main() { mpirun.Main(mpirun.Mpirun) }
