@@ -118,9 +118,10 @@ func TestGuardOnlyWhereRanks(t *testing.T) {
 
 // TestOrtedsOnlyWhereRanks: a host that gets no rank gets no orted, as
 // Hydra starts no proxy there: two ranks by node on four hosts run
-// orteds on node001 and node002 alone, and --display-allocation still
-// lists the four. (A child job placed on such a host starts its orted
-// then: TestPMIxChildJob, TestPMI2Spawn.)
+// orteds on node001 and node002 alone; --display-allocation still lists
+// the four, and --display-map says which two get no orted. (A child job
+// placed on such a host starts its orted then: TestPMIxChildJob,
+// TestPMI2Spawn.)
 func TestOrtedsOnlyWhereRanks(t *testing.T) {
 	c := cluster(t, testbed.Config{Nodes: 4, Slots: 2})
 	cmd, stdout, stderr := startMpirun(t, c, "--map-by", "node", "-np", "2", "--stdin", "none", "sh", "-c", `echo "up $PRSH_RANK"; exec sleep 300`)
@@ -133,13 +134,18 @@ func TestOrtedsOnlyWhereRanks(t *testing.T) {
 	}
 	interrupted(t, c, cmd, stderr)
 
-	res := mpirun(t, c, "--display-allocation", "--map-by", "node", "-np", "2", "true")
+	res := mpirun(t, c, "--display-allocation", "--display-map", "--map-by", "node", "-np", "2", "true")
 	if res.status != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", res.status, res.stderr)
 	}
 	for _, node := range []string{"node001", "node002", "node003", "node004"} {
 		if !regexp.MustCompile(`(?m)^ +` + node + ` +slots=2$`).MatchString(res.stderr) {
 			t.Errorf("--display-allocation does not list %s:\n%s", node, res.stderr)
+		}
+	}
+	for _, node := range []string{"node003", "node004"} {
+		if !regexp.MustCompile(`(?m)^ +` + node + ` +no rank: no orted \(--every-host starts one\)$`).MatchString(res.stderr) {
+			t.Errorf("--display-map does not say %s gets no orted:\n%s", node, res.stderr)
 		}
 	}
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // displayMap prints which ranks each node runs, and the program of each
-// rank when there are several (--display-map).
-func displayMap(w io.Writer, m *job.Map, progs []program) {
+// when the job has several (--display-map); then the hosts of the list
+// that get no rank, so no daemon (spare).
+func displayMap(w io.Writer, m *job.Map, spare []job.Host, progs []program) {
 	fmt.Fprintf(w, "mpirun: map: %s on %s\n", count(m.Size(), "rank"), count(len(m.Nodes), "node"))
 	programs := programOfRanks(progs, m.Size())
 	byNode := make([][]int, len(m.Nodes))
@@ -22,6 +23,9 @@ func displayMap(w io.Writer, m *job.Map, progs []program) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for i, h := range m.Nodes {
 		fmt.Fprintf(tw, "    %s\tranks %s%s\n", h.Name, rankRanges(byNode[i]), programsOf(byNode[i], programs))
+	}
+	for _, h := range spare {
+		fmt.Fprintf(tw, "    %s\tno rank: no orted (--every-host starts one)\n", h.Name)
 	}
 	tw.Flush()
 }
@@ -49,8 +53,8 @@ func programsOf(ranks []int, program []int) string {
 			names = append(names, "program "+strconv.Itoa(p+1))
 		}
 	}
-	if len(seen) == 1 && program[len(program)-1] == 0 {
-		return "" // one program in the whole job
+	if len(seen) == 0 || (len(seen) == 1 && program[len(program)-1] == 0) {
+		return "" // no rank, or one program in the whole job
 	}
 	return "\t" + strings.Join(names, ", ")
 }

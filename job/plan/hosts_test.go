@@ -71,3 +71,23 @@ func TestDisplayMap(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", stderr, want)
 	}
 }
+
+// TestDisplayMapSpareHosts: hosts that get no rank are listed as getting
+// no orted either, unless --every-host keeps one on each.
+func TestDisplayMapSpareHosts(t *testing.T) {
+	req := defaults("a:2,b:2,c:2")
+	req.Args, req.NP, req.NPSet = []string{"x"}, 2, true
+	req.DisplayMap, req.LaunchAgent, req.ListenIP = true, "ssh %h", "10.0.0.1"
+	_, stderr := make1(t, req)
+	want := "mpirun: map: 2 ranks on 1 node\n    a  ranks 0-1\n    b  no rank: no orted (--every-host starts one)\n" +
+		"    c  no rank: no orted (--every-host starts one)\n"
+	if stderr != want {
+		t.Errorf("got\n%s\nwant\n%s", stderr, want)
+	}
+	req.EveryHost = true
+	_, stderr = make1(t, req)
+	want = "mpirun: map: 2 ranks on 3 nodes\n    a  ranks 0-1\n    b  ranks none\n    c  ranks none\n"
+	if stderr != want {
+		t.Errorf("--every-host: got\n%s\nwant\n%s", stderr, want)
+	}
+}

@@ -45,10 +45,10 @@ func Make(req Request, here Here) (daemon.Config, error) {
 	if err != nil {
 		return daemon.Config{}, err
 	}
-	if req.DisplayMap {
-		displayMap(here.Stderr, placed, progs)
-	}
 	placed, spare := leaveIdle(req, placed)
+	if req.DisplayMap {
+		displayMap(here.Stderr, placed, spare, progs)
+	}
 	m, daemonIndex, err := localFirst(placed, here.Hostname)
 	if err != nil {
 		return daemon.Config{}, usage(err)
