@@ -53,6 +53,8 @@ func TestLocalJob(t *testing.T) {
 		{"mpirun -h", none, false},
 		{"mpirun --mca orte_default_hostfile h ./app", none, false},
 		{"mpirun --mca btl self ./app", none, true},
+		{"mpirun -H localhost --launch-agent ssh ./app", none, false},
+		{"mpirun --mca plm_rsh_agent ssh -H localhost ./app", none, false},
 		{"mpirun -np 1 ./a : -np 1 -H far ./b", none, false},
 		{"mpirun -np 1 ./a : -np 1 ./b", none, true},
 		{"mpirun -x A=1 -np 2 -- ./app -H far", none, true},

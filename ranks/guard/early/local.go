@@ -13,10 +13,11 @@ var HostVars = []string{
 }
 
 // notLocal says whether an option may put the job elsewhere than on
-// this host, or start none: hostfiles, a DVM, help and version.
+// this host, or start none: hostfiles, a DVM, help and version; or have
+// an orted run this host's ranks (a launch agent).
 func notLocal(name string) bool {
 	switch name {
-	case "hostfile", "machinefile", "f", "default-hostfile",
+	case "hostfile", "machinefile", "f", "default-hostfile", "launch-agent",
 		"dvm", "dvm-start", "dvm-stop", "dvm-uri", "daemonize",
 		"help", "h", "version":
 		return true
@@ -28,15 +29,15 @@ func notLocal(name string) bool {
 func hostOption(name string) bool { return name == "host" || name == "H" || name == "hosts" }
 
 // localJob says whether mpirun's command line (args, from argv[0]) and
-// environment put the job on this host alone: no option of notLocal, and
-// either host lists (-H) that name this host only, or none and no
-// variable of HostVars. It reads options until the program, an argument
-// after another that is not an option (the value of one), and again
-// after each ":" (MPMD). It reads no flag table, so an option that takes no
-// value makes it read the program's own arguments as mpirun's, which can
-// only answer no more often: a wrong no costs the guard's start in its
-// usual place, a wrong yes a guard started for nothing, which mpirun
-// drops.
+// environment put the job on this host alone, its ranks started by
+// mpirun itself: no option of notLocal, and either host lists (-H) that
+// name this host only, or none and no variable of HostVars. It reads
+// options until the program, an argument after another that is not an
+// option (the value of one), and again after each ":" (MPMD). It reads no
+// flag table, so an option that takes no value makes it read the
+// program's own arguments as mpirun's, which can only answer no more
+// often: a wrong no costs the guard's start in its usual place, a wrong
+// yes a guard started for nothing, which mpirun drops.
 func localJob(args []string, getenv func(string) string, nodename func() string) bool {
 	hosts := false
 	afterOption := false
@@ -77,7 +78,7 @@ scan:
 			hosts = true
 			continue
 		case name == "mca" || name == "gmca":
-			if i+2 >= len(args) || contains(args[i+1], "host") {
+			if i+2 >= len(args) || contains(args[i+1], "host") || contains(args[i+1], "agent") {
 				return false
 			}
 			i += 2
