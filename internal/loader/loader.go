@@ -13,20 +13,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Search is where libraries are looked for, besides the asking object's
 // own DT_RPATH and DT_RUNPATH.
 type Search struct {
 	LibraryPath []string // LD_LIBRARY_PATH
-	System      []string // ld.so.conf's directories, then the defaults
+	// system is ld.so.conf's directories, then the defaults, read at the
+	// first search that gets that far: most programs need no library but
+	// the C runtime's, which need.Decide does not look up.
+	system func() []string
 }
 
 // NewSearch searches libraryPath (LD_LIBRARY_PATH's directories) and this
 // machine's system directories.
 func NewSearch(libraryPath []string) Search {
-	system := confDirs("/etc/ld.so.conf", 0)
-	return Search{LibraryPath: libraryPath, System: append(system, "/lib64", "/usr/lib64", "/lib", "/usr/lib")}
+	return Search{LibraryPath: libraryPath, system: sync.OnceValue(func() []string {
+		return append(confDirs("/etc/ld.so.conf", 0), "/lib64", "/usr/lib64", "/lib", "/usr/lib")
+	})}
 }
 
 // ErrNotFound: no directory holds the library for the asking object's
@@ -65,7 +70,7 @@ func (s Search) dirs(soname, from string, f *elf.File) []string {
 	}
 	dirs = append(dirs, s.LibraryPath...)
 	dirs = append(dirs, runpath...)
-	return append(dirs, s.System...)
+	return append(dirs, s.system()...)
 }
 
 // dynPaths splits a DT_RPATH or DT_RUNPATH into directories, $ORIGIN
