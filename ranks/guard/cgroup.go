@@ -1,18 +1,20 @@
 package guard
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"prsh/internal/cgroupfs"
 )
 
 // A Cgroup is a cgroup v2 of the daemon's own, below the one it runs in,
@@ -146,47 +148,13 @@ func removeCgroupDir(dir string, wait time.Duration) error {
 // DVM's daemon makes a job cgroup in it for every job, and reading the
 // mount table each time was a tenth of its CPU per job.
 var ownCgroupDir = sync.OnceValues(func() (string, error) {
-	mount, err := cgroup2Mount()
-	if err != nil {
-		return "", err
+	i := slices.IndexFunc(cgroupfs.Mounts(), func(m cgroupfs.Mount) bool { return m.V2 })
+	if i < 0 {
+		return "", errors.New("cgroup v2 is not mounted")
 	}
-	own, err := ownCgroup()
-	if err != nil {
-		return "", err
+	own, ok := cgroupfs.Own()[""]
+	if !ok || !strings.HasPrefix(own, "/") {
+		return "", errors.New("not in a cgroup v2")
 	}
-	return filepath.Join(mount, own), nil
+	return filepath.Join(cgroupfs.Mounts()[i].Dir, own), nil
 })
-
-// cgroup2Mount finds where cgroup v2 is mounted (/sys/fs/cgroup, or
-// /sys/fs/cgroup/unified on a hybrid system).
-func cgroup2Mount() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE SUPER
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		fields := strings.Fields(pre)
-		if ok && strings.HasPrefix(post, "cgroup2 ") && len(fields) >= 5 && fields[3] == "/" {
-			return fields[4], nil
-		}
-	}
-	return "", errors.New("cgroup v2 is not mounted")
-}
-
-// ownCgroup is the caller's cgroup v2 path, from its "0::" line.
-func ownCgroup() (string, error) {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if path, ok := strings.CutPrefix(line, "0::"); ok && strings.HasPrefix(path, "/") {
-			return path, nil
-		}
-	}
-	return "", errors.New("not in a cgroup v2")
-}
