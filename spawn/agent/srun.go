@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -97,10 +96,10 @@ func (p srunProcess) Wait() error {
 	var lines []string
 	for _, line := range strings.Split(xe.Stderr, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || taskExitLine.MatchString(line) || line == noCPUBinding {
+		if line == "" || taskExitLine().MatchString(line) || line == noCPUBinding {
 			continue
 		}
-		lines = append(lines, stepdPrefix.ReplaceAllString(line, ""))
+		lines = append(lines, stepdPrefix().ReplaceAllString(line, ""))
 	}
 	short := *xe
 	short.Stderr = strings.Join(lines, "; ")
@@ -110,10 +109,10 @@ func (p srunProcess) Wait() error {
 var (
 	// taskExitLine is srun's report of a task's end:
 	// "srun: error: node2: task 0: Exited with exit code 2".
-	taskExitLine = regexp.MustCompile(`^srun: error: \S+: tasks? [0-9,-]+: `)
+	taskExitLine = lazyRegexp(`^srun: error: \S+: tasks? [0-9,-]+: `)
 	// stepdPrefix begins a line of the node's slurmstepd:
 	// "slurmstepd-node2: error: ".
-	stepdPrefix = regexp.MustCompile(`^slurmstepd(-\S+)?: (error: )?`)
+	stepdPrefix = lazyRegexp(`^slurmstepd(-\S+)?: (error: )?`)
 )
 
 // noCPUBinding is srun's note on --cpu-bind=none where Slurm binds no

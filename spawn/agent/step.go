@@ -173,7 +173,7 @@ func (s *step) stdoutLine(line string) {
 
 func (s *step) stderrLine(line string) {
 	s.log.Debug("srun stderr", "line", line)
-	if cancelledRE.MatchString(line) {
+	if cancelledRE().MatchString(line) {
 		s.mu.Lock()
 		s.cancelled = true
 		s.mu.Unlock()

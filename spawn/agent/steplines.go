@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // What srun --label writes for a job step of many tasks, read line by
@@ -44,13 +45,16 @@ type taskExit struct {
 	status *ExitError // without Stderr
 }
 
-var taskExitRE = regexp.MustCompile(`^srun: error: (\S+): tasks? ([0-9,-]+): (.+)$`)
+// The regular expressions of srun's lines are compiled at their first use:
+// at init they were most of this package's start, in every mpirun and
+// orted, which mostly never read an srun line.
+var taskExitRE = lazyRegexp(`^srun: error: (\S+): tasks? ([0-9,-]+): (.+)$`)
 
 // parseTaskExit reads "srun: error: node3: task 2: Exited with exit code
 // 2", "…: tasks 1-2: Killed", "…: task 0: Segmentation fault (core
 // dumped)".
 func parseTaskExit(line string) (taskExit, bool) {
-	m := taskExitRE.FindStringSubmatch(line)
+	m := taskExitRE().FindStringSubmatch(line)
 	if m == nil {
 		return taskExit{}, false
 	}
@@ -114,7 +118,7 @@ var signalWords = map[string]struct {
 // SIGTERM goes to every task: "slurmstepd: error: *** STEP 12.0 ON node1
 // CANCELLED AT 2026-11-27T02:40:00 DUE TO TIME LIMIT ***" (JOB instead of
 // STEP for scancel of the whole job).
-var cancelledRE = regexp.MustCompile(`^(\d+: )?slurmstepd(-\S+)?: (error: )?\*\*\* (STEP|JOB) \S+ ON \S+ CANCELLED AT `)
+var cancelledRE = lazyRegexp(`^(\d+: )?slurmstepd(-\S+)?: (error: )?\*\*\* (STEP|JOB) \S+ ON \S+ CANCELLED AT `)
 
 // stepStderr joins a task's stderr lines into one, without what the
 // caller says otherwise: srun's note that there is no CPU binding to
@@ -124,10 +128,15 @@ func stepStderr(lines []string) string {
 	var out []string
 	for _, line := range lines {
 		line = strings.TrimSpace(line)
-		if line == "" || line == noCPUBinding || taskExitLine.MatchString(line) {
+		if line == "" || line == noCPUBinding || taskExitLine().MatchString(line) {
 			continue
 		}
-		out = append(out, stepdPrefix.ReplaceAllString(line, ""))
+		out = append(out, stepdPrefix().ReplaceAllString(line, ""))
 	}
 	return strings.Join(out, "; ")
+}
+
+// lazyRegexp compiles expr at its first use.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
