@@ -115,10 +115,7 @@ func gone(pid int) bool {
 
 func TestSpawnTakeDrop(t *testing.T) {
 	path, seen := fakeGuard(t)
-	p, err := Spawn(path, 1234)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := spawn(t, path)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, _ := os.ReadFile(seen)
@@ -134,20 +131,12 @@ func TestSpawnTakeDrop(t *testing.T) {
 		t.Errorf("the guard's process group is %d, want its own (%d)", pgid, p.Pid)
 	}
 
-	mu.Lock()
-	started = p
-	mu.Unlock()
+	keep(p)
 	if q := Take(999); q != nil || !gone(p.Pid) {
 		t.Errorf("Take with another bound: %+v, and the guard killed and reaped: %v", q, gone(p.Pid))
 	}
 
-	p, err = Spawn(path, 1234)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	started = p
-	mu.Unlock()
+	p = keep(spawn(t, path))
 	if q := Take(1234); q != p {
 		t.Errorf("Take with its bound: %+v, want %+v", q, p)
 	}
@@ -156,18 +145,28 @@ func TestSpawnTakeDrop(t *testing.T) {
 	}
 	p.kill()
 
-	p, err = Spawn(path, 1234)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	started = p
-	mu.Unlock()
+	p = keep(spawn(t, path))
 	Drop()
 	if !gone(p.Pid) || Take(1234) != nil {
 		t.Error("Drop left the guard running or to be taken")
 	}
 	Drop() // nothing left: nothing to do
+}
+
+func spawn(t *testing.T, path string) *Process {
+	p, err := Spawn(path, 1234)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// keep holds p as the guard started at init.
+func keep(p *Process) *Process {
+	mu.Lock()
+	started = p
+	mu.Unlock()
+	return p
 }
 
 // TestImportsKeepInitEarly: the package imports only what Go initializes
