@@ -152,9 +152,11 @@ func Start(stoppedLimit time.Duration) (*Guard, error) {
 func adopt(p *early.Process) (*Guard, error) {
 	stderr := os.NewFile(uintptr(p.Stderr), "guard stderr")
 	proc, err := os.FindProcess(p.Pid)
-	if err == nil {
+	if err != nil {
+		syscall.Close(p.Socket)
+	} else {
 		var ours *socket
-		if ours, err = newSocket(p.Socket, "guard socket"); err == nil {
+		if ours, err = newSocket(p.Socket, "guard socket"); err == nil { // closes it on failure
 			g := &Guard{proc: proc, sock: ours, waited: make(chan struct{}), saidDone: make(chan struct{})}
 			go func() {
 				io.Copy(&g.said, stderr)
