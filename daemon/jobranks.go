@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"maps"
-	"prsh/ranks/guard/early"
 	"slices"
 	"syscall"
 
@@ -10,6 +9,7 @@ import (
 	"prsh/iof"
 	"prsh/job/binding"
 	"prsh/ranks"
+	"prsh/ranks/guard/early"
 )
 
 // jobRanks is one job's ranks at this daemon, as the driver holds them:

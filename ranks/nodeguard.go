@@ -74,8 +74,8 @@ const (
 )
 
 // Close ends the guard, which kills everything left under it, and waits
-// until it has (while it can act, up to guardEndLimit): nothing of the daemon's jobs
-// outlives the daemon. A nil NodeGuard (a daemon with no ranks of its
+// until it has (while it can act, up to guardEndLimit): nothing of the
+// daemon's jobs outlives the daemon. A nil NodeGuard (a daemon with no ranks of its
 // own to start) has nothing to end.
 func (h *NodeGuard) Close() {
 	if h == nil {

@@ -150,27 +150,25 @@ func Start(stoppedLimit time.Duration) (*Guard, error) {
 // adopt holds the guard of process p: its socket, its stderr's first
 // line, its end.
 func adopt(p *early.Process) (*Guard, error) {
-	stderr := os.NewFile(uintptr(p.Stderr), "guard stderr")
 	proc, err := os.FindProcess(p.Pid)
 	if err != nil {
-		syscall.Close(p.Socket)
-	} else {
-		var ours *socket
-		if ours, err = newSocket(p.Socket, "guard socket"); err == nil { // closes it on failure
-			g := &Guard{proc: proc, sock: ours, waited: make(chan struct{}), saidDone: make(chan struct{})}
-			go func() {
-				io.Copy(&g.said, stderr)
-				stderr.Close()
-				close(g.saidDone)
-			}()
-			return g, nil
-		}
+		p.Discard()
+		return nil, fmt.Errorf("cannot start the ranks' guard: %w", err)
 	}
-	stderr.Close()
-	syscall.Kill(p.Pid, syscall.SIGKILL)
-	var ws syscall.WaitStatus
-	syscall.Wait4(p.Pid, &ws, 0, nil)
-	return nil, fmt.Errorf("cannot start the ranks' guard: %w", err)
+	ours, err := newSocket(p.Socket, "guard socket") // closes it on failure
+	if err != nil {
+		syscall.Close(p.Stderr)
+		p.Kill()
+		return nil, fmt.Errorf("cannot start the ranks' guard: %w", err)
+	}
+	g := &Guard{proc: proc, sock: ours, waited: make(chan struct{}), saidDone: make(chan struct{})}
+	stderr := os.NewFile(uintptr(p.Stderr), "guard stderr")
+	go func() { // ends with the guard's stderr; Wait waits for it
+		io.Copy(&g.said, stderr)
+		stderr.Close()
+		close(g.saidDone)
+	}()
+	return g, nil
 }
 
 // GuardBinary is the name of the guard's own binary, which the daemon

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"prsh/ranks/guard/early"
 	"runtime/debug"
 	"slices"
 	"syscall"
@@ -23,6 +22,7 @@ import (
 
 	"prsh/daemon"
 	"prsh/internal/profile"
+	"prsh/ranks/guard/early"
 	"prsh/stage"
 )
 

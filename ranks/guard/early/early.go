@@ -86,11 +86,16 @@ func Spawn(path string, stoppedMS int64) (*Process, error) {
 	return &Process{Pid: pid, Socket: fds[0], Stderr: errPipe[0], StoppedMS: stoppedMS}, nil
 }
 
-// kill ends a guard that was never given a rank, so has nothing under
-// it, and reaps it.
-func (p *Process) kill() {
+// Discard closes the daemon's ends of a guard that was never given a
+// rank, so has nothing under it, and kills it.
+func (p *Process) Discard() {
 	syscall.Close(p.Socket)
 	syscall.Close(p.Stderr)
+	p.Kill()
+}
+
+// Kill kills the guard's process and reaps it.
+func (p *Process) Kill() {
 	syscall.Kill(p.Pid, syscall.SIGKILL)
 	var ws syscall.WaitStatus
 	for {
@@ -158,7 +163,7 @@ func Take(stoppedMS int64) *Process {
 	started = nil
 	mu.Unlock()
 	if p != nil && p.StoppedMS != stoppedMS {
-		p.kill()
+		p.Discard()
 		return nil
 	}
 	return p
@@ -172,6 +177,6 @@ func Drop() {
 	started = nil
 	mu.Unlock()
 	if p != nil {
-		p.kill()
+		p.Discard()
 	}
 }

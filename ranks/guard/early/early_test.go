@@ -143,7 +143,7 @@ func TestSpawnTakeDrop(t *testing.T) {
 	if Take(1234) != nil {
 		t.Error("a guard taken twice")
 	}
-	p.kill()
+	p.Discard()
 
 	p = keep(spawn(t, path))
 	Drop()
