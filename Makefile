@@ -27,6 +27,7 @@ demo: bin
 # launchers it measures.
 bench: bin
 	cd lab && $(GO) build -o ../bin/ ./cmd/bench
+	cd lab && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o ../bin/ ./cmd/gostart
 
 check:
 	$(GO) vet -tags '$(TAGS)' ./...

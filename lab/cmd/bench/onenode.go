@@ -52,6 +52,7 @@ mpiexec, the daemons or proxies, the agents) divided by M: per node.`,
 			&cli.StringSliceFlag{Name: "peer", Hidden: true},
 			&cli.BoolFlag{Name: "peers", Hidden: true},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions of every launch"},
+			&cli.BoolFlag{Name: goFloorFlag, Usage: goFloorUsage},
 			&cli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "give up on one launch after this long"},
 			&cli.StringFlag{Name: "table", Usage: "write the markdown table to this file (it is printed anyway)"},
 		}, clusterFlags()...),
@@ -85,19 +86,29 @@ type programLauncher struct {
 }
 
 // oneNodeCases are the launches of n ranks of each program: /bin/true
-// under all three, each barrier build under ours and its own MPI's.
-func oneNodeCases(mpirun string, programs map[string]string, n int) []oneNodeCase {
+// under all three, each barrier build under ours and its own MPI's; then
+// Hydra's Go floors.
+func oneNodeCases(mpirun string, programs map[string]string, floors []goFloorLauncher, n int) []oneNodeCase {
 	np := strconv.Itoa(n)
-	return casesOf([]programLauncher{
+	return casesOf(append([]programLauncher{
 		{"prsh", []string{mpirun, "-H", "localhost:" + np, "-np", np}, slurmPrograms},
 		{"hydra", []string{"mpiexec.hydra", "-n", np}, []string{progTrue, progMPICH}},
 		{"ompi", []string{"mpirun.openmpi", "--oversubscribe", "-np", np}, []string{progTrue, progOMPI}},
-	}, programs, np)
+	}, floorsLike(floors, "-n", np)...), programs, np)
+}
+
+// floorsLike are the Go floors with Hydra's options hydra.
+func floorsLike(floors []goFloorLauncher, hydra ...string) []programLauncher {
+	var launchers []programLauncher
+	for _, f := range floors {
+		launchers = append(launchers, programLauncher{f.name, append(slices.Clone(f.argv), hydra...), []string{progTrue, progMPICH}})
+	}
+	return launchers
 }
 
 // manyNodeCases are oneNodeCases over the testbed's first nodes, n
 // ranks on each, every launcher through the testbed's agent.
-func manyNodeCases(tb *bench, programs map[string]string, nodes, n int) ([]oneNodeCase, error) {
+func manyNodeCases(tb *bench, programs map[string]string, floors []goFloorLauncher, nodes, n int) ([]oneNodeCase, error) {
 	h, err := tb.hostfilesOf(nodes, n)
 	if err != nil {
 		return nil, err
@@ -108,6 +119,7 @@ func manyNodeCases(tb *bench, programs map[string]string, nodes, n int) ([]oneNo
 		{"prsh", []string{mpirun, "--hostfile", h.slots, "--launch-agent", tb.agent + " %h", "-np", np}, slurmPrograms},
 		{"hydra", []string{"mpiexec.hydra", "-launcher", "rsh", "-launcher-exec", tb.agent, "-f", h.counted, "-n", np}, []string{progTrue, progMPICH}},
 	}
+	launchers = append(launchers, floorsLike(floors, "-launcher", "rsh", "-launcher-exec", tb.agent, "-f", h.counted, "-n", np)...)
 	if ompi := openMPILauncher(tb.agent, tb.c.Bool("uts")); ompi.unavailable == "" {
 		argv := ompi.argv(h, nodes*n, 0)
 		launchers = append(launchers, programLauncher{"ompi", argv[:len(argv)-1], []string{progTrue, progOMPI}}) // without its /bin/true
@@ -149,6 +161,12 @@ func benchOneNodeAction(c *cli.Context, std stdio) error {
 	exe, _ := os.Executable()
 	mpirun := filepath.Join(filepath.Dir(exe), "mpirun")
 	programs := buildBarriers(dir, std.err)
+	var floors []goFloorLauncher
+	if c.Bool(goFloorFlag) {
+		if floors, err = goFloorLaunchers(dir, filepath.Join(filepath.Dir(exe), "gostart")); err != nil {
+			return err
+		}
+	}
 	b := &oneNodeBench{c: c, std: std, meter: newCPUMeter(false),
 		env: append(append(os.Environ(), pathEnv()), driverEnv...)}
 	var tb *bench
@@ -163,9 +181,9 @@ func benchOneNodeAction(c *cli.Context, std stdio) error {
 	}
 	var results []oneNodeResult
 	for _, n := range sizes {
-		cases := oneNodeCases(mpirun, programs, n)
+		cases := oneNodeCases(mpirun, programs, floors, n)
 		if tb != nil {
-			if cases, err = manyNodeCases(tb, programs, nodes, n); err != nil {
+			if cases, err = manyNodeCases(tb, programs, floors, nodes, n); err != nil {
 				return err
 			}
 		}

@@ -12,7 +12,7 @@ import (
 // barrier build under ours and its own MPI's launcher, with the world's
 // size it checks; a build that is missing has no case.
 func TestOneNodeCases(t *testing.T) {
-	cases := oneNodeCases("/x/mpirun", map[string]string{progMPICH: "/b/mpich"}, 8)
+	cases := oneNodeCases("/x/mpirun", map[string]string{progMPICH: "/b/mpich"}, nil, 8)
 	var got []string
 	for _, c := range cases {
 		got = append(got, c.program+" "+c.launcher+": "+strings.Join(c.argv, " "))

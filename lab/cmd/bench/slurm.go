@@ -46,6 +46,7 @@ running on the nodes counts as failed, and the table says why.`,
 			&cli.StringFlag{Name: "nodes", Aliases: []string{"n"}, Value: "8,32,64", Usage: "allocation sizes, comma-separated (the cluster has the largest)"},
 			&cli.IntFlag{Name: "cpus", Value: 2, Usage: "CPUs of each node"},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions of every launch per size"},
+			&cli.BoolFlag{Name: goFloorFlag, Usage: goFloorUsage},
 			&cli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "give up on one launch after this long"},
 			&cli.StringFlag{Name: "csv", Usage: "write the results as CSV to this file"},
 			&cli.StringFlag{Name: "table", Usage: "write the markdown table to this file (it is printed anyway)"},
@@ -75,6 +76,12 @@ func benchSlurmAction(c *cli.Context, std stdio) error {
 		return err
 	}
 	b := &slurmBench{c: c, std: std, cluster: cluster, mpirun: mpirun, programs: buildBarriers(cluster.Dir(), std.err)}
+	if c.Bool(goFloorFlag) {
+		if b.floors, err = goFloorLaunchers(cluster.Dir(), filepath.Join(filepath.Dir(mpirun), "gostart")); err != nil {
+			cluster.Close()
+			return err
+		}
+	}
 	var points []slurmPoint
 	for _, n := range nodes {
 		points = append(points, b.allocation(n)...)
@@ -113,12 +120,13 @@ type slurmBench struct {
 	cluster  *slurm.Cluster
 	mpirun   string
 	programs map[string]string
+	floors   []goFloorLauncher // --go-floor's
 }
 
 // allocation runs every case in one allocation of n nodes and gathers the
 // results; runs the allocation did not make count as failed.
 func (b *slurmBench) allocation(n int) []slurmPoint {
-	cases := slurmCases(b.mpirun, b.programs, n)
+	cases := slurmCases(b.mpirun, b.programs, b.floors, n)
 	for i := range cases {
 		if _, err := exec.LookPath(cases[i].argv[0]); err != nil && cases[i].unavailable == "" {
 			cases[i].unavailable = cases[i].argv[0] + " is not installed"

@@ -18,7 +18,7 @@ import (
 // under the launchers whose PMI it speaks, srun with the matching --mpi;
 // a program that was not built is not run.
 func TestSlurmCases(t *testing.T) {
-	cases := slurmCases("/bin/mpirun", map[string]string{progMPICH: "/d/barrier-mpich"}, 8)
+	cases := slurmCases("/bin/mpirun", map[string]string{progMPICH: "/d/barrier-mpich"}, nil, 8)
 	var got []string
 	for _, c := range cases {
 		got = append(got, c.program+": "+c.label()+": "+strings.Join(c.argv, " ")+": "+c.unavailable)

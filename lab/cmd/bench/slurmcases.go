@@ -39,9 +39,10 @@ type slurmCase struct {
 // (as it starts its daemons by default, and along a tree of degree 2 over
 // one srun per edge), Open MPI's mpirun, Hydra's mpiexec and srun alone,
 // each with every program its MPI library can run (srun: PMI-2 for MPICH,
-// PMIx for Open MPI, as Debian builds them). programs maps progMPICH and
-// progOMPI to their builds; a missing one makes its cases unavailable.
-func slurmCases(mpirun string, programs map[string]string, n int) []slurmCase {
+// PMIx for Open MPI, as Debian builds them), then Hydra's Go floors.
+// programs maps progMPICH and progOMPI to their builds; a missing one
+// makes its cases unavailable.
+func slurmCases(mpirun string, programs map[string]string, floors []goFloorLauncher, n int) []slurmCase {
 	np := strconv.Itoa(n)
 	type launcher struct {
 		name     string
@@ -56,6 +57,9 @@ func slurmCases(mpirun string, programs map[string]string, n int) []slurmCase {
 		{name: "hydra", argv: []string{"mpiexec.mpich", "-n", np}, programs: []string{progTrue, progMPICH}},
 		{name: "srun", argv: []string{"srun", "-n", np}, programs: slurmPrograms,
 			mpi: map[string][]string{progMPICH: {"--mpi=pmi2"}, progOMPI: {"--mpi=pmix"}}},
+	}
+	for _, f := range floors {
+		launchers = append(launchers, launcher{name: f.name, argv: append(slices.Clone(f.argv), "-n", np), programs: []string{progTrue, progMPICH}})
 	}
 	var cases []slurmCase
 	for _, prog := range slurmPrograms {
