@@ -15,10 +15,12 @@ TAGS    ?= $(shell pkg-config --exists pmix 2>/dev/null && echo pmix)
 # orted is a static Go program; orted-pmix is orted with the PMIx server
 # (cgo), which mpirun starts only for jobs that may need it. urfave_cli_no_docs
 # leaves out the CLI library's man and markdown writers, which we never call
-# (250 KB of mpirun's resident text).
+# (250 KB of mpirun's resident text). CPUPROFILE=1 builds in the CPU
+# profiles of PRSH_CPUPROFILE (internal/profile).
+BINTAGS = urfave_cli_no_docs $(if $(CPUPROFILE),cpuprofile)
 bin:
-	CGO_ENABLED=0 $(GO) build -tags urfave_cli_no_docs -ldflags '-s -w' -o bin/ ./cmd/...
-	$(if $(TAGS),$(GO) build -tags '$(TAGS) urfave_cli_no_docs' -ldflags '-s -w' -o bin/orted-pmix ./cmd/orted)
+	CGO_ENABLED=0 $(GO) build -tags '$(BINTAGS)' -ldflags '-s -w' -o bin/ ./cmd/...
+	$(if $(TAGS),$(GO) build -tags '$(TAGS) $(BINTAGS)' -ldflags '-s -w' -o bin/orted-pmix ./cmd/orted)
 
 demo: bin
 	bin/testbed run --nodes 16 $(UTS) -- mpirun --spawn-degree 4 hostname
@@ -31,11 +33,13 @@ bench: bin
 
 check:
 	$(GO) vet -tags '$(TAGS)' ./...
+	$(GO) vet -tags cpuprofile ./internal/profile
 	$(GO) test -tags '$(TAGS)' -race $$($(GO) list ./... | grep -v -e '^prsh/e2e$$' -e '^prsh/daemon/protocol/sim$$')
 	$(GO) test -short ./daemon/protocol/sim   # each simulated launch is one goroutine: -race would find nothing and take 3 times as long
 
 test:
 	$(GO) vet -tags '$(TAGS)' ./...
+	$(GO) vet -tags cpuprofile ./internal/profile
 	$(GO) test -tags '$(TAGS)' -race -timeout 60m ./...
 	cd lab && $(GO) vet ./... && $(GO) test -race -timeout 30m ./...
 	$(GO) test -run 'Radix' ./topo -topo.fullgrid    # every n ≤ 2000, every δ in 1..64

@@ -31,7 +31,7 @@ func clusterFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "kill-after", Usage: "NODE=DURATION: SIGKILL the node's processes that long after its first session"},
 		&cli.StringSliceFlag{Name: "drop-links-after", Usage: "NODE=DURATION: cut the node's TCP connections (not ssh) that long after its first session"},
 		&cli.StringSliceFlag{Name: "max-startups", Usage: "NODE=N: the node's sshd drops connections beyond N in their handshake at once (OpenSSH's MaxStartups)"},
-		&cli.StringSliceFlag{Name: "env", Usage: "K=V set in every node process (e.g. PRSH_CPUPROFILE=DIR)"},
+		&cli.StringSliceFlag{Name: "env", Usage: "K=V set in every node process (e.g. PRSH_CPUPROFILE=DIR with make bin CPUPROFILE=1)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log the testbed's status and every session on stderr"},
 	}
 }

@@ -19,7 +19,7 @@ func clusterFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "ssh-latency", Usage: "delay before each remote command starts"},
 		&cli.DurationFlag{Name: "spawn-cost", Usage: "testbed-agent only: serial cost of each session at its spawner (back-to-back slots at each spawner, slept)"},
 		&cli.BoolFlag{Name: "uts", Usage: "give each node's processes its own hostname (root only)"},
-		&cli.StringSliceFlag{Name: "env", Usage: "K=V set in every node process (e.g. PRSH_CPUPROFILE=DIR)"},
+		&cli.StringSliceFlag{Name: "env", Usage: "K=V set in every node process (e.g. PRSH_CPUPROFILE=DIR with make bin CPUPROFILE=1)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log every launch's command line on stderr"},
 	}
 }
