@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 )
 
 // goFloorFlag asks for the floor rows.
@@ -17,11 +18,19 @@ const goFloorFlag = "go-floor"
 
 const goFloorUsage = "also run Hydra with bin/gostart (the Go runtime's start, then exec) in front of mpiexec and 1 or 2 times in front of each proxy: the floor of a Go launcher with that many processes a node"
 
-// goFloorLauncher is Hydra's mpiexec with starts Go starts in front of
-// each proxy and one in front of itself.
+// goFloorLauncher is Hydra's mpiexec with one or two Go starts in front
+// of each proxy and one in front of itself.
 type goFloorLauncher struct {
 	name string
 	argv []string // gostart, mpiexec.hydra; Hydra's options follow
+}
+
+// goFloorPrograms are the programs a floor runs: Hydra's.
+var goFloorPrograms = []string{progTrue, progMPICH}
+
+// command is the floor's command line with Hydra's options.
+func (f goFloorLauncher) command(hydra ...string) []string {
+	return append(slices.Clone(f.argv), hydra...)
 }
 
 // goFloorLaunchers lays out dir (which every node must see) with a copy

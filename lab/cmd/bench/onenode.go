@@ -101,7 +101,7 @@ func oneNodeCases(mpirun string, programs map[string]string, floors []goFloorLau
 func floorsLike(floors []goFloorLauncher, hydra ...string) []programLauncher {
 	var launchers []programLauncher
 	for _, f := range floors {
-		launchers = append(launchers, programLauncher{f.name, append(slices.Clone(f.argv), hydra...), []string{progTrue, progMPICH}})
+		launchers = append(launchers, programLauncher{f.name, f.command(hydra...), goFloorPrograms})
 	}
 	return launchers
 }

@@ -59,7 +59,7 @@ func slurmCases(mpirun string, programs map[string]string, floors []goFloorLaunc
 			mpi: map[string][]string{progMPICH: {"--mpi=pmi2"}, progOMPI: {"--mpi=pmix"}}},
 	}
 	for _, f := range floors {
-		launchers = append(launchers, launcher{name: f.name, argv: append(slices.Clone(f.argv), "-n", np), programs: []string{progTrue, progMPICH}})
+		launchers = append(launchers, launcher{name: f.name, argv: f.command("-n", np), programs: goFloorPrograms})
 	}
 	var cases []slurmCase
 	for _, prog := range slurmPrograms {
