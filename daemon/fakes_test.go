@@ -142,7 +142,7 @@ func (f *fakeRanks) run(job, rank int, att ranks.Attachment, sig chan syscall.Si
 	delete(f.live, rank)
 	closed := f.closed
 	f.mu.Unlock()
-	att.Ended()
+	att.Ended(status.ExitStatus(ws))
 	if !closed {
 		f.report(ranks.Exited{Rank: rank, Status: status.ExitStatus(ws), How: status.Describe(ws)})
 		f.report(ranks.Drained{Rank: rank})

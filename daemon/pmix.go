@@ -410,18 +410,19 @@ func OpenMPIVars() []string {
 }
 
 // pmixEnvOf registers rank id of job jr with the library and returns
-// what its client needs to find the server: its job's namespace there,
-// or else the tripwire's.
-func (d *Daemon) pmixEnvOf(jr *jobRanks, id int) ([]string, error) {
+// what its client needs to find the server, and the job's namespace
+// there; else the tripwire's variables, and no namespace.
+func (d *Daemon) pmixEnvOf(jr *jobRanks, id int) ([]string, string, error) {
 	j := d.pmixJobNum(jr.num)
 	if j == nil {
-		return d.pmixTripwire(kvsName(d.machine.Job(), jr.app), id)
+		env, err := d.pmixTripwire(kvsName(d.machine.Job(), jr.app), id)
+		return env, "", err
 	}
 	env, err := d.pmix.server.Client(j.ns, id)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return append(env, j.storeEnv...), nil
+	return append(env, j.storeEnv...), j.ns, nil
 }
 
 // hashStoreEnv makes the job's PMIx clients keep their data in the
@@ -655,10 +656,17 @@ func (d *Daemon) modexAnswered(a protocol.ModexAnswered) {
 // cannot reach it, as their keys never start with a NUL.
 func pmixKey(node int) string { return "\x00pmix/" + strconv.Itoa(node) }
 
-// syncPMIx makes sure the loop has what rank r's PMIx client told the
-// library before it exited.
-func (d *Daemon) syncPMIx() {
-	if d.pmix != nil {
+// settlePMIx makes sure the loop has what rank id's PMIx client (of
+// namespace ns) told the library before it exited with status: the
+// library's last word of a client that exited 0, which may be its
+// finalize, is waited for; a rank killed or failed has nothing to say
+// that would change what its end means.
+func (d *Daemon) settlePMIx(ns string, id, status int) {
+	switch {
+	case d.pmix == nil:
+	case status == 0 && ns != "":
+		d.pmix.server.Settle(ns, id, ms(d.cfg.Timeouts.PMIDrainMS))
+	default:
 		d.pmix.server.Sync(ms(d.cfg.Timeouts.PMIDrainMS))
 	}
 }

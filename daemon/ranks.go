@@ -81,7 +81,7 @@ func (d *Daemon) attach(jr *jobRanks, id int) (ranks.Attachment, error) {
 		return ranks.Attachment{}, err
 	}
 	env := slices.Concat(pmiEnv(d.machine.Job(), jr.app, id), d.pmiPortEnv(r), pmi.SpawnedEnv(r.pmi.info))
-	pmixEnv, err := d.pmixEnvOf(jr, id)
+	pmixEnv, ns, err := d.pmixEnvOf(jr, id)
 	if err != nil {
 		conn.Close()
 		pmiEnd.Close()
@@ -92,7 +92,7 @@ func (d *Daemon) attach(jr *jobRanks, id int) (ranks.Attachment, error) {
 		Env:     append(env, pmixEnv...),
 		Started: func() { d.servePMI(conn, r) },
 		Failed:  func() { conn.Close() },
-		Ended:   func() { d.awaitPMI(r); d.syncPMIx() },
+		Ended:   func(status int) { d.awaitPMI(r); d.settlePMIx(ns, id, status) },
 	}, nil
 }
 

@@ -73,7 +73,10 @@ func guardEndedWhy(g *guard.Guard, ws syscall.WaitStatus) string {
 // daemon's hook on its end has run.
 func (n *Node) ended(r *rank, ws syscall.WaitStatus) {
 	<-r.settled
-	call(r.att.Ended)
+	st := status.ExitStatus(ws)
+	if r.att.Ended != nil {
+		r.att.Ended(st)
+	}
 	n.reaped(r)
-	n.report(Exited{Rank: r.id, Status: status.ExitStatus(ws), How: n.describe(r, ws)})
+	n.report(Exited{Rank: r.id, Status: st, How: n.describe(r, ws)})
 }

@@ -85,7 +85,7 @@ func TestTeardownKillIsNotOOM(t *testing.T) {
 	req.Attach = func(rank int) (Attachment, error) {
 		att, err := attach(rank)
 		if rank == 0 { // its report waits until the teardown's is in
-			att.Ended = func() { <-release }
+			att.Ended = func(int) { <-release }
 		}
 		return att, err
 	}

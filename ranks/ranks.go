@@ -130,10 +130,10 @@ type Attachment struct {
 	Env   []string
 	// Started: the rank runs. Failed: it did not start after all.
 	Started, Failed func()
-	// Ended is called once the rank has exited, before that is
-	// reported, so that whatever the rank told the daemon is heard
-	// first.
-	Ended func()
+	// Ended is called with the rank's exit status once it has exited,
+	// before that is reported, so that whatever the rank told the daemon
+	// is heard first.
+	Ended func(status int)
 }
 
 func call(hook func()) {

@@ -35,7 +35,7 @@ type daemon struct {
 
 	mu     sync.Mutex
 	output map[iof.Stream]map[int]string // by stream, by rank
-	hooks  []string                      // "started 0", "ended 0", "exited 0"...: hooks called, exits reported
+	hooks  []string                      // "started 0", "ended 0 with 3", "exited 0"...: hooks called, exits reported
 	stdin  map[int]*os.File
 }
 
@@ -93,7 +93,7 @@ func (d *daemon) request(env []string, scripts ...string) Request {
 	}
 	req.Attach = func(rank int) (Attachment, error) {
 		n := fmt.Sprint(rank)
-		return Attachment{Env: env, Started: d.hook("started " + n), Failed: d.hook("failed " + n), Ended: d.hook("ended " + n)}, nil
+		return Attachment{Env: env, Started: d.hook("started " + n), Failed: d.hook("failed " + n), Ended: func(status int) { d.hook(fmt.Sprintf("ended %s with %d", n, status))() }}, nil
 	}
 	return req
 }
@@ -154,7 +154,7 @@ func TestStartReportsTheExit(t *testing.T) {
 	if got := d.outputOf(0, iof.Stderr); got != "oops\n" {
 		t.Errorf("stderr %q, want \"oops\\n\"", got)
 	}
-	if strings.Join(d.hooks, ", ") != "started 0, ended 0, exited 0" {
+	if strings.Join(d.hooks, ", ") != "started 0, ended 0 with 3, exited 0" {
 		t.Errorf("hooks %q", d.hooks)
 	}
 	if d.node.Live(0) {

@@ -21,6 +21,7 @@
     X(PMIx_Info_list_release)              \
     X(PMIx_Info_list_start)                \
     X(PMIx_Load_topology)                  \
+    X(PMIx_Register_event_handler)         \
     X(PMIx_generate_ppn)                   \
     X(PMIx_generate_regex)                 \
     X(PMIx_server_dmodex_request)          \
@@ -43,6 +44,7 @@ PRSH_LIBRARY_FUNCTIONS(PRSH_DECLARE_POINTER)
 #define PMIx_Info_list_release (*prsh_PMIx_Info_list_release)
 #define PMIx_Info_list_start (*prsh_PMIx_Info_list_start)
 #define PMIx_Load_topology (*prsh_PMIx_Load_topology)
+#define PMIx_Register_event_handler (*prsh_PMIx_Register_event_handler)
 #define PMIx_generate_ppn (*prsh_PMIx_generate_ppn)
 #define PMIx_generate_regex (*prsh_PMIx_generate_regex)
 #define PMIx_server_dmodex_request (*prsh_PMIx_server_dmodex_request)

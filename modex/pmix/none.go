@@ -42,6 +42,9 @@ func (*Server) Topology() string { return "" }
 // Sync does nothing in this build.
 func (*Server) Sync(time.Duration) {}
 
+// Settle does nothing in this build.
+func (*Server) Settle(string, int, time.Duration) {}
+
 // LocalData is never reached in this build.
 func (*Server) LocalData(namespace string, rank int, answer func([]byte, error)) {
 	answer(nil, ErrUnavailable)

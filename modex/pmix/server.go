@@ -32,6 +32,7 @@ type Server struct {
 	queue    upcalls
 	topology string   // this node's, as hwloc XML; "" if unknown
 	store    []string // what each client is told of the shared-memory store
+	clients  clients
 }
 
 // active is the server the library's upcalls reach.
@@ -66,9 +67,11 @@ func Start(tmpdir, host string, manyJobs bool, segs Segments, h Handler) (*Serve
 	}
 	// The parameters are read once, by the init; unset for whatever this
 	// process starts next.
-	params := []string{envStores + "=hash"}
+	// The library holds a report of a lost client back for a second, to
+	// merge it with others: Settle wants each at once.
+	params := []string{envStores + "=hash", envCachingWindow + "=0"}
 	if !manyJobs {
-		params = segs.env()
+		params = append(segs.env(), envCachingWindow+"=0")
 		s.store = params
 	}
 	for _, kv := range params {
@@ -91,6 +94,10 @@ func Start(tmpdir, host string, manyJobs bool, segs Segments, h Handler) (*Serve
 // components) it may open.
 const envStores = "PMIX_MCA_gds"
 
+// envCachingWindow is the library's parameter for how long (s) it holds
+// an event back to merge it with others of its kind.
+const envCachingWindow = "PMIX_MCA_pmix_event_caching_window"
+
 // Topology is the node's hardware topology as the library loaded it, as
 // hwloc XML; "" if unknown.
 func (s *Server) Topology() string { return s.topology }
@@ -105,6 +112,70 @@ func (s *Server) Sync(wait time.Duration) {
 	case <-done:
 	case <-time.After(wait):
 	}
+}
+
+// Settle waits, at most for wait, until the library has had the last of
+// a client that connected (its finalize, or its connection lost without
+// one), and then until the Handler has had every upcall: the rank ended,
+// but a server short of CPU may not have read what its client wrote
+// before it exited. PMIx_Finalize waits 2 s for the server's answer and
+// then exits all the same.
+func (s *Server) Settle(namespace string, rank int, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	if last := s.clients.last(Proc{namespace, rank}); last != nil {
+		select {
+		case <-last:
+		case <-time.After(wait):
+		}
+	}
+	s.Sync(time.Until(deadline))
+}
+
+// clients follows the clients that connected until the library has had
+// the last of each.
+type clients struct {
+	mu   sync.Mutex
+	open map[Proc]chan struct{} // closed by the client's last word
+}
+
+func (c *clients) connected(p Proc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open == nil {
+		c.open = map[Proc]chan struct{}{}
+	}
+	if c.open[p] == nil {
+		c.open[p] = make(chan struct{})
+	}
+}
+
+func (c *clients) ended(p Proc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if last := c.open[p]; last != nil {
+		close(last)
+		delete(c.open, p)
+	}
+}
+
+// last is closed once client p's last word is in; nil if the library
+// has it already, or the client never connected.
+// forget lets go of the clients of a namespace the library let go of.
+func (c *clients) forget(namespace string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p, last := range c.open {
+		if p.Namespace == namespace {
+			close(last)
+			delete(c.open, p)
+		}
+	}
+}
+
+func (c *clients) last(p Proc) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open[p]
 }
 
 // Close finalises the library.
@@ -138,6 +209,7 @@ func (s *Server) RegisterJob(j Job) error {
 func (s *Server) DeregisterJob(ns string) error {
 	cns := C.CString(ns)
 	defer C.free(unsafe.Pointer(cns))
+	defer s.clients.forget(ns)
 	if rc := C.prsh_deregister_nspace(cns); rc != C.PMIX_SUCCESS {
 		return status("PMIx_server_deregister_nspace", rc)
 	}
@@ -480,13 +552,29 @@ func upcall(f func(Handler)) {
 //export prshConnected
 func prshConnected(ns *C.char, rank C.uint32_t) {
 	p := proc(ns, rank)
+	if s := active.Load(); s != nil {
+		s.clients.connected(p)
+	}
 	upcall(func(h Handler) { h.Connected(p) })
 }
+
+// The finalize is queued before the client's last word is in: Settle,
+// once that is in, waits for the queue.
 
 //export prshFinalized
 func prshFinalized(ns *C.char, rank C.uint32_t) {
 	p := proc(ns, rank)
 	upcall(func(h Handler) { h.Finalized(p) })
+	clientEnded(p)
+}
+
+//export prshLost
+func prshLost(ns *C.char, rank C.uint32_t) { clientEnded(proc(ns, rank)) }
+
+func clientEnded(p Proc) {
+	if s := active.Load(); s != nil {
+		s.clients.ended(p)
+	}
 }
 
 //export prshAborted

@@ -98,6 +98,29 @@ static pmix_status_t job_control(const pmix_proc_t *requestor, const pmix_proc_t
     return PMIX_ERR_NOT_SUPPORTED;
 }
 
+// The library reports a client whose connection closed before it
+// finalized (none for one that finalized): with the finalized upcall,
+// the last word of every client that connected.
+static void lost(size_t id, pmix_status_t status, const pmix_proc_t *source,
+                 pmix_info_t info[], size_t ninfo, pmix_info_t *results, size_t nresults,
+                 pmix_event_notification_cbfunc_fn_t cb, void *cbdata) {
+    if (source != NULL) {
+        prshLost((char *)source->nspace, source->rank);
+    }
+    for (size_t i = 0; i < ninfo; i++) {  // others, where the library merged their reports
+        if (PMIX_CHECK_KEY(&info[i], PMIX_EVENT_AFFECTED_PROCS) && info[i].value.type == PMIX_DATA_ARRAY &&
+            info[i].value.data.darray != NULL && info[i].value.data.darray->type == PMIX_PROC) {
+            pmix_proc_t *procs = info[i].value.data.darray->array;
+            for (size_t n = 0; n < info[i].value.data.darray->size; n++) {
+                prshLost((char *)procs[n].nspace, procs[n].rank);
+            }
+        }
+    }
+    if (cb != NULL) {
+        cb(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+    }
+}
+
 static pmix_server_module_t module = {
     .spawn = prsh_spawn,
     .client_connected = connected,
@@ -192,7 +215,12 @@ int prsh_server_init(void *list) {
     }
     rc = PMIx_server_init(&module, (pmix_info_t *)arr.array, arr.size);
     PMIx_Data_array_destruct(&arr);
-    return rc;
+    if (rc != PMIX_SUCCESS) {
+        return rc;
+    }
+    pmix_status_t code = PMIX_ERR_LOST_CONNECTION;
+    rc = PMIx_Register_event_handler(&code, 1, NULL, 0, lost, NULL, NULL);
+    return rc < 0 ? rc : PMIX_SUCCESS;  // else the handler's reference
 }
 
 int prsh_server_finalize(void) { return PMIx_server_finalize(); }
