@@ -133,6 +133,51 @@ func TestGuardReportsEachRank(t *testing.T) {
 	}
 }
 
+// TestGuardStartsSideBySide: ranks handed at once start side by side
+// (parallelStarts), and each is reported running and then ended with its
+// own status, also one that ended before its start was noted. A kill
+// right after a burst of starts takes every rank of it, none left over.
+func TestGuardStartsSideBySide(t *testing.T) {
+	g := startGuard(t)
+	const n = 4 * parallelStarts
+	for rank := range n {
+		handRank(t, g, rank, "exit "+strconv.Itoa(rank), nil, 1)
+	}
+	running := map[int]bool{}
+	for ended := 0; ended < n; {
+		switch rep := next(t, g); {
+		case rep.Kind == Running && !running[rep.Rank]:
+			running[rep.Rank] = true
+		case rep.Kind == Exited && running[rep.Rank]:
+			if rep.Wait.ExitStatus() != rep.Rank {
+				t.Errorf("rank %d: %v, want exit %d", rep.Rank, rep.Wait, rep.Rank)
+			}
+			ended++
+		default:
+			t.Fatalf("report %+v, want a rank's start, or its end after its start", rep)
+		}
+	}
+	for rank := range n {
+		handRank(t, g, rank, "exec sleep 60", nil, 2)
+	}
+	if err := g.KillJob(2); err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for killed < n {
+		switch rep := next(t, g); {
+		case rep.Kind == Running:
+		case rep.Kind == Exited && rep.Wait.Signal() == syscall.SIGKILL:
+			killed++
+		default:
+			t.Fatalf("report %+v, want job 2's ranks started and killed", rep)
+		}
+	}
+	if ws := endGuard(g); ws.ExitStatus() != 0 {
+		t.Errorf("the guard ended %v, want exit 0", ws)
+	}
+}
+
 // TestGuardPassesLongMessages: a start larger than a datagram (a long
 // environment) reaches the rank whole, as do its pipes.
 func TestGuardPassesLongMessages(t *testing.T) {

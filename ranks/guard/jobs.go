@@ -29,6 +29,7 @@ type job struct {
 	cgroup   string // its cgroup's directory; "" for none
 	cgroupFD int    // that directory open, to start ranks in it; -1: they start outside it
 	killing  bool   // its kill has begun: no more starts
+	starting int    // its starts under way
 }
 
 var errJobEnding = errors.New("the job is ending")
@@ -57,15 +58,19 @@ func (g *node) jobFor(s RankStart) (*job, error) {
 	return j, nil
 }
 
-// startIn starts cmd with start, in the job's cgroup where it has one. A
+// startIn starts cmd with start, in job j's cgroup where it has one. A
 // rank the kernel will not start there (clone3 refused, as under some
 // seccomp filters) starts outside it, and so do the job's later ranks.
-// It returns the command that started.
-func (j *job) startIn(cmd *exec.Cmd, start func(*exec.Cmd) error) (*exec.Cmd, error) {
-	if j.cgroupFD < 0 {
+// It returns the command that started. Called without the lock: the
+// cgroup stays open while j has a start under way (killRound).
+func (g *node) startIn(j *job, cmd *exec.Cmd, start func(*exec.Cmd) error) (*exec.Cmd, error) {
+	g.mu.Lock()
+	fd := j.cgroupFD
+	g.mu.Unlock()
+	if fd < 0 {
 		return cmd, start(cmd)
 	}
-	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, j.cgroupFD
+	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 	placedErr := start(cmd)
 	if placedErr == nil {
 		return cmd, nil
@@ -74,8 +79,12 @@ func (j *job) startIn(cmd *exec.Cmd, start func(*exec.Cmd) error) (*exec.Cmd, er
 	if err := start(again); err != nil {
 		return again, err // the program's own failure, most likely
 	}
-	unix.Close(j.cgroupFD)
-	j.cgroupFD = -1
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if j.cgroupFD == fd { // not closed by a start beside this one
+		unix.Close(fd)
+		j.cgroupFD = -1
+	}
 	return again, nil
 }
 
@@ -124,7 +133,7 @@ func (g *node) killRound(j *job) bool {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	left := false
+	left := j.starting > 0 // to be killed once noted as a rank
 	for pid, r := range g.ranks {
 		if r.job == j.id {
 			syscall.Kill(-pid, syscall.SIGKILL)

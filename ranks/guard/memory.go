@@ -16,7 +16,7 @@ type memory struct {
 	end     func() // ends the burst under way; nil if none
 }
 
-// noteStart counts a start, from the guard's serving goroutine.
+// noteStart counts a start.
 func (m *memory) noteStart() {
 	if m.started.Add(1) < gcburst.Many {
 		return

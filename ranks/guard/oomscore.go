@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Out of memory, the kernel kills the process it scores worst: mostly
@@ -28,18 +29,22 @@ const ownOOMScoreAdj = "/proc/self/oom_score_adj"
 
 // oomScore is the guard's own oom_score_adj, its file kept open and the
 // adjustment it was given read once (nothing but the guard changes it):
-// reading and writing the file anew cost three opens a rank. Used under
-// the node's lock.
+// reading and writing the file anew cost three opens a rank. It stays
+// raised while any start is under way (starts run side by side).
 type oomScore struct {
+	mu     sync.Mutex
 	opened bool
 	f      *os.File // nil where the file cannot be read or written (a read-only /proc)
 	own    int
+	raised int // starts it is raised for
 }
 
 // raise raises the guard's oom_score_adj for the rank it is about to
 // start, and returns what lowers it back. Where that cannot be done the
 // rank runs at the guard's.
 func (o *oomScore) raise() (lower func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if !o.opened {
 		o.opened = true
 		if own, err := readOOMScoreAdj(ownOOMScoreAdj); err == nil {
@@ -47,10 +52,17 @@ func (o *oomScore) raise() (lower func()) {
 			o.f, _ = os.OpenFile(ownOOMScoreAdj, os.O_WRONLY, 0)
 		}
 	}
-	if o.f == nil || o.write(min(o.own+rankOOMScoreRaise, oomScoreAdjMax)) != nil {
+	if o.f == nil || o.raised == 0 && o.write(min(o.own+rankOOMScoreRaise, oomScoreAdjMax)) != nil {
 		return func() {}
 	}
-	return func() { o.write(o.own) }
+	o.raised++
+	return func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.raised--; o.raised == 0 {
+			o.write(o.own)
+		}
+	}
 }
 
 func (o *oomScore) write(adj int) error {

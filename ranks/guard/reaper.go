@@ -45,6 +45,8 @@ func (g *node) reap(pid int) {
 	if r, ok := g.ranks[pid]; ok {
 		delete(g.ranks, pid)
 		g.report(Report{Kind: Exited, Job: r.job, Rank: r.rank, Wait: ws})
+	} else if g.starting > 0 { // perhaps a rank whose start is yet to note it
+		g.early[pid] = ws
 	}
 }
 

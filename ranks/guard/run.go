@@ -23,7 +23,7 @@ type node struct {
 	sock   *socket
 	sendMu sync.Mutex // one message at a time on the socket
 
-	mu      sync.Mutex      // ranks, jobs and killing; held across a start, so that a rank's end is reported after its start
+	mu      sync.Mutex      // ranks, jobs, killing and the starts under way: a rank reaped before its start noted it waits in early
 	ranks   map[int]started // each rank started and not yet reaped, by pid
 	jobs    map[int]*job    // each job with a rank started, until its kill is done
 	killing bool            // the daemon is gone: everything goes, no more starts
@@ -33,6 +33,12 @@ type node struct {
 	exits chan os.Signal
 	mem   memory   // what the starts left, released once they stop
 	oom   oomScore // raised for each start
+	// starts bounds the starts under way; starting counts them (under
+	// mu), and early holds the ends of children reaped meanwhile, which
+	// may be ranks whose starts have yet to note them.
+	starts   *starts
+	starting int
+	early    map[int]syscall.WaitStatus
 }
 
 // RunGuard is the guard's main: args are the bound on its daemon's being
@@ -57,7 +63,8 @@ func RunGuard(args []string) {
 		fmt.Fprintf(os.Stderr, "orted: guard: its socket: %v\n", err)
 		os.Exit(errmgr.StatusFailed)
 	}
-	g := &node{sock: sock, ranks: map[int]started{}, jobs: map[int]*job{}, wake: make(chan struct{}, 1), exits: make(chan os.Signal, 1)}
+	g := &node{sock: sock, ranks: map[int]started{}, jobs: map[int]*job{}, wake: make(chan struct{}, 1), exits: make(chan os.Signal, 1),
+		starts: newStarts(), early: map[int]syscall.WaitStatus{}}
 	signal.Notify(g.exits, syscall.SIGCHLD) // before the first start: no end goes unnoticed
 	go g.reapAll()
 	go g.watch(parent, time.Duration(stoppedMS)*time.Millisecond)
@@ -103,15 +110,45 @@ func (g *node) serve() {
 				g.killJob(id)
 			}
 		case body[0] == kindStart:
-			s, err := decodeStart(body[1:], files)
-			if err == nil {
-				g.start(s, &own)
-			} else {
-				g.report(Report{Kind: Failed, Job: s.Job, Rank: s.Rank, Status: errmgr.StatusFailed, Err: err.Error()})
-			}
-			closeFiles(files) // the rank has its copies
+			g.handle(body[1:], files, &own)
 		}
 	}
+}
+
+// handle carries out a start: its job is found at once, in the order of
+// the daemon's messages (a kill that follows it sees it under way), and
+// the rank is started beside the starts under way (parallelStarts).
+func (g *node) handle(body []byte, files []*os.File, own *unix.CPUSet) {
+	s, err := decodeStart(body, files)
+	if err != nil {
+		g.report(Report{Kind: Failed, Job: s.Job, Rank: s.Rank, Status: errmgr.StatusFailed, Err: err.Error()})
+		closeFiles(files)
+		return
+	}
+	j, err := g.beginStart(s)
+	if err != nil {
+		g.failed(s, err)
+		closeFiles(files)
+		return
+	}
+	g.starts.begin()
+	go func() {
+		defer g.starts.end()
+		g.start(s, j, own)
+		closeFiles(files) // the rank has its copies
+	}()
+}
+
+// beginStart notes a start under way for start s's job.
+func (g *node) beginStart(s RankStart) (*job, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	j, err := g.jobFor(s)
+	if err == nil {
+		j.starting++
+		g.starting++
+	}
+	return j, err
 }
 
 // start starts a rank in a session (and so a process group) of its own,
@@ -121,29 +158,47 @@ func (g *node) serve() {
 // that of a single process, so 64 ranks in mpirun's session together got
 // what one process of another session gets (an MPICH barrier of 64
 // ranks on a loaded 2-core host: 7-8 s, against 4 s under Hydra).
-func (g *node) start(s RankStart, own *unix.CPUSet) {
+func (g *node) start(s RankStart, j *job, own *unix.CPUSet) {
 	cmd := &exec.Cmd{Path: s.Path, Args: s.Args, Env: append(s.Env, JobVar+"="+strconv.Itoa(s.Job)), Dir: s.Dir, Stdout: s.Stdout, Stderr: s.Stderr,
 		ExtraFiles: s.Files, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if s.Stdin != nil {
 		cmd.Stdin = s.Stdin
 	}
+	cmd, err := g.startIn(j, cmd, func(cmd *exec.Cmd) error { return startOn(cmd, s.CPUs, own, &g.oom) })
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	j, err := g.jobFor(s)
-	if err == nil {
-		cmd, err = j.startIn(cmd, func(cmd *exec.Cmd) error { return startOn(cmd, s.CPUs, own, &g.oom) })
-	}
+	j.starting--
+	g.starting--
+	defer g.forgetEarly()
 	if err != nil {
-		g.report(Report{Kind: Failed, Job: s.Job, Rank: s.Rank, Status: status.ExecStatus(err),
-			Err: fmt.Sprintf("cannot run %s: %v", s.Args[0], status.UnwrapExec(err))})
+		g.failed(s, err)
 		return
 	}
 	pid := cmd.Process.Pid
 	cmd.Process.Release() // its pidfd: the reaper waits for the rank, by pid
-	g.ranks[pid] = started{job: s.Job, rank: s.Rank}
-	g.mem.noteStart()
 	g.report(Report{Kind: Running, Job: s.Job, Rank: s.Rank, Pid: pid})
+	if ws, reaped := g.early[pid]; reaped {
+		delete(g.early, pid)
+		g.report(Report{Kind: Exited, Job: s.Job, Rank: s.Rank, Wait: ws})
+	} else {
+		g.ranks[pid] = started{job: s.Job, rank: s.Rank}
+	}
+	g.mem.noteStart()
 	g.wakeReaper()
+}
+
+// failed reports that start s failed.
+func (g *node) failed(s RankStart, err error) {
+	g.report(Report{Kind: Failed, Job: s.Job, Rank: s.Rank, Status: status.ExecStatus(err),
+		Err: fmt.Sprintf("cannot run %s: %v", s.Args[0], status.UnwrapExec(err))})
+}
+
+// forgetEarly drops the ends of children reaped during starts once no
+// start is under way: they were not ranks. Called under the lock.
+func (g *node) forgetEarly() {
+	if g.starting == 0 {
+		clear(g.early)
+	}
 }
 
 // startOn starts cmd bound to cpus (own when none), then binds the
@@ -201,6 +256,7 @@ func (g *node) watch(parent int, stoppedLimit time.Duration) {
 	var last sample
 	for now := range tick.C {
 		g.mem.look()
+		g.starts.look()
 		s := sampleOf(parent)
 		hung := s.hung(last)
 		last = s
