@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/urfave/cli/v2 v2.27.7
+	golang.org/x/sys v0.49.0
 	gonum.org/v1/plot v0.17.0
 	prsh v0.0.0
 )
@@ -20,7 +21,6 @@ require (
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
 

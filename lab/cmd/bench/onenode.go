@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"prsh/daemon/protocol/sim"
 )
@@ -285,16 +286,20 @@ func watchPSS(pid int, rank string, done <-chan struct{}) int {
 		}
 		sum := 0
 		for _, p := range processTree(pid) {
-			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p)); !slices.Contains(rankComms, strings.TrimSpace(string(comm))) {
-				sum += pssOf(p)
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.pid))
+			if !slices.Contains(rankComms, strings.TrimSpace(string(comm))) && !sharesMemory(p.ppid, p.pid) {
+				sum += pssOf(p.pid)
 			}
 		}
 		peak = max(peak, sum)
 	}
 }
 
+// treeProc is a process and its parent.
+type treeProc struct{ pid, ppid int }
+
 // processTree is pid and its descendants, from /proc/*/stat.
-func processTree(pid int) []int {
+func processTree(pid int) []treeProc {
 	children := map[int][]int{}
 	stats, _ := os.ReadDir("/proc")
 	for _, e := range stats {
@@ -313,11 +318,23 @@ func processTree(pid int) []int {
 			children[ppid] = append(children[ppid], p)
 		}
 	}
-	tree := []int{pid}
+	tree := []treeProc{{pid: pid}}
 	for i := 0; i < len(tree); i++ {
-		tree = append(tree, children[tree[i]]...)
+		for _, c := range children[tree[i].pid] {
+			tree = append(tree, treeProc{c, tree[i].pid})
+		}
 	}
 	return tree
+}
+
+// sharesMemory says whether a and b are one memory space (kcmp's
+// KCMP_VM): a child between a vfork and its exec, as a guard's starts
+// are, is its parent's memory, not memory of its own, and counted twice
+// would add a guard's PSS a start under way.
+func sharesMemory(a, b int) bool {
+	const kcmpVM = 1 // linux/kcmp.h: KCMP_FILE, KCMP_VM, ...
+	r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(a), uintptr(b), kcmpVM, 0, 0, 0)
+	return errno == 0 && r == 0
 }
 
 // pssOf is a process's PSS in kB, or 0 once it is gone.

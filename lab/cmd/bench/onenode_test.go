@@ -33,7 +33,7 @@ func TestOneNodeCases(t *testing.T) {
 // a PSS; a process that is gone has none.
 func TestProcessTreePSS(t *testing.T) {
 	tree := processTree(os.Getpid())
-	if len(tree) == 0 || tree[0] != os.Getpid() {
+	if len(tree) == 0 || tree[0].pid != os.Getpid() {
 		t.Fatalf("tree %v does not start with this process", tree)
 	}
 	if pssOf(os.Getpid()) <= 0 {
@@ -41,6 +41,9 @@ func TestProcessTreePSS(t *testing.T) {
 	}
 	if pssOf(1<<30) != 0 {
 		t.Errorf("a PSS for a process that is not there")
+	}
+	if !sharesMemory(os.Getpid(), os.Getpid()) || sharesMemory(os.Getpid(), os.Getppid()) {
+		t.Errorf("kcmp: this process shares memory with itself and not with its parent")
 	}
 }
 
