@@ -30,8 +30,9 @@
 //	    killed until none is left; later starts of the job fail. The
 //	    guard and the other jobs go on.
 //
-// and the guard answers each start, in order, then reports the end of
-// each rank that ran:
+// and the guard answers each start (several run side by side, so the
+// answers may come in another order than the starts), then reports the
+// end of each rank that ran, always after its answer:
 //
 //	'R' running: job n, rank n, pid n (the rank's process group is its pid)
 //	'F' not started: job n, rank n, the shell's status n (127, 126...), why s
