@@ -179,8 +179,6 @@ func (c *clients) ended(p Proc) {
 	}
 }
 
-// last is closed once client p's last word is in; nil if the library
-// has it already, or the client never connected.
 // forget lets go of the clients of a namespace the library let go of.
 func (c *clients) forget(namespace string) {
 	c.mu.Lock()
@@ -193,6 +191,8 @@ func (c *clients) forget(namespace string) {
 	}
 }
 
+// last is closed once client p's last word is in; nil if the library
+// has it already, or the client never connected.
 func (c *clients) last(p Proc) <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -607,9 +607,9 @@ func prshConnected(ns *C.char, rank C.uint32_t) {
 	upcall(func(h Handler) { h.Connected(p) })
 }
 
-// The finalize is queued before the client's last word is in: Settle,
-// once that is in, waits for the queue.
-
+// prshFinalized queues the finalize before the client's last word is
+// in: Settle, once that is in, waits for the queue.
+//
 //export prshFinalized
 func prshFinalized(ns *C.char, rank C.uint32_t) {
 	p := proc(ns, rank)
