@@ -33,11 +33,6 @@ type Server struct {
 	topology string   // this node's, as hwloc XML; "" if unknown
 	store    []string // what each client is told of the shared-memory store
 	clients  clients
-	// registered are the clients RegisterJob registered.
-	registered struct {
-		sync.Mutex
-		procs map[Proc]bool
-	}
 }
 
 // active is the server the library's upcalls reach.
@@ -116,22 +111,6 @@ func (s *Server) Sync(wait time.Duration) {
 	select {
 	case <-done:
 	case <-time.After(wait):
-	}
-}
-
-func (s *Server) wasRegistered(p Proc) bool {
-	s.registered.Lock()
-	defer s.registered.Unlock()
-	return s.registered.procs[p]
-}
-
-func (s *Server) forgetRegistered(namespace string) {
-	s.registered.Lock()
-	defer s.registered.Unlock()
-	for p := range s.registered.procs {
-		if p.Namespace == namespace {
-			delete(s.registered.procs, p)
-		}
 	}
 }
 
@@ -222,12 +201,12 @@ func (s *Server) RegisterJob(j Job) error {
 	if rc := C.prsh_register_nspace(ns, C.int(len(mine)), l.ptr); rc != C.PMIX_SUCCESS {
 		return status("PMIx_server_register_nspace", rc)
 	}
-	return s.registerClients(j.Namespace, ns, mine)
+	return registerClients(ns, mine)
 }
 
 // registerClients registers the node's ranks of a namespace before any
 // starts, all at once (see prsh_register_clients).
-func (s *Server) registerClients(namespace string, ns *C.char, ranks []int) error {
+func registerClients(ns *C.char, ranks []int) error {
 	if len(ranks) == 0 {
 		return nil
 	}
@@ -237,14 +216,6 @@ func (s *Server) registerClients(namespace string, ns *C.char, ranks []int) erro
 	}
 	if rc := C.prsh_register_clients(ns, &ids[0], C.size_t(len(ids)), C.uint32_t(os.Getuid()), C.uint32_t(os.Getgid())); rc != C.PMIX_SUCCESS {
 		return status("PMIx_server_register_client", rc)
-	}
-	s.registered.Lock()
-	defer s.registered.Unlock()
-	if s.registered.procs == nil {
-		s.registered.procs = map[Proc]bool{}
-	}
-	for _, r := range ranks {
-		s.registered.procs[Proc{namespace, r}] = true
 	}
 	return nil
 }
@@ -256,23 +227,17 @@ func (s *Server) DeregisterJob(ns string) error {
 	cns := C.CString(ns)
 	defer C.free(unsafe.Pointer(cns))
 	defer s.clients.forget(ns)
-	defer s.forgetRegistered(ns)
 	if rc := C.prsh_deregister_nspace(cns); rc != C.PMIX_SUCCESS {
 		return status("PMIx_server_deregister_nspace", rc)
 	}
 	return nil
 }
 
-// Client registers local rank of namespace ns, unless RegisterJob did,
-// and returns the environment its PMIx client needs to find this server.
+// Client returns the environment local rank of namespace ns (registered
+// by RegisterJob) needs to find this server.
 func (s *Server) Client(namespace string, rank int) ([]string, error) {
 	ns := C.CString(namespace)
 	defer C.free(unsafe.Pointer(ns))
-	if !s.wasRegistered(Proc{namespace, rank}) {
-		if rc := C.prsh_register_client(ns, C.uint32_t(rank), C.uint32_t(os.Getuid()), C.uint32_t(os.Getgid())); rc != C.PMIX_SUCCESS {
-			return nil, status("PMIx_server_register_client", rc)
-		}
-	}
 	var env **C.char
 	if rc := C.prsh_setup_fork(ns, C.uint32_t(rank), &env); rc != C.PMIX_SUCCESS {
 		return nil, status("PMIx_server_setup_fork", rc)

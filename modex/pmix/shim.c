@@ -304,14 +304,6 @@ int prsh_deregister_nspace(const char *nspace) {
     return wait_all(&w);
 }
 
-int prsh_register_client(const char *nspace, uint32_t rank, uint32_t uid, uint32_t gid) {
-    pmix_proc_t proc;
-    PMIX_LOAD_PROCID(&proc, nspace, rank);
-    waiter_t w;
-    waiter_init(&w, 1);
-    return wait_op(&w, PMIx_server_register_client(&proc, uid, gid, NULL, op_done, &w));
-}
-
 // prsh_register_clients registers n ranks of a namespace at once, and
 // waits for them all: one at a time, each start waited for the library's
 // thread, which ranks already in MPI_Init keep busy (256 on 2 CPUs: the

@@ -31,7 +31,6 @@ int prsh_server_init(void *list);
 int prsh_server_finalize(void);
 int prsh_register_nspace(const char *nspace, int nlocal, void *list);
 int prsh_deregister_nspace(const char *nspace);
-int prsh_register_client(const char *nspace, uint32_t rank, uint32_t uid, uint32_t gid);
 int prsh_register_clients(const char *nspace, const uint32_t *ranks, size_t n, uint32_t uid, uint32_t gid);
 int prsh_setup_fork(const char *nspace, uint32_t rank, char ***env);
 int prsh_add_node_map(void *list, const char *nodes);
